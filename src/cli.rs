@@ -1,0 +1,614 @@
+//! The command line: argument definitions and the commands `run`, `watch`, `stop`, `ps`, `logs`.
+//! Each command resolves a plan, calls the engine, and reports; firedup's own failures reach the
+//! user as one sentence and exit 2.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::duration::{format_duration, parse_duration};
+use crate::engine::{self, Target};
+use crate::launch::{self, LaunchSpec};
+use crate::plan::{self, WatchOptions};
+use crate::process;
+use crate::report;
+use crate::rundir::RunDir;
+use crate::stop::{StopReport, stop_tree};
+use crate::verdict::{Outcome, USAGE_EXIT_CODE, Verdict};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "firedup",
+    version,
+    about = "Launch or attach to a slow-starting server or job and end with one verdict that cannot be mistaken.",
+    after_help = "Verdicts and exit codes: ready 0, succeeded 0, failed 1, usage error 2, exited 3, killed 4, never_started 5, stalled 6, timed_out 124, monitor_error 7."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Until {
+    /// Server mode: the verdict is `ready` once the readiness conditions hold.
+    Ready,
+    /// Job mode: watch until the process exits (`succeeded` or a failure verdict).
+    Exit,
+}
+
+#[derive(Debug, Args)]
+pub struct JudgeArgs {
+    /// Server mode (`ready`, the default) or job mode (`exit`).
+    #[arg(long, value_enum, default_value = "ready")]
+    pub until: Until,
+    /// Print the verdict as one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Server profile (default: detected from the command line, else `generic`).
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// A log line that means ready (regex; repeatable: all must be seen).
+    #[arg(long = "ready-line", value_name = "REGEX")]
+    pub ready_line: Vec<String>,
+    /// A log line that means failure (regex; repeatable).
+    #[arg(long = "fail-line", value_name = "REGEX")]
+    pub fail_line: Vec<String>,
+    /// Overall deadline for becoming ready (e.g. 20m; `off` for none).
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Verdict `stalled` after this long without progress evidence (`off` for never).
+    #[arg(long, value_name = "DURATION")]
+    pub stall: Option<String>,
+    /// How long a missing log may stay missing while no process is known.
+    #[arg(long = "log-grace", value_name = "DURATION")]
+    pub log_grace: Option<String>,
+    /// After ready, keep watching this long and report a crash inside the window.
+    #[arg(long, value_name = "DURATION")]
+    pub hold: Option<String>,
+    /// Write an NDJSON stream of observations and phase changes to this file (`-` for stderr).
+    #[arg(long, value_name = "PATH")]
+    pub events: Option<PathBuf>,
+}
+
+impl JudgeArgs {
+    fn options(&self, from_end: bool) -> WatchOptions {
+        WatchOptions {
+            until_exit: self.until == Until::Exit,
+            profile: self.profile.clone(),
+            ready_lines: self.ready_line.clone(),
+            fail_lines: self.fail_line.clone(),
+            timeout: self.timeout.clone(),
+            stall: self.stall.clone(),
+            log_grace: self.log_grace.clone(),
+            hold: self.hold.clone(),
+            from_end,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Launch COMMAND (detached, output straight into its log) and watch it to a verdict.
+    Run {
+        #[command(flatten)]
+        judge: JudgeArgs,
+        /// Log file to append the command's stdout and stderr to (default: in the run directory).
+        #[arg(long, value_name = "PATH")]
+        log: Option<PathBuf>,
+        /// Environment variable for the command (repeatable).
+        #[arg(long = "env", value_name = "KEY=VALUE")]
+        env: Vec<String>,
+        /// Working directory of the command.
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+        /// After ready, run CMD (sh -c), then stop the server and exit with CMD's status.
+        #[arg(long, value_name = "CMD")]
+        then: Option<String>,
+        /// Leave the server running whatever the verdict.
+        #[arg(long)]
+        keep: bool,
+        /// Grace between SIGTERM and SIGKILL when stopping the server.
+        #[arg(long, value_name = "DURATION", default_value = "10s")]
+        grace: String,
+        /// The command and its arguments.
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Attach to something started another way: `--log PATH [--pid PID]` or a RUN_ID.
+    Watch {
+        #[command(flatten)]
+        judge: JudgeArgs,
+        /// A run id from `firedup run` / `firedup ps`.
+        run_id: Option<String>,
+        /// The log to follow (it may not exist yet).
+        #[arg(long, value_name = "PATH")]
+        log: Option<PathBuf>,
+        /// The process to watch.
+        #[arg(long)]
+        pid: Option<u32>,
+        /// Only judge lines written from now on (default: read the log from its start).
+        #[arg(long = "from-end")]
+        from_end: bool,
+    },
+    /// Stop a run: SIGTERM to its group, grace, SIGKILL, then verify nothing of it is left.
+    Stop {
+        run_id: String,
+        #[arg(long, value_name = "DURATION", default_value = "10s")]
+        grace: String,
+    },
+    /// List runs and their live state.
+    Ps {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a run's log.
+    Logs {
+        run_id: String,
+        /// Drop noise lines (blank lines, banners, repeated progress redraws).
+        #[arg(long)]
+        meaningful: bool,
+        /// Keep printing new lines until the run ends.
+        #[arg(long, short)]
+        follow: bool,
+    },
+    #[command(name = "__supervise", hide = true)]
+    Supervise { run_dir: PathBuf },
+}
+
+/// Entry point: returns the process exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { USAGE_EXIT_CODE } else { 0 };
+        }
+    };
+    match dispatch(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+            eprintln!("firedup: {}", chain.join(": "));
+            USAGE_EXIT_CODE
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<i32> {
+    match cli.command {
+        Command::Run {
+            judge,
+            log,
+            env,
+            cwd,
+            then,
+            keep,
+            grace,
+            command,
+        } => run(&judge, log, &env, cwd, then, keep, &grace, command),
+        Command::Watch {
+            judge,
+            run_id,
+            log,
+            pid,
+            from_end,
+        } => watch(&judge, run_id, log, pid, from_end),
+        Command::Stop { run_id, grace } => stop(&run_id, &grace),
+        Command::Ps { json } => ps(json),
+        Command::Logs {
+            run_id,
+            meaningful,
+            follow,
+        } => logs(&run_id, meaningful, follow),
+        Command::Supervise { run_dir } => launch::supervise(&run_dir),
+    }
+}
+
+fn grace_flag(g: &str) -> Result<Duration> {
+    parse_duration(g).map_err(|e| anyhow::anyhow!("--grace: {e}"))
+}
+
+fn open_events(path: &Option<PathBuf>) -> Result<Option<Box<dyn Write>>> {
+    Ok(match path {
+        None => None,
+        Some(p) if p.as_os_str() == "-" => Some(Box::new(std::io::stderr())),
+        Some(p) => Some(Box::new(std::fs::File::create(p).with_context(|| {
+            format!("cannot create --events file {}", p.display())
+        })?)),
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run(
+    judge: &JudgeArgs,
+    log: Option<PathBuf>,
+    env: &[String],
+    cwd: Option<PathBuf>,
+    then: Option<String>,
+    keep: bool,
+    grace: &str,
+    command: Vec<String>,
+) -> Result<i32> {
+    let grace = grace_flag(grace)?;
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|e| plan::parse_env(e))
+        .collect::<Result<_>>()?;
+    // Resolve once before launching, so usage mistakes launch nothing.
+    let opts = judge.options(false);
+    let probe = plan::resolve(&opts, &command, "", true)?;
+    let mut events = open_events(&judge.events)?;
+    let spec = LaunchSpec {
+        command: command.clone(),
+        cwd,
+        env,
+        log,
+        profile: probe.profile.clone(),
+        mode: if judge.until == Until::Exit {
+            "exit".into()
+        } else {
+            "ready".into()
+        },
+    };
+    let mut launched = launch::launch(&spec)?;
+    let log_path = launched.log.display().to_string();
+    let plan = plan::resolve(&opts, &command, &log_path, true)?;
+    let target = Target::from_launch(&launched);
+    let mut progress = report::progress_for_stderr(&launched.run.id);
+    let mut outcome = engine::watch(
+        &plan,
+        &target,
+        progress.as_mut(),
+        events.as_mut().map(|e| e.as_mut() as &mut dyn Write),
+    )?;
+    // Reap the supervisor if it is done (it stays alive as long as the server does).
+    let _ = launched.supervisor.try_wait();
+
+    let mut teardown: Option<String> = None;
+    let mut exit_code = outcome.verdict.exit_code();
+    if outcome.verdict == Verdict::Ready {
+        if let Some(cmd) = then {
+            let status = run_then(&cmd, &outcome, &plan)?;
+            let report = stop_target(&target, grace);
+            teardown = Some(describe_stop(&report));
+            outcome.server_running = !report.survivors.is_empty();
+            exit_code = status;
+            print_outcome(
+                judge.json,
+                &outcome,
+                teardown.as_deref(),
+                Some((cmd.as_str(), status)),
+            );
+            return Ok(exit_code);
+        }
+        outcome.server_running = target
+            .pid
+            .is_some_and(|p| process::is_alive(p, target.start_ticks));
+    } else if keep {
+        outcome.server_running = target
+            .pid
+            .is_some_and(|p| process::is_alive(p, target.start_ticks));
+        if outcome.server_running {
+            teardown = Some("kept running (--keep)".into());
+        }
+    } else if target
+        .pid
+        .is_some_and(|p| process::is_alive(p, target.start_ticks))
+        || !process_tree_empty(&target)
+    {
+        let report = stop_target(&target, grace);
+        teardown = Some(describe_stop(&report));
+        outcome.server_running = !report.survivors.is_empty();
+    } else {
+        outcome.server_running = false;
+    }
+    print_outcome(judge.json, &outcome, teardown.as_deref(), None);
+    Ok(exit_code)
+}
+
+fn process_tree_empty(target: &Target) -> bool {
+    match target.pid {
+        Some(p) => process::tree(p)
+            .iter()
+            .all(|x| !process::is_alive(*x, None)),
+        None => true,
+    }
+}
+
+fn stop_target(target: &Target, grace: Duration) -> StopReport {
+    match target.pid {
+        Some(pid) => stop_tree(pid, target.start_ticks, grace),
+        None => StopReport {
+            targeted: vec![],
+            escalated: false,
+            survivors: vec![],
+            took: Duration::ZERO,
+        },
+    }
+}
+
+fn describe_stop(r: &StopReport) -> String {
+    if r.targeted.is_empty() {
+        return "nothing left to stop".into();
+    }
+    let how = if r.escalated {
+        "SIGTERM, then SIGKILL"
+    } else {
+        "SIGTERM"
+    };
+    if r.survivors.is_empty() {
+        format!(
+            "stopped {} process(es) with {how} in {}; none left",
+            r.targeted.len(),
+            format_duration(r.took)
+        )
+    } else {
+        let s: Vec<String> = r
+            .survivors
+            .iter()
+            .map(|(p, c)| format!("{p} ({c})"))
+            .collect();
+        format!(
+            "{} process(es) survived {how}: {}",
+            r.survivors.len(),
+            s.join(", ")
+        )
+    }
+}
+
+fn run_then(cmd: &str, o: &Outcome, plan: &plan::Plan) -> Result<i32> {
+    let _ = plan;
+    let mut c = std::process::Command::new("sh");
+    c.arg("-c")
+        .arg(cmd)
+        .env("FIREDUP_LOG", &o.log)
+        .env("FIREDUP_RUN_ID", &o.run_id);
+    if let Some(pid) = o.pid {
+        c.env("FIREDUP_PID", pid.to_string());
+    }
+    let status = c
+        .status()
+        .with_context(|| format!("cannot run --then command '{cmd}'"))?;
+    use std::os::unix::process::ExitStatusExt;
+    Ok(status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
+}
+
+fn print_outcome(json: bool, o: &Outcome, teardown: Option<&str>, then: Option<(&str, i32)>) {
+    if json {
+        let mut v = serde_json::to_value(o).unwrap_or_default();
+        if let (Some((cmd, code)), Some(map)) = (then, v.as_object_mut()) {
+            map.insert(
+                "then".into(),
+                serde_json::json!({"command": cmd, "exit_code": code}),
+            );
+        }
+        println!("{v}");
+    } else {
+        print!("{}", report::render_final(o, teardown));
+        if let Some((cmd, code)) = then {
+            println!("  then:    '{cmd}' exited {code}");
+        }
+    }
+}
+
+fn watch(
+    judge: &JudgeArgs,
+    run_id: Option<String>,
+    log: Option<PathBuf>,
+    pid: Option<u32>,
+    from_end: bool,
+) -> Result<i32> {
+    let mut events = open_events(&judge.events)?;
+    let target = match (&run_id, &log) {
+        (Some(id), None) => {
+            let run = RunDir::open(id)?;
+            let meta = run.meta()?;
+            let proc_rec = run.process();
+            let spawn_error = run.exit().and_then(|e| e.spawn_error);
+            Target {
+                log: PathBuf::from(&meta.log),
+                pid: proc_rec.map(|p| p.pid).or(pid),
+                start_ticks: proc_rec.map(|p| p.start_ticks).filter(|t| *t != 0),
+                run: Some(run.clone()),
+                spawn_error,
+                run_id: run.id.clone(),
+            }
+        }
+        (None, Some(log)) => Target {
+            log: plan::absolute(log),
+            pid,
+            start_ticks: pid.and_then(|p| process::stat(p).map(|s| s.start_ticks)),
+            run: None,
+            spawn_error: None,
+            run_id: String::new(),
+        },
+        (Some(_), Some(_)) => bail!("give either a RUN_ID or --log PATH, not both"),
+        (None, None) => {
+            bail!("nothing to watch: give a RUN_ID or --log PATH (with --pid PID if you know it)")
+        }
+    };
+    if let Some(p) = pid {
+        if target.run.is_none() && process::stat(p).is_none() {
+            eprintln!("firedup: note: process {p} is not running now");
+        }
+    }
+    let command: Vec<String> = match &target.run {
+        Some(r) => r.meta().map(|m| m.command).unwrap_or_default(),
+        None => pid
+            .map(|p| process::cmdline(p).split(' ').map(String::from).collect())
+            .unwrap_or_default(),
+    };
+    let mut opts = judge.options(from_end);
+    if opts.profile.is_none() {
+        if let Some(r) = &target.run {
+            opts.profile = r.meta().ok().map(|m| m.profile);
+        }
+    }
+    let plan = plan::resolve(
+        &opts,
+        &command,
+        &target.log.display().to_string(),
+        target.pid.is_some() || target.run.is_some(),
+    )?;
+    let label = if target.run_id.is_empty() {
+        target.log.display().to_string()
+    } else {
+        target.run_id.clone()
+    };
+    let mut progress = report::progress_for_stderr(&label);
+    let outcome = engine::watch(
+        &plan,
+        &target,
+        progress.as_mut(),
+        events.as_mut().map(|e| e.as_mut() as &mut dyn Write),
+    )?;
+    print_outcome(judge.json, &outcome, None, None);
+    Ok(outcome.verdict.exit_code())
+}
+
+fn stop(run_id: &str, grace: &str) -> Result<i32> {
+    let grace = grace_flag(grace)?;
+    let run = RunDir::open(run_id)?;
+    let Some(p) = run.process() else {
+        println!("{run_id}: never started; nothing to stop");
+        return Ok(0);
+    };
+    let report = stop_tree(p.pid, Some(p.start_ticks).filter(|t| *t != 0), grace);
+    println!("{run_id}: {}", describe_stop(&report));
+    Ok(if report.survivors.is_empty() { 0 } else { 1 })
+}
+
+/// A run's live state, in words.
+pub fn run_state(run: &RunDir) -> String {
+    if let Some(e) = run.exit() {
+        return match (e.spawn_error, e.exit) {
+            (Some(err), _) => format!("never started: {err}"),
+            (None, Some(x)) => format!("ended: {}", x.describe()),
+            _ => "ended".into(),
+        };
+    }
+    match run.process() {
+        Some(p) if process::is_alive(p.pid, Some(p.start_ticks).filter(|t| *t != 0)) => {
+            "running".into()
+        }
+        Some(_) => "gone (no exit record)".into(),
+        None => "unknown".into(),
+    }
+}
+
+fn ps(json: bool) -> Result<i32> {
+    let runs = RunDir::list();
+    if json {
+        let v: Vec<serde_json::Value> = runs
+            .iter()
+            .filter_map(|r| {
+                let m = r.meta().ok()?;
+                Some(serde_json::json!({
+                    "run_id": r.id, "state": run_state(r), "pid": r.process().map(|p| p.pid),
+                    "command": m.command, "log": m.log, "profile": m.profile, "started_at": m.started_at,
+                }))
+            })
+            .collect();
+        println!("{}", serde_json::Value::Array(v));
+        return Ok(0);
+    }
+    if runs.is_empty() {
+        println!("no runs under {}", crate::rundir::runs_root().display());
+        return Ok(0);
+    }
+    let now = crate::rundir::now_unix();
+    println!(
+        "{:<32} {:>8} {:>8}  {:<28} COMMAND",
+        "RUN", "PID", "AGE", "STATE"
+    );
+    for r in runs {
+        let Ok(m) = r.meta() else { continue };
+        let pid = r
+            .process()
+            .map(|p| p.pid.to_string())
+            .unwrap_or_else(|| "-".into());
+        let age = format_duration(Duration::from_secs_f64((now - m.started_at).max(0.0)));
+        println!(
+            "{:<32} {:>8} {:>8}  {:<28} {}",
+            r.id,
+            pid,
+            age,
+            run_state(&r),
+            m.command.join(" ")
+        );
+    }
+    Ok(0)
+}
+
+fn logs(run_id: &str, meaningful: bool, follow: bool) -> Result<i32> {
+    let run = RunDir::open(run_id)?;
+    let meta = run.meta()?;
+    let plan = plan::resolve(
+        &WatchOptions {
+            until_exit: true,
+            profile: Some(meta.profile.clone()),
+            ..Default::default()
+        },
+        &meta.command,
+        &meta.log,
+        true,
+    )
+    .or_else(|_| {
+        plan::resolve(
+            &WatchOptions {
+                until_exit: true,
+                ..Default::default()
+            },
+            &meta.command,
+            &meta.log,
+            true,
+        )
+    })?;
+    let mut follower = crate::follow::LogFollower::new(
+        std::path::Path::new(&meta.log),
+        crate::lines::DEFAULT_LINE_CAP,
+    );
+    let mut out = std::io::stdout().lock();
+    let mut last_shape = String::new();
+    let mut buf = Vec::new();
+    loop {
+        while follower.poll(&mut buf) {}
+        let ended = run.exit().is_some()
+            || !run
+                .process()
+                .is_some_and(|p| process::is_alive(p.pid, None));
+        if ended || !follow {
+            follower.finish(&mut buf);
+        }
+        for ev in buf.drain(..) {
+            if let crate::follow::FollowEvent::Line(raw) = ev {
+                if meaningful {
+                    let text = crate::lines::clean_text(&raw.bytes);
+                    if plan.classifier.classify(&text).noise || text.trim().is_empty() {
+                        continue;
+                    }
+                    // A progress bar redraw of the same line: keep only the last state.
+                    let shape: String = text.chars().filter(|c| !c.is_ascii_digit()).collect();
+                    if shape == last_shape {
+                        continue;
+                    }
+                    last_shape = shape;
+                    writeln!(out, "{text}")?;
+                } else {
+                    out.write_all(&raw.bytes)?;
+                    out.write_all(b"\n")?;
+                }
+            }
+        }
+        out.flush()?;
+        if !follow || ended {
+            return Ok(0);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

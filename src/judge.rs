@@ -1,0 +1,905 @@
+//! The verdict engine: a pure state machine.
+//!
+//! It is fed timestamped observations (classified log lines, log file state changes, process start
+//! and exit, resource usage samples, ticks) and answers with events (phase changes, readiness, the
+//! verdict) and the next deadline at which it wants a tick. It never reads the clock, the disk or the
+//! network: `at` is the time since launch (or attach) as measured by the caller, so tests run it on
+//! simulated time.
+//!
+//! Rules (CONTRACT.md): a fatal line ends the watch as `failed` after a short settle window, in which
+//! the rest of the failure (traceback, the exit) is collected and the most specific signature wins;
+//! an exit before ready is `exited`, `killed` or `never_started`, or `failed` if lines named a cause;
+//! `stalled` after the stall window without progress evidence; `timed_out` at the overall deadline;
+//! `monitor_error` when the log stays unreadable.
+
+use std::collections::{HashSet, VecDeque};
+use std::time::Duration;
+
+use crate::classify::{Hit, LineClass, Strength};
+use crate::duration::format_duration;
+use crate::verdict::{ExitInfo, LineRef, PhaseAt, Signature, Verdict, signal_name};
+
+/// Job mode or server mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `--until ready`: the verdict is `ready` once every readiness condition held.
+    UntilReady,
+    /// `--until exit`: watch until the process ends.
+    UntilExit,
+}
+
+/// What the judge needs to know about the watch.
+#[derive(Debug, Clone)]
+pub struct JudgeConfig {
+    pub mode: Mode,
+    /// Names of the readiness conditions (all must hold).
+    pub ready_conditions: Vec<String>,
+    /// Names of the phases the classifier reports by index.
+    pub phases: Vec<String>,
+    pub stall: Option<Duration>,
+    pub timeout: Option<Duration>,
+    /// How long a missing log may stay missing while no process is known.
+    pub log_grace: Duration,
+    /// How long the log may stay unreadable before `monitor_error`.
+    pub unreadable_grace: Duration,
+    /// After the first fatal line, how long to collect the rest of the failure.
+    pub fail_settle: Duration,
+    /// After ready, keep watching this long and report a crash inside the window.
+    pub hold: Option<Duration>,
+    /// A process is expected (launch, `--pid`, run id); without one only the log tells.
+    pub expect_process: bool,
+    pub log_path: String,
+    pub context_lines: usize,
+}
+
+impl JudgeConfig {
+    pub fn new(mode: Mode, log_path: &str) -> Self {
+        JudgeConfig {
+            mode,
+            ready_conditions: Vec::new(),
+            phases: Vec::new(),
+            stall: None,
+            timeout: None,
+            log_grace: Duration::from_secs(30),
+            unreadable_grace: Duration::from_secs(2),
+            fail_settle: Duration::from_millis(1500),
+            hold: None,
+            expect_process: true,
+            log_path: log_path.to_string(),
+            context_lines: 6,
+        }
+    }
+}
+
+/// State of the log file as the follower sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LogState {
+    Missing { dir_exists: bool },
+    Readable,
+    Truncated,
+    Rotated,
+    Unreadable(String),
+}
+
+/// One thing the shell saw.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Observation {
+    Line {
+        number: u64,
+        text: String,
+        class: LineClass,
+    },
+    Log(LogState),
+    /// The process is running with this pid.
+    Started {
+        pid: u32,
+    },
+    /// The command could not be started at all.
+    SpawnFailed {
+        reason: String,
+    },
+    /// The process ended; `None` when its status cannot be learned (not our child).
+    Exited(Option<ExitInfo>),
+    /// The process tree's cumulative CPU time (clock ticks) and bytes read.
+    Usage {
+        cpu_ticks: u64,
+        read_bytes: u64,
+    },
+    /// Kernel or cgroup evidence that the OOM killer ended the process.
+    OomEvidence(String),
+    /// firedup's own probe failed and cannot recover.
+    MonitorFault(String),
+    /// Nothing new; the deadline asked for has come.
+    Tick,
+}
+
+/// What the judge decided.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judgement {
+    pub verdict: Verdict,
+    pub signature: Option<Signature>,
+    pub secondary: Vec<Signature>,
+    pub reason: String,
+    pub line: Option<LineRef>,
+    pub context: Vec<String>,
+    pub phase: Option<String>,
+    pub exit: Option<ExitInfo>,
+    pub at: Duration,
+    pub timeline: Vec<PhaseAt>,
+    /// Whether the process was alive when the verdict was reached.
+    pub process_alive: bool,
+}
+
+/// Output of one step.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    Phase {
+        phase: String,
+        at: Duration,
+    },
+    /// All readiness conditions hold (in `--hold`, the verdict comes later).
+    Ready {
+        at: Duration,
+    },
+    Verdict(Box<Judgement>),
+}
+
+#[derive(Debug, Clone)]
+struct Evidence {
+    hit: Hit,
+    line: LineRef,
+    at: Duration,
+}
+
+/// A snapshot for progress displays.
+#[derive(Debug, Clone, Default)]
+pub struct Status {
+    pub phase: Option<String>,
+    pub progress: Option<f64>,
+    pub last_line: Option<String>,
+    pub lines: u64,
+    pub log_missing: bool,
+    pub process_alive: bool,
+    pub ready: bool,
+    pub since_progress: Duration,
+}
+
+/// The state machine.
+#[derive(Debug)]
+pub struct Judge {
+    cfg: JudgeConfig,
+    verdict: Option<Judgement>,
+    ready_seen: Vec<bool>,
+    ready_at: Option<Duration>,
+    timeline: Vec<PhaseAt>,
+    phase: Option<String>,
+    progress: Option<f64>,
+    last_progress_at: Duration,
+    seen_shapes: HashSet<u64>,
+    last_usage: Option<(u64, u64, Duration)>,
+    evidence: Vec<Evidence>,
+    first_fatal_at: Option<Duration>,
+    before: VecDeque<LineRef>,
+    after: Vec<LineRef>,
+    decisive_context: Vec<String>,
+    last_line: Option<LineRef>,
+    lines: u64,
+    log: LogState,
+    log_ever_seen: bool,
+    unreadable_since: Option<(Duration, String)>,
+    pid: Option<u32>,
+    alive: bool,
+    exited: bool,
+    oom: Option<String>,
+}
+
+const MAX_SHAPES: usize = 65_536;
+/// CPU use that counts as progress: 2% of one core over the sampling window.
+const CPU_PROGRESS_FRACTION: f64 = 0.02;
+/// Bytes read that count as progress in one sampling window (weights being loaded).
+const READ_PROGRESS_BYTES: u64 = 1 << 20;
+
+impl Judge {
+    pub fn new(cfg: JudgeConfig) -> Self {
+        let n = cfg.ready_conditions.len();
+        Judge {
+            cfg,
+            verdict: None,
+            ready_seen: vec![false; n],
+            ready_at: None,
+            timeline: Vec::new(),
+            phase: None,
+            progress: None,
+            last_progress_at: Duration::ZERO,
+            seen_shapes: HashSet::new(),
+            last_usage: None,
+            evidence: Vec::new(),
+            first_fatal_at: None,
+            before: VecDeque::new(),
+            after: Vec::new(),
+            decisive_context: Vec::new(),
+            last_line: None,
+            lines: 0,
+            log: LogState::Missing { dir_exists: true },
+            log_ever_seen: false,
+            unreadable_since: None,
+            pid: None,
+            alive: false,
+            exited: false,
+            oom: None,
+        }
+    }
+
+    pub fn verdict(&self) -> Option<&Judgement> {
+        self.verdict.as_ref()
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.ready_at.is_some()
+    }
+
+    pub fn status(&self, now: Duration) -> Status {
+        Status {
+            phase: self.phase.clone(),
+            progress: self.progress,
+            last_line: self.last_line.as_ref().map(|l| l.text.clone()),
+            lines: self.lines,
+            log_missing: matches!(self.log, LogState::Missing { .. }),
+            process_alive: self.alive,
+            ready: self.ready_at.is_some(),
+            since_progress: now.saturating_sub(self.last_progress_at),
+        }
+    }
+
+    /// The earliest time at which the judge wants a `Tick`, if any.
+    pub fn next_deadline(&self) -> Option<Duration> {
+        if self.verdict.is_some() {
+            return None;
+        }
+        let mut d: Vec<Duration> = Vec::new();
+        if let Some(t) = self.first_fatal_at {
+            d.push(t + self.cfg.fail_settle);
+        }
+        if let (Some(r), Some(h)) = (self.ready_at, self.cfg.hold) {
+            d.push(r + h);
+        }
+        if self.ready_at.is_none() {
+            if let Some(t) = self.cfg.timeout {
+                d.push(t);
+            }
+            if !self.log_ever_seen && !self.alive && !self.exited {
+                d.push(self.cfg.log_grace);
+            }
+        }
+        if let Some(s) = self.stall_window() {
+            d.push(self.last_progress_at + s);
+        }
+        if let Some((since, _)) = &self.unreadable_since {
+            d.push(*since + self.cfg.unreadable_grace);
+        }
+        d.into_iter().min()
+    }
+
+    fn stall_window(&self) -> Option<Duration> {
+        // After ready, a quiet server is healthy: stall only applies while starting (or in job mode).
+        if self.ready_at.is_some() {
+            return None;
+        }
+        self.cfg.stall
+    }
+
+    /// Feeds one observation made at `at`; returns what changed.
+    pub fn observe(&mut self, at: Duration, obs: Observation) -> Vec<Event> {
+        let mut events = Vec::new();
+        if self.verdict.is_some() {
+            return events;
+        }
+        match obs {
+            Observation::Line {
+                number,
+                text,
+                class,
+            } => self.on_line(at, number, text, class, &mut events),
+            Observation::Log(state) => self.on_log(at, state),
+            Observation::Started { pid } => {
+                self.pid = Some(pid);
+                self.alive = true;
+                self.last_progress_at = at;
+            }
+            Observation::SpawnFailed { reason } => {
+                self.alive = false;
+                self.exited = true;
+                self.decide(
+                    at,
+                    Verdict::NeverStarted,
+                    None,
+                    Vec::new(),
+                    reason,
+                    None,
+                    None,
+                    &mut events,
+                );
+            }
+            Observation::Exited(exit) => {
+                self.alive = false;
+                self.exited = true;
+                self.on_exit(at, exit, &mut events);
+            }
+            Observation::Usage {
+                cpu_ticks,
+                read_bytes,
+            } => self.on_usage(at, cpu_ticks, read_bytes),
+            Observation::OomEvidence(text) => self.oom = Some(text),
+            Observation::MonitorFault(reason) => self.decide(
+                at,
+                Verdict::MonitorError,
+                None,
+                Vec::new(),
+                reason,
+                None,
+                None,
+                &mut events,
+            ),
+            Observation::Tick => {}
+        }
+        if self.verdict.is_none() {
+            self.check_deadlines(at, &mut events);
+        }
+        events
+    }
+
+    fn on_line(
+        &mut self,
+        at: Duration,
+        number: u64,
+        text: String,
+        class: LineClass,
+        events: &mut Vec<Event>,
+    ) {
+        self.lines += 1;
+        self.log_ever_seen = true;
+        let line = LineRef { number, text };
+        // Progress evidence: a line of a shape not seen before, or a moving progress counter.
+        let shape = shape_hash(&line.text);
+        let new_shape = self.seen_shapes.insert(shape);
+        if self.seen_shapes.len() > MAX_SHAPES {
+            self.seen_shapes.clear();
+        }
+        let moved = class.progress.is_some() && class.progress != self.progress;
+        if new_shape || moved {
+            self.last_progress_at = at;
+        }
+        if class.progress.is_some() {
+            self.progress = class.progress;
+        }
+        if let Some(p) = class.phase {
+            if let Some(name) = self.cfg.phases.get(p).cloned() {
+                if self.phase.as_deref() != Some(name.as_str()) {
+                    self.enter_phase(at, name, events);
+                }
+            }
+        }
+        if !class.noise {
+            if self.first_fatal_at.is_some() {
+                if self.after.len() < self.cfg.context_lines {
+                    self.after.push(line.clone());
+                }
+            } else {
+                self.before.push_back(line.clone());
+                if self.before.len() > self.cfg.context_lines + 1 {
+                    self.before.pop_front();
+                }
+            }
+            self.last_line = Some(line.clone());
+        }
+        for hit in &class.hits {
+            if !self.evidence.iter().any(|e| e.hit == *hit) {
+                self.evidence.push(Evidence {
+                    hit: *hit,
+                    line: line.clone(),
+                    at,
+                });
+            }
+        }
+        if class.is_fatal() && self.first_fatal_at.is_none() {
+            self.first_fatal_at = Some(at);
+            self.decisive_context = self.before.iter().map(|l| l.text.clone()).collect();
+        }
+        for r in class.ready {
+            if let Some(seen) = self.ready_seen.get_mut(r) {
+                *seen = true;
+            }
+        }
+        if self.cfg.mode == Mode::UntilReady
+            && self.ready_at.is_none()
+            && self.first_fatal_at.is_none()
+            && !self.ready_seen.is_empty()
+            && self.ready_seen.iter().all(|s| *s)
+        {
+            self.ready_at = Some(at);
+            self.enter_phase(at, "ready".to_string(), events);
+            events.push(Event::Ready { at });
+            if self.cfg.hold.is_none() {
+                let reason = format!(
+                    "ready after {}: {}",
+                    format_duration(at),
+                    describe_conditions(&self.cfg.ready_conditions)
+                );
+                self.decide(
+                    at,
+                    Verdict::Ready,
+                    None,
+                    Vec::new(),
+                    reason,
+                    Some(line),
+                    None,
+                    events,
+                );
+            }
+        }
+    }
+
+    fn enter_phase(&mut self, at: Duration, name: String, events: &mut Vec<Event>) {
+        self.phase = Some(name.clone());
+        self.timeline.push(PhaseAt {
+            phase: name.clone(),
+            at_s: at.as_secs_f64(),
+        });
+        self.last_progress_at = at;
+        events.push(Event::Phase { phase: name, at });
+    }
+
+    fn on_log(&mut self, at: Duration, state: LogState) {
+        match &state {
+            LogState::Unreadable(reason) => {
+                if self.unreadable_since.is_none() {
+                    self.unreadable_since = Some((at, reason.clone()));
+                }
+            }
+            LogState::Missing { .. } => self.unreadable_since = None,
+            LogState::Readable | LogState::Truncated | LogState::Rotated => {
+                self.unreadable_since = None;
+                self.log_ever_seen = true;
+            }
+        }
+        self.log = state;
+    }
+
+    fn on_usage(&mut self, at: Duration, cpu: u64, read: u64) {
+        if let Some((cpu0, read0, t0)) = self.last_usage {
+            let window = at.saturating_sub(t0).as_secs_f64();
+            // Clock ticks are 1/100 s on Linux.
+            let cpu_s = cpu.saturating_sub(cpu0) as f64 / 100.0;
+            if (window > 0.0 && cpu_s >= window * CPU_PROGRESS_FRACTION)
+                || read.saturating_sub(read0) >= READ_PROGRESS_BYTES
+            {
+                self.last_progress_at = at;
+            }
+        }
+        self.last_usage = Some((cpu, read, at));
+    }
+
+    fn check_deadlines(&mut self, at: Duration, events: &mut Vec<Event>) {
+        if let Some(t) = self.first_fatal_at {
+            if at >= t + self.cfg.fail_settle {
+                self.decide_failure(at, None, events);
+                return;
+            }
+        }
+        if let Some((since, reason)) = self.unreadable_since.clone() {
+            if at >= since + self.cfg.unreadable_grace {
+                let reason = format!("cannot read the log {}: {reason}", self.cfg.log_path);
+                self.decide(
+                    at,
+                    Verdict::MonitorError,
+                    None,
+                    Vec::new(),
+                    reason,
+                    None,
+                    None,
+                    events,
+                );
+                return;
+            }
+        }
+        if let (Some(r), Some(h)) = (self.ready_at, self.cfg.hold) {
+            if at >= r + h {
+                let reason = format!(
+                    "ready after {} and still healthy after the {} hold",
+                    format_duration(r),
+                    format_duration(h)
+                );
+                let line = self.last_line.clone();
+                self.decide(
+                    at,
+                    Verdict::Ready,
+                    None,
+                    Vec::new(),
+                    reason,
+                    line,
+                    None,
+                    events,
+                );
+                return;
+            }
+        }
+        if self.ready_at.is_some() {
+            return;
+        }
+        if !self.log_ever_seen && !self.alive && !self.exited && at >= self.cfg.log_grace {
+            let dir_note = match self.log {
+                LogState::Missing { dir_exists: false } => " (its directory does not exist either)",
+                _ => "",
+            };
+            let reason = if self.cfg.expect_process {
+                format!(
+                    "nothing started: the process never appeared and the log {} was never created{dir_note} within {}",
+                    self.cfg.log_path,
+                    format_duration(self.cfg.log_grace)
+                )
+            } else {
+                format!(
+                    "the log {} was never created{dir_note} within {} and no process was given to watch",
+                    self.cfg.log_path,
+                    format_duration(self.cfg.log_grace)
+                )
+            };
+            self.decide(
+                at,
+                Verdict::NeverStarted,
+                None,
+                Vec::new(),
+                reason,
+                None,
+                None,
+                events,
+            );
+            return;
+        }
+        if let Some(s) = self.stall_window() {
+            if at >= self.last_progress_at + s {
+                let what = if self.log_ever_seen {
+                    "no new log line, progress or CPU use"
+                } else {
+                    "no log and no CPU use"
+                };
+                let reason = format!(
+                    "stalled: {what} for {}{}",
+                    format_duration(s),
+                    self.phase
+                        .as_ref()
+                        .map(|p| format!(" in phase {p}"))
+                        .unwrap_or_default()
+                );
+                let line = self.last_line.clone();
+                self.decide(
+                    at,
+                    Verdict::Stalled,
+                    None,
+                    Vec::new(),
+                    reason,
+                    line,
+                    None,
+                    events,
+                );
+                return;
+            }
+        }
+        if let Some(t) = self.cfg.timeout {
+            if at >= t {
+                let reason = format!(
+                    "timed out after {} while still starting{}",
+                    format_duration(t),
+                    self.phase
+                        .as_ref()
+                        .map(|p| format!(" (phase {p})"))
+                        .unwrap_or_default()
+                );
+                let line = self.last_line.clone();
+                self.decide(
+                    at,
+                    Verdict::TimedOut,
+                    None,
+                    Vec::new(),
+                    reason,
+                    line,
+                    None,
+                    events,
+                );
+            }
+        }
+    }
+
+    fn on_exit(&mut self, at: Duration, exit: Option<ExitInfo>, events: &mut Vec<Event>) {
+        let after_ready = self
+            .ready_at
+            .map(|r| {
+                format!(
+                    " {} after becoming ready",
+                    format_duration(at.saturating_sub(r))
+                )
+            })
+            .unwrap_or_default();
+        let status = exit
+            .map(|e| e.describe())
+            .unwrap_or_else(|| "an unknown status".into());
+        if let Some(e) = exit {
+            if self.ready_at.is_none() && matches!(e.code, Some(126) | Some(127)) {
+                let what = if e.code == Some(127) {
+                    "command not found"
+                } else {
+                    "command not executable"
+                };
+                let last = self
+                    .last_line
+                    .as_ref()
+                    .map(|l| format!(": {}", l.text))
+                    .unwrap_or_default();
+                let reason = format!(
+                    "never started: the shell exited {} ({what}){last}",
+                    e.code.unwrap_or(0)
+                );
+                let line = self.last_line.clone();
+                self.decide(
+                    at,
+                    Verdict::NeverStarted,
+                    None,
+                    Vec::new(),
+                    reason,
+                    line,
+                    exit,
+                    events,
+                );
+                return;
+            }
+            if let Some(sig) = e.effective_signal() {
+                let signal_sig = match sig {
+                    9 if self.oom.is_some() => Some(Signature::OomKilled),
+                    9 => Some(Signature::Sigkill),
+                    11 => Some(Signature::Segfault),
+                    6 => Some(Signature::Abort),
+                    1 | 2 | 15 => Some(Signature::Terminated),
+                    _ => None,
+                };
+                let cause = self.line_cause(false);
+                match cause {
+                    Some(ev) if !ev.hit.signature.is_some_and(|s| s.is_signal_class()) => {
+                        let reason = self
+                            .failure_reason(&ev, &format!("then ended by {status}{after_ready}"));
+                        self.decide_with(
+                            at,
+                            Verdict::Failed,
+                            &ev,
+                            signal_sig,
+                            reason,
+                            exit,
+                            events,
+                        );
+                    }
+                    _ => {
+                        let mut secondary: Vec<Signature> = self
+                            .evidence
+                            .iter()
+                            .filter_map(|e| e.hit.signature)
+                            .filter(|s| Some(*s) != signal_sig)
+                            .collect();
+                        secondary.sort();
+                        secondary.dedup();
+                        let oom = self
+                            .oom
+                            .as_ref()
+                            .map(|o| format!(" (OOM killer: {o})"))
+                            .unwrap_or_default();
+                        let reason = format!(
+                            "killed by {} ({}){after_ready}{oom}{}",
+                            signal_name(sig),
+                            e.describe(),
+                            signal_sig
+                                .map(|s| format!(": {}", s.hint()))
+                                .unwrap_or_default()
+                        );
+                        let line = self
+                            .evidence
+                            .first()
+                            .map(|e| e.line.clone())
+                            .or_else(|| self.last_line.clone());
+                        self.decide(
+                            at,
+                            Verdict::Killed,
+                            signal_sig,
+                            secondary,
+                            reason,
+                            line,
+                            exit,
+                            events,
+                        );
+                    }
+                }
+                return;
+            }
+        }
+        let ok = exit.is_some_and(|e| e.code == Some(0));
+        let cause = self.line_cause(ok);
+        if let Some(ev) = cause {
+            let reason =
+                self.failure_reason(&ev, &format!("then exited with {status}{after_ready}"));
+            self.decide_with(at, Verdict::Failed, &ev, None, reason, exit, events);
+            return;
+        }
+        if ok && self.cfg.mode == Mode::UntilExit {
+            let reason = format!("the job exited 0 after {}", format_duration(at));
+            let line = self.last_line.clone();
+            self.decide(
+                at,
+                Verdict::Succeeded,
+                None,
+                Vec::new(),
+                reason,
+                line,
+                exit,
+                events,
+            );
+            return;
+        }
+        let reason = if ok {
+            format!("the server exited 0{after_ready} before it was ready")
+        } else {
+            format!(
+                "the process exited with {status}{after_ready}, and no known failure was printed"
+            )
+        };
+        let line = self.last_line.clone();
+        self.decide(
+            at,
+            Verdict::Exited,
+            None,
+            Vec::new(),
+            reason,
+            line,
+            exit,
+            events,
+        );
+    }
+
+    /// The line evidence that names the cause: the most specific hit. With `fatal_only`, evidence
+    /// lines (a bare traceback) do not count.
+    fn line_cause(&self, fatal_only: bool) -> Option<Evidence> {
+        let mut best: Option<&Evidence> = None;
+        for e in &self.evidence {
+            if fatal_only && e.hit.strength != Strength::Fatal {
+                continue;
+            }
+            let better = match best {
+                None => true,
+                Some(b) => rank(&e.hit) < rank(&b.hit),
+            };
+            if better {
+                best = Some(e);
+            }
+        }
+        best.cloned()
+    }
+
+    fn failure_reason(&self, ev: &Evidence, then: &str) -> String {
+        let what = match ev.hit.signature {
+            Some(s) => format!("{s}: {}", s.hint()),
+            None => "matched a --fail-line pattern".to_string(),
+        };
+        format!("failed with {what} (line {}); {then}", ev.line.number)
+    }
+
+    fn decide_failure(&mut self, at: Duration, exit: Option<ExitInfo>, events: &mut Vec<Event>) {
+        if let Some(ev) = self.line_cause(true).or_else(|| self.line_cause(false)) {
+            let reason = self.failure_reason(&ev, "the process is still running");
+            self.decide_with(at, Verdict::Failed, &ev, None, reason, exit, events);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn decide_with(
+        &mut self,
+        at: Duration,
+        verdict: Verdict,
+        ev: &Evidence,
+        extra: Option<Signature>,
+        reason: String,
+        exit: Option<ExitInfo>,
+        events: &mut Vec<Event>,
+    ) {
+        let mut secondary: Vec<Signature> = self
+            .evidence
+            .iter()
+            .filter_map(|e| e.hit.signature)
+            .chain(extra)
+            .filter(|s| Some(*s) != ev.hit.signature)
+            .collect();
+        secondary.sort();
+        secondary.dedup();
+        // Context around the decisive line: what came before it and after it.
+        let mut context: Vec<String> = Vec::new();
+        if self.first_fatal_at.is_some() {
+            context.extend(self.decisive_context.iter().cloned());
+            context.extend(self.after.iter().map(|l| l.text.clone()));
+        } else {
+            context.extend(self.before.iter().map(|l| l.text.clone()));
+        }
+        let _ = ev.at;
+        self.verdict = Some(Judgement {
+            verdict,
+            signature: ev.hit.signature,
+            secondary,
+            reason,
+            line: Some(ev.line.clone()),
+            context,
+            phase: self.phase.clone(),
+            exit,
+            at,
+            timeline: self.timeline.clone(),
+            process_alive: self.alive,
+        });
+        events.push(Event::Verdict(Box::new(
+            self.verdict.clone().expect("just set"),
+        )));
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn decide(
+        &mut self,
+        at: Duration,
+        verdict: Verdict,
+        signature: Option<Signature>,
+        secondary: Vec<Signature>,
+        reason: String,
+        line: Option<LineRef>,
+        exit: Option<ExitInfo>,
+        events: &mut Vec<Event>,
+    ) {
+        let context = self.before.iter().map(|l| l.text.clone()).collect();
+        self.verdict = Some(Judgement {
+            verdict,
+            signature,
+            secondary,
+            reason,
+            line,
+            context,
+            phase: self.phase.clone(),
+            exit,
+            at,
+            timeline: self.timeline.clone(),
+            process_alive: self.alive,
+        });
+        events.push(Event::Verdict(Box::new(
+            self.verdict.clone().expect("just set"),
+        )));
+    }
+}
+
+fn rank(hit: &Hit) -> (bool, Option<Signature>, bool) {
+    (
+        hit.signature.is_none(),
+        hit.signature,
+        hit.strength == Strength::Evidence,
+    )
+}
+
+fn describe_conditions(conds: &[String]) -> String {
+    match conds.len() {
+        0 => "no condition".into(),
+        1 => format!("matched {}", conds[0]),
+        n => format!("all {n} conditions held ({})", conds.join(", ")),
+    }
+}
+
+/// A line's shape: its text with digits removed, so that a heartbeat line whose only change is a
+/// timestamp or counter is the same shape each time.
+fn shape_hash(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for c in text.chars().filter(|c| !c.is_ascii_digit()) {
+        c.hash(&mut h);
+    }
+    h.finish()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,280 @@
+//! Launching a command so that it outlives firedup.
+//!
+//! firedup starts a small supervisor (itself, as `firedup __supervise RUN_DIR`) in a new session;
+//! the supervisor starts the command in a session and process group of its own, with stdout and
+//! stderr appended straight to the log file, and stays its real parent: it records the pid
+//! (`process.json`) and, when the command ends, its exit code or signal (`exit.json`). firedup
+//! never holds the server's output; if firedup dies, the server, its log and its exit record live
+//! on, and `firedup watch RUN_ID` re-attaches.
+//!
+//! The supervisor tells the launcher "started PID" or "failed REASON" on a pipe, once, and then
+//! closes it.
+
+use std::fs::{self, OpenOptions};
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+
+use crate::process;
+use crate::rundir::{ExitRecord, ProcessRecord, RunDir, RunMeta, now_unix};
+use crate::secrets::shown_value;
+
+/// What to launch.
+#[derive(Debug, Clone)]
+pub struct LaunchSpec {
+    pub command: Vec<String>,
+    pub cwd: Option<PathBuf>,
+    pub env: Vec<(String, String)>,
+    /// The log path; `None` puts it in the run directory.
+    pub log: Option<PathBuf>,
+    pub profile: String,
+    pub mode: String,
+}
+
+/// A launched run.
+#[derive(Debug)]
+pub struct Launched {
+    pub run: RunDir,
+    pub log: PathBuf,
+    /// `Err(reason)` when the command could not be started.
+    pub started: std::result::Result<ProcessRecord, String>,
+    pub supervisor: Child,
+}
+
+/// Starts the supervisor and waits for its one-line report.
+pub fn launch(spec: &LaunchSpec) -> Result<Launched> {
+    if spec.command.is_empty() {
+        bail!(
+            "no command given: write it after `--`, e.g. `firedup run --ready-line READY -- ./server`"
+        );
+    }
+    let cwd = match &spec.cwd {
+        Some(c) => {
+            if !c.is_dir() {
+                bail!("--cwd {} is not a directory", c.display());
+            }
+            fs::canonicalize(c)?
+        }
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let run = RunDir::create(&spec.command)?;
+    let log = match &spec.log {
+        Some(p) if p.is_absolute() => p.clone(),
+        Some(p) => cwd.join(p),
+        None => run.path.join("output.log"),
+    };
+    prepare_log(&log)?;
+    let meta = RunMeta {
+        run_id: run.id.clone(),
+        command: spec.command.clone(),
+        cwd: cwd.display().to_string(),
+        env: spec
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), shown_value(k, v).to_string()))
+            .collect(),
+        log: log.display().to_string(),
+        profile: spec.profile.clone(),
+        mode: spec.mode.clone(),
+        started_at: now_unix(),
+        firedup_version: env!("CARGO_PKG_VERSION").to_string(),
+    };
+    run.write_meta(&meta)?;
+    let exe = std::env::current_exe()
+        .context("cannot find firedup's own executable to start the supervisor")?;
+    let supervisor_log = fs::File::create(run.path.join("supervisor.log"))?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("__supervise")
+        .arg(&run.path)
+        .current_dir(&cwd)
+        .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(supervisor_log));
+    // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut supervisor = cmd
+        .spawn()
+        .context("cannot start firedup's supervisor process")?;
+    let stdout = supervisor.stdout.take().context("supervisor pipe")?;
+    let mut first = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut first)
+        .context("cannot read the supervisor's report")?;
+    let first = first.trim_end();
+    let started = if let Some(pid) = first.strip_prefix("started ") {
+        let pid: u32 = pid.parse().context("supervisor reported a bad pid")?;
+        let rec = run.process().unwrap_or(ProcessRecord {
+            pid,
+            start_ticks: process::stat(pid).map(|s| s.start_ticks).unwrap_or(0),
+            supervisor_pid: supervisor.id(),
+        });
+        Ok(rec)
+    } else if let Some(reason) = first.strip_prefix("failed ") {
+        Err(reason.to_string())
+    } else {
+        let detail = fs::read_to_string(run.path.join("supervisor.log")).unwrap_or_default();
+        bail!(
+            "firedup's supervisor died before starting the command: {}",
+            detail.trim()
+        );
+    };
+    Ok(Launched {
+        run,
+        log,
+        started,
+        supervisor,
+    })
+}
+
+/// Makes sure the log can be appended to: its directory exists, and an existing file is ours.
+fn prepare_log(log: &Path) -> Result<()> {
+    if let Some(dir) = log.parent() {
+        fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create the log directory {}", dir.display()))?;
+    }
+    match fs::metadata(log) {
+        Ok(m) if m.is_dir() => bail!("--log {} is a directory: give a file path", log.display()),
+        Ok(m) => {
+            let me = rustix::process::geteuid().as_raw();
+            if m.uid() != me {
+                bail!(
+                    "--log {} already exists and belongs to another user (uid {}): choose another path",
+                    log.display(),
+                    m.uid()
+                );
+            }
+        }
+        Err(_) => {}
+    }
+    OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o644)
+        .open(log)
+        .with_context(|| format!("cannot open the log {} for writing", log.display()))?;
+    Ok(())
+}
+
+/// One sentence for an exec failure.
+pub fn describe_spawn_error(program: &str, e: &std::io::Error) -> String {
+    let path = Path::new(program);
+    match e.raw_os_error() {
+        Some(libc::ENOENT) => {
+            if program.contains('/') {
+                format!("command not found: {program} does not exist")
+            } else {
+                format!("command not found: {program} is not on PATH")
+            }
+        }
+        Some(libc::EACCES) if path.is_dir() => {
+            format!("cannot execute {program}: it is a directory")
+        }
+        Some(libc::EACCES) => {
+            format!("cannot execute {program}: permission denied (is it executable?)")
+        }
+        Some(libc::ENOEXEC) => {
+            format!(
+                "cannot execute {program}: exec format error (a script without a #! line, or a binary for another machine)"
+            )
+        }
+        _ => format!("cannot execute {program}: {e}"),
+    }
+}
+
+/// The supervisor's body (`firedup __supervise RUN_DIR`). Never returns on success paths.
+pub fn supervise(run_path: &Path) -> Result<i32> {
+    let run = RunDir {
+        id: String::new(),
+        path: run_path.to_path_buf(),
+    };
+    let meta = run.meta()?;
+    let log = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o644)
+        .open(&meta.log)?;
+    let log_err = log.try_clone()?;
+    // Orphaned grandchildren are re-parented to us, so they are reaped and stay in view.
+    // SAFETY: plain prctl call with integer arguments.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
+    let mut cmd = Command::new(&meta.command[0]);
+    cmd.args(&meta.command[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(log))
+        .stderr(Stdio::from(log_err));
+    // SAFETY: setsid is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            let reason = describe_spawn_error(&meta.command[0], &e);
+            run.write_exit(&ExitRecord {
+                exit: None,
+                spawn_error: Some(reason.clone()),
+                ended_at: now_unix(),
+            })?;
+            println!("failed {reason}");
+            return Ok(0);
+        }
+    };
+    let pid = child.id();
+    let start_ticks = process::stat(pid).map(|s| s.start_ticks).unwrap_or(0);
+    run.write_process(&ProcessRecord {
+        pid,
+        start_ticks,
+        supervisor_pid: std::process::id(),
+    })?;
+    println!("started {pid}");
+    // Close the report pipe: from here on the launcher may be gone.
+    // SAFETY: dup2 of a freshly opened /dev/null onto stdout.
+    unsafe {
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
+        if null >= 0 {
+            libc::dup2(null, 1);
+            libc::close(null);
+        }
+    }
+    std::mem::forget(child);
+    loop {
+        let mut status: libc::c_int = 0;
+        // SAFETY: waitpid with a valid out-pointer.
+        let r = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if r < 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            break;
+        }
+        if r as u32 == pid {
+            let exit = if libc::WIFSIGNALED(status) {
+                crate::verdict::ExitInfo::signal(libc::WTERMSIG(status), libc::WCOREDUMP(status))
+            } else {
+                crate::verdict::ExitInfo::code(libc::WEXITSTATUS(status))
+            };
+            run.write_exit(&ExitRecord {
+                exit: Some(exit),
+                spawn_error: None,
+                ended_at: now_unix(),
+            })?;
+            break;
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,39 @@
+//! firedup: launch (or attach to) a slow-starting server or job, follow its log, inspect its process,
+//! and end with one verdict that cannot be mistaken.
+//!
+//! The pipeline, one module per stage: [`plan`] (flags and profile → one resolved plan) →
+//! [`launch`] (supervised, detached start) → [`follow`] and [`process`] (observations) →
+//! [`judge`] (the pure verdict engine) → [`report`]. [`engine`] is the event loop that ties them.
+//!
+//! A Rust test can start a server and wait for its verdict the same way the CLI does:
+//!
+//! ```no_run
+//! use firedup::{plan, launch, engine};
+//! let opts = plan::WatchOptions { ready_lines: vec!["listening".into()], ..Default::default() };
+//! let spec = launch::LaunchSpec {
+//!     command: vec!["./server".into()], cwd: None, env: vec![], log: None,
+//!     profile: "generic".into(), mode: "ready".into(),
+//! };
+//! let launched = launch::launch(&spec).unwrap();
+//! let plan = plan::resolve(&opts, &spec.command, &launched.log.display().to_string(), true).unwrap();
+//! let target = engine::Target::from_launch(&launched);
+//! let outcome = engine::watch(&plan, &target, &mut engine::NoProgress, None).unwrap();
+//! assert_eq!(outcome.verdict, firedup::verdict::Verdict::Ready);
+//! ```
+
+pub mod classify;
+pub mod cli;
+pub mod duration;
+pub mod engine;
+pub mod follow;
+pub mod judge;
+pub mod launch;
+pub mod lines;
+pub mod plan;
+pub mod process;
+pub mod profile;
+pub mod report;
+pub mod rundir;
+pub mod secrets;
+pub mod stop;
+pub mod verdict;

@@ -1,0 +1,220 @@
+//! Inspecting processes directly, by pid: liveness, identity (start time, against pid reuse), the
+//! process tree's CPU time and bytes read, and an exit notification through a pidfd that works for a
+//! process that is not our child.
+
+use std::collections::HashSet;
+use std::fs;
+use std::os::fd::AsFd;
+use std::time::Duration;
+
+/// Fields of `/proc/PID/stat` that firedup uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    pub ppid: u32,
+    pub pgrp: u32,
+    pub session: u32,
+    /// utime + stime + cutime + cstime, in clock ticks.
+    pub cpu_ticks: u64,
+    /// Start time after boot, in clock ticks: with the pid, identifies one process.
+    pub start_ticks: u64,
+    /// `Z` (zombie) or `X` (dead) processes are gone for our purposes.
+    pub state: char,
+}
+
+pub fn stat(pid: u32) -> Option<ProcStat> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&text)
+}
+
+/// Parses `/proc/PID/stat`; the command name may contain spaces and parentheses.
+pub fn parse_stat(text: &str) -> Option<ProcStat> {
+    let rest = &text[text.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After the command: state(3) ppid(4) pgrp(5) session(6) ... utime(14) stime(15) cutime(16) cstime(17) ... starttime(22)
+    let n = |i: usize| -> Option<u64> { f.get(i - 3)?.parse().ok() };
+    Some(ProcStat {
+        state: f.first()?.chars().next()?,
+        ppid: n(4)? as u32,
+        pgrp: n(5)? as u32,
+        session: n(6)? as u32,
+        cpu_ticks: n(14)? + n(15)? + n(16)? + n(17)?,
+        start_ticks: n(22)?,
+    })
+}
+
+/// Whether `pid` is a live (not zombie) process, and, when `start_ticks` is given, the same one.
+pub fn is_alive(pid: u32, start_ticks: Option<u64>) -> bool {
+    match stat(pid) {
+        Some(s) => {
+            s.state != 'Z' && s.state != 'X' && start_ticks.is_none_or(|t| t == s.start_ticks)
+        }
+        None => false,
+    }
+}
+
+fn read_bytes(pid: u32) -> u64 {
+    let Ok(text) = fs::read_to_string(format!("/proc/{pid}/io")) else {
+        return 0;
+    };
+    text.lines()
+        .find_map(|l| l.strip_prefix("rchar:").and_then(|v| v.trim().parse().ok()))
+        .unwrap_or(0)
+}
+
+/// All live processes, as (pid, stat).
+pub fn all_processes() -> Vec<(u32, ProcStat)> {
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| Some((pid, stat(pid)?)))
+        .collect()
+}
+
+/// The pids of `root` and every descendant, plus every process in `root`'s session (a grandchild
+/// that re-parented to init but kept the session is still part of the server).
+pub fn tree(root: u32) -> Vec<u32> {
+    let procs = all_processes();
+    let mut members: HashSet<u32> = HashSet::new();
+    members.insert(root);
+    let root_session = procs
+        .iter()
+        .find(|(p, _)| *p == root)
+        .map(|(_, s)| s.session);
+    loop {
+        let before = members.len();
+        for (pid, s) in &procs {
+            if members.contains(&s.ppid) || (Some(s.session) == root_session && s.session == root) {
+                members.insert(*pid);
+            }
+        }
+        if members.len() == before {
+            break;
+        }
+    }
+    let alive: HashSet<u32> = procs
+        .iter()
+        .filter(|(_, s)| s.state != 'Z')
+        .map(|(p, _)| *p)
+        .collect();
+    let mut v: Vec<u32> = members.into_iter().filter(|p| alive.contains(p)).collect();
+    v.sort();
+    v
+}
+
+/// Cumulative CPU ticks and bytes read by the process tree under `root`.
+pub fn tree_usage(root: u32) -> (u64, u64) {
+    let mut cpu = 0;
+    let mut read = 0;
+    for pid in tree(root) {
+        if let Some(s) = stat(pid) {
+            cpu += s.cpu_ticks;
+        }
+        read += read_bytes(pid);
+    }
+    (cpu, read)
+}
+
+/// Blocks until `pid` exits (pidfd; works for processes that are not our children), or until
+/// `stop` returns true (checked every `check` interval). Returns false when the pidfd could not be
+/// opened because the process was already gone.
+pub fn wait_for_exit(pid: u32, check: Duration, stop: &dyn Fn() -> bool) -> bool {
+    let Some(rpid) = rustix::process::Pid::from_raw(pid as i32) else {
+        return false;
+    };
+    let fd = match rustix::process::pidfd_open(rpid, rustix::process::PidfdFlags::empty()) {
+        Ok(fd) => fd,
+        Err(_) => {
+            // No pidfd (old kernel or already gone): fall back to a liveness poll.
+            while is_alive(pid, None) {
+                if stop() {
+                    return true;
+                }
+                std::thread::sleep(check);
+            }
+            return true;
+        }
+    };
+    let timeout = rustix::event::Timespec {
+        tv_sec: check.as_secs() as i64,
+        tv_nsec: check.subsec_nanos() as i64,
+    };
+    loop {
+        let borrowed = fd.as_fd();
+        let mut fds = [rustix::event::PollFd::new(
+            &borrowed,
+            rustix::event::PollFlags::IN,
+        )];
+        match rustix::event::poll(&mut fds, Some(&timeout)) {
+            Ok(n) if n > 0 => return true,
+            Ok(_) | Err(rustix::io::Errno::INTR) => {
+                if stop() {
+                    return true;
+                }
+            }
+            Err(_) => return true,
+        }
+    }
+}
+
+/// The command line of a process, for reports.
+pub fn cmdline(pid: u32) -> String {
+    fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            b.split(|c| *c == 0)
+                .filter(|s| !s.is_empty())
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
+
+/// The cgroup v2 `oom_kill` counter of the cgroup holding `pid`, if readable.
+pub fn cgroup_oom_kills(pid: u32) -> Option<(String, u64)> {
+    let cg = fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let path = cg
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))?
+        .trim()
+        .to_string();
+    let events = fs::read_to_string(format!("/sys/fs/cgroup{path}/memory.events")).ok()?;
+    let n = events
+        .lines()
+        .find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse().ok())?;
+    Some((path, n))
+}
+
+/// Reads the cgroup `oom_kill` counter at a known cgroup path.
+pub fn cgroup_oom_kills_at(path: &str) -> Option<u64> {
+    let events = fs::read_to_string(format!("/sys/fs/cgroup{path}/memory.events")).ok()?;
+    events
+        .lines()
+        .find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_stat_with_awkward_command_names() {
+        let text = "1234 (my (weird) cmd) S 1 1234 1234 0 -1 4194560 100 0 0 0 7 3 1 2 20 0 1 0 98765 1000 10 18446744073709551615";
+        let s = parse_stat(text).unwrap();
+        assert_eq!(s.state, 'S');
+        assert_eq!(s.ppid, 1);
+        assert_eq!(s.pgrp, 1234);
+        assert_eq!(s.session, 1234);
+        assert_eq!(s.cpu_ticks, 13);
+        assert_eq!(s.start_ticks, 98765);
+    }
+
+    #[test]
+    fn sees_itself_alive_and_a_wrong_start_time_as_not_the_same_process() {
+        let me = std::process::id();
+        let s = stat(me).unwrap();
+        assert!(is_alive(me, Some(s.start_ticks)));
+        assert!(!is_alive(me, Some(s.start_ticks + 1)));
+        assert!(tree(me).contains(&me));
+    }
+}

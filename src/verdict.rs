@@ -1,0 +1,389 @@
+//! The names scripts depend on (../shared/CONTRACT.md): verdicts, failure signatures, exit codes, and
+//! the JSON verdict object. Nothing here may be renamed; new variants may be added.
+
+use serde::{Deserialize, Serialize};
+
+/// How a watch ended. Exactly one per watch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Ready,
+    Succeeded,
+    Failed,
+    Exited,
+    Killed,
+    NeverStarted,
+    Stalled,
+    TimedOut,
+    MonitorError,
+}
+
+/// Exit code of firedup itself when it was called wrongly (no verdict).
+pub const USAGE_EXIT_CODE: i32 = 2;
+
+impl Verdict {
+    /// The process exit code of `firedup run` / `firedup watch` for this verdict.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Verdict::Ready | Verdict::Succeeded => 0,
+            Verdict::Failed => 1,
+            Verdict::Exited => 3,
+            Verdict::Killed => 4,
+            Verdict::NeverStarted => 5,
+            Verdict::Stalled => 6,
+            Verdict::TimedOut => 124,
+            Verdict::MonitorError => 7,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Ready => "ready",
+            Verdict::Succeeded => "succeeded",
+            Verdict::Failed => "failed",
+            Verdict::Exited => "exited",
+            Verdict::Killed => "killed",
+            Verdict::NeverStarted => "never_started",
+            Verdict::Stalled => "stalled",
+            Verdict::TimedOut => "timed_out",
+            Verdict::MonitorError => "monitor_error",
+        }
+    }
+
+    /// Verdicts after which the watched server is expected to keep running.
+    pub fn leaves_server_running(self) -> bool {
+        self == Verdict::Ready
+    }
+}
+
+/// A named root cause. The declaration order is the precedence order of CONTRACT.md: when several
+/// match in one failure, the one declared first wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Signature {
+    CudaOom,
+    GraphCapture,
+    NcclError,
+    DistTimeout,
+    GpuUnavailable,
+    ModelNotFound,
+    PortInUse,
+    ImportError,
+    DiskFull,
+    PermissionDenied,
+    ConfigError,
+    CompileError,
+    CudaError,
+    PythonException,
+    OomKilled,
+    Sigkill,
+    Segfault,
+    Abort,
+    Terminated,
+}
+
+impl Signature {
+    pub const ALL: [Signature; 19] = [
+        Signature::CudaOom,
+        Signature::GraphCapture,
+        Signature::NcclError,
+        Signature::DistTimeout,
+        Signature::GpuUnavailable,
+        Signature::ModelNotFound,
+        Signature::PortInUse,
+        Signature::ImportError,
+        Signature::DiskFull,
+        Signature::PermissionDenied,
+        Signature::ConfigError,
+        Signature::CompileError,
+        Signature::CudaError,
+        Signature::PythonException,
+        Signature::OomKilled,
+        Signature::Sigkill,
+        Signature::Segfault,
+        Signature::Abort,
+        Signature::Terminated,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Signature::CudaOom => "cuda_oom",
+            Signature::GraphCapture => "graph_capture",
+            Signature::NcclError => "nccl_error",
+            Signature::DistTimeout => "dist_timeout",
+            Signature::GpuUnavailable => "gpu_unavailable",
+            Signature::ModelNotFound => "model_not_found",
+            Signature::PortInUse => "port_in_use",
+            Signature::ImportError => "import_error",
+            Signature::DiskFull => "disk_full",
+            Signature::PermissionDenied => "permission_denied",
+            Signature::ConfigError => "config_error",
+            Signature::CompileError => "compile_error",
+            Signature::CudaError => "cuda_error",
+            Signature::PythonException => "python_exception",
+            Signature::OomKilled => "oom_killed",
+            Signature::Sigkill => "sigkill",
+            Signature::Segfault => "segfault",
+            Signature::Abort => "abort",
+            Signature::Terminated => "terminated",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Signature> {
+        Signature::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+
+    /// Signatures that describe how a process ended (a signal) rather than a cause printed in the log.
+    pub fn is_signal_class(self) -> bool {
+        matches!(
+            self,
+            Signature::OomKilled
+                | Signature::Sigkill
+                | Signature::Segfault
+                | Signature::Abort
+                | Signature::Terminated
+        )
+    }
+
+    /// What a person should look at first for this cause.
+    pub fn hint(self) -> &'static str {
+        match self {
+            Signature::CudaOom => {
+                "GPU memory ran out: lower the memory fraction, batch size or context length"
+            }
+            Signature::GraphCapture => {
+                "CUDA graph capture failed: try a smaller capture batch size or disable CUDA graphs / torch.compile to confirm"
+            }
+            Signature::NcclError => "a collective (NCCL) failed: rerun with NCCL_DEBUG=INFO",
+            Signature::DistTimeout => {
+                "distributed initialisation timed out: check that every rank started and the rendezvous address is reachable"
+            }
+            Signature::GpuUnavailable => {
+                "no usable GPU: check nvidia-smi, CUDA_VISIBLE_DEVICES and the driver version"
+            }
+            Signature::ModelNotFound => {
+                "the model could not be found or fetched: check the model id/path, HF_TOKEN and offline settings"
+            }
+            Signature::PortInUse => {
+                "the listen port is taken: stop the other process or choose another port"
+            }
+            Signature::ImportError => {
+                "a module or shared library is missing: check the environment the command runs in"
+            }
+            Signature::DiskFull => "a disk is full: free space where the server writes",
+            Signature::PermissionDenied => {
+                "permission denied on a file, socket or device the server needs"
+            }
+            Signature::ConfigError => "the server rejected its arguments or configuration",
+            Signature::CompileError => {
+                "torch.compile / Triton compilation failed: try without torch.compile to confirm"
+            }
+            Signature::CudaError => {
+                "a CUDA runtime error: rerun with CUDA_LAUNCH_BLOCKING=1 to locate it"
+            }
+            Signature::PythonException => "an uncaught Python exception: read the traceback",
+            Signature::OomKilled => "the kernel OOM killer ended it: host memory ran out",
+            Signature::Sigkill => "it was sent SIGKILL",
+            Signature::Segfault => "it crashed with a segmentation fault",
+            Signature::Abort => "it aborted (SIGABRT)",
+            Signature::Terminated => "someone else sent it SIGTERM/SIGINT/SIGHUP",
+        }
+    }
+}
+
+impl std::fmt::Display for Signature {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How the watched process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitInfo {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    pub core_dumped: bool,
+}
+
+impl ExitInfo {
+    pub fn code(code: i32) -> Self {
+        ExitInfo {
+            code: Some(code),
+            signal: None,
+            core_dumped: false,
+        }
+    }
+    pub fn signal(signal: i32, core_dumped: bool) -> Self {
+        ExitInfo {
+            code: None,
+            signal: Some(signal),
+            core_dumped,
+        }
+    }
+
+    /// The signal that ended the process, counting a shell's `128+N` for a child killed by N.
+    pub fn effective_signal(&self) -> Option<i32> {
+        if let Some(s) = self.signal {
+            return Some(s);
+        }
+        match self.code {
+            Some(c) if (129..=159).contains(&c) => Some(c - 128),
+            _ => None,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match (self.signal, self.code) {
+            (Some(s), _) => format!(
+                "signal {} ({}){}",
+                s,
+                signal_name(s),
+                if self.core_dumped {
+                    ", core dumped"
+                } else {
+                    ""
+                }
+            ),
+            (None, Some(c)) => match self.effective_signal() {
+                Some(s) => format!("exit code {c} (128+{s}: {})", signal_name(s)),
+                None => format!("exit code {c}"),
+            },
+            (None, None) => "unknown exit status".to_string(),
+        }
+    }
+}
+
+/// The conventional name of a signal number (Linux).
+pub fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        5 => "SIGTRAP",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        10 => "SIGUSR1",
+        11 => "SIGSEGV",
+        12 => "SIGUSR2",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        24 => "SIGXCPU",
+        25 => "SIGXFSZ",
+        31 => "SIGSYS",
+        _ => "signal",
+    }
+}
+
+/// The decisive log line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineRef {
+    pub number: u64,
+    pub text: String,
+}
+
+/// One phase of the timeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseAt {
+    pub phase: String,
+    pub at_s: f64,
+}
+
+/// The verdict object printed by `--json` (CONTRACT.md "The JSON verdict"), plus additive fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub verdict: Verdict,
+    pub signature: Option<Signature>,
+    pub reason: String,
+    pub line: Option<LineRef>,
+    pub context: Vec<String>,
+    pub phase: Option<String>,
+    pub elapsed_s: f64,
+    pub exit: Option<ExitInfo>,
+    pub pid: Option<u32>,
+    pub log: String,
+    pub run_id: String,
+    pub timeline: Vec<PhaseAt>,
+    /// Other signatures seen in the same failure, by precedence (additive field).
+    #[serde(default)]
+    pub secondary: Vec<Signature>,
+    /// Whether the server was left running (additive field).
+    #[serde(default)]
+    pub server_running: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_follow_the_contract() {
+        let table = [
+            (Verdict::Ready, 0),
+            (Verdict::Succeeded, 0),
+            (Verdict::Failed, 1),
+            (Verdict::Exited, 3),
+            (Verdict::Killed, 4),
+            (Verdict::NeverStarted, 5),
+            (Verdict::Stalled, 6),
+            (Verdict::TimedOut, 124),
+            (Verdict::MonitorError, 7),
+        ];
+        for (v, code) in table {
+            assert_eq!(v.exit_code(), code, "{v}");
+            let json = serde_json::to_string(&v).unwrap();
+            assert_eq!(json, format!("\"{}\"", v.as_str()));
+        }
+    }
+
+    #[test]
+    fn signature_names_round_trip_in_precedence_order() {
+        let names = [
+            "cuda_oom",
+            "graph_capture",
+            "nccl_error",
+            "dist_timeout",
+            "gpu_unavailable",
+            "model_not_found",
+            "port_in_use",
+            "import_error",
+            "disk_full",
+            "permission_denied",
+            "config_error",
+            "compile_error",
+            "cuda_error",
+            "python_exception",
+            "oom_killed",
+            "sigkill",
+            "segfault",
+            "abort",
+            "terminated",
+        ];
+        for (i, name) in names.iter().enumerate() {
+            let s = Signature::from_name(name).unwrap();
+            assert_eq!(s, Signature::ALL[i]);
+            assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{name}\""));
+        }
+        assert!(Signature::CudaOom < Signature::GraphCapture);
+    }
+
+    #[test]
+    fn shell_exit_codes_decode_signals() {
+        assert_eq!(ExitInfo::code(137).effective_signal(), Some(9));
+        assert_eq!(ExitInfo::code(139).effective_signal(), Some(11));
+        assert_eq!(ExitInfo::code(1).effective_signal(), None);
+        assert_eq!(ExitInfo::code(128).effective_signal(), None);
+        assert_eq!(ExitInfo::signal(15, false).effective_signal(), Some(15));
+    }
+}
