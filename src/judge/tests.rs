@@ -1,1 +1,623 @@
-//! Judge tests.
+//! Judge tests on simulated time: each case is a script of timestamped observations and the verdict,
+//! signature and time it must end with. No clocks, no sleeps.
+
+use super::*;
+use crate::classify::{Classifier, ClassifierSpec, builtin_catalog};
+
+fn classifier() -> Classifier {
+    Classifier::new(&ClassifierSpec {
+        signatures: builtin_catalog().signatures,
+        fail_lines: vec!["USER-FATAL".into()],
+        ready_lines: vec!["READY".into()],
+        noise: vec!["^DEBUG".into()],
+        phases: vec![
+            ("load_weights".into(), "Load weight begin".into()),
+            (
+                "capture_cuda_graph".into(),
+                "Capture cuda graph begin".into(),
+            ),
+        ],
+    })
+    .unwrap()
+}
+
+#[derive(Debug, Clone)]
+enum Step {
+    Line(u64, &'static str),
+    Exit(u64, Option<ExitInfo>),
+    Started(u64),
+    SpawnFailed(u64),
+    Usage(u64, u64, u64),
+    Oom(u64),
+    Log(u64, LogState),
+    Tick(u64),
+}
+
+fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+fn cfg(mode: Mode) -> JudgeConfig {
+    let mut c = JudgeConfig::new(mode, "/tmp/server.log");
+    c.ready_conditions = vec!["ready line /READY/".into()];
+    c.phases = vec!["load_weights".into(), "capture_cuda_graph".into()];
+    c.stall = Some(ms(10_000));
+    c.timeout = Some(ms(60_000));
+    c.log_grace = ms(5_000);
+    c
+}
+
+/// Runs a script; between steps, ticks at every deadline the judge asked for, as the shell does.
+fn run(config: JudgeConfig, steps: &[Step]) -> Judgement {
+    let c = classifier();
+    let mut j = Judge::new(config);
+    let mut number = 0;
+    let mut feed = |j: &mut Judge, at: u64, obs: Observation| {
+        // Deliver the deadlines that fall before this observation first.
+        while let Some(d) = j.next_deadline() {
+            if d > ms(at) || j.verdict().is_some() {
+                break;
+            }
+            j.observe(d, Observation::Tick);
+        }
+        j.observe(ms(at), obs);
+    };
+    for s in steps {
+        if j.verdict().is_some() {
+            break;
+        }
+        match s.clone() {
+            Step::Line(at, text) => {
+                number += 1;
+                let class = c.classify(text);
+                feed(
+                    &mut j,
+                    at,
+                    Observation::Line {
+                        number,
+                        text: text.to_string(),
+                        class,
+                    },
+                );
+            }
+            Step::Exit(at, e) => feed(&mut j, at, Observation::Exited(e)),
+            Step::Started(at) => feed(&mut j, at, Observation::Started { pid: 42 }),
+            Step::SpawnFailed(at) => feed(
+                &mut j,
+                at,
+                Observation::SpawnFailed {
+                    reason: "command not found: x".into(),
+                },
+            ),
+            Step::Usage(at, cpu, read) => feed(
+                &mut j,
+                at,
+                Observation::Usage {
+                    cpu_ticks: cpu,
+                    read_bytes: read,
+                },
+            ),
+            Step::Oom(at) => feed(
+                &mut j,
+                at,
+                Observation::OomEvidence("cgroup counted 1 OOM kill".into()),
+            ),
+            Step::Log(at, s) => feed(&mut j, at, Observation::Log(s)),
+            Step::Tick(at) => feed(&mut j, at, Observation::Tick),
+        }
+    }
+    // Let time run out: tick through every remaining deadline.
+    let mut guard = 0;
+    while j.verdict().is_none() {
+        let d = j
+            .next_deadline()
+            .expect("a judge without a verdict must always have a deadline");
+        j.observe(d, Observation::Tick);
+        guard += 1;
+        assert!(guard < 10_000, "no verdict");
+    }
+    j.verdict().unwrap().clone()
+}
+
+use Step::*;
+
+#[test]
+fn verdict_table() {
+    let code = |c| Some(ExitInfo::code(c));
+    let sig = |s| Some(ExitInfo::signal(s, false));
+    let cases: Vec<(&str, Mode, Vec<Step>, Verdict, Option<Signature>, u64)> = vec![
+        (
+            "ready line",
+            Mode::UntilReady,
+            vec![Started(0), Line(100, "loading"), Line(900, "READY")],
+            Verdict::Ready,
+            None,
+            900,
+        ),
+        (
+            "job exits 0",
+            Mode::UntilExit,
+            vec![Started(0), Line(10, "working"), Exit(500, code(0))],
+            Verdict::Succeeded,
+            None,
+            500,
+        ),
+        (
+            "server exits 0 before ready",
+            Mode::UntilReady,
+            vec![Started(0), Exit(300, code(0))],
+            Verdict::Exited,
+            None,
+            300,
+        ),
+        (
+            "exit 1, nothing printed",
+            Mode::UntilReady,
+            vec![Started(0), Line(1, "hello"), Exit(300, code(1))],
+            Verdict::Exited,
+            None,
+            300,
+        ),
+        (
+            "exit 127 is never_started",
+            Mode::UntilReady,
+            vec![
+                Started(0),
+                Line(1, "sh: 1: vllm: not found"),
+                Exit(5, code(127)),
+            ],
+            Verdict::NeverStarted,
+            None,
+            5,
+        ),
+        (
+            "exit 126 is never_started",
+            Mode::UntilExit,
+            vec![Started(0), Exit(5, code(126))],
+            Verdict::NeverStarted,
+            None,
+            5,
+        ),
+        (
+            "spawn failure",
+            Mode::UntilReady,
+            vec![SpawnFailed(1)],
+            Verdict::NeverStarted,
+            None,
+            1,
+        ),
+        (
+            "SIGKILL",
+            Mode::UntilReady,
+            vec![Started(0), Exit(700, sig(9))],
+            Verdict::Killed,
+            Some(Signature::Sigkill),
+            700,
+        ),
+        (
+            "SIGKILL with OOM evidence",
+            Mode::UntilReady,
+            vec![Started(0), Oom(690), Exit(700, sig(9))],
+            Verdict::Killed,
+            Some(Signature::OomKilled),
+            700,
+        ),
+        (
+            "shell 137",
+            Mode::UntilExit,
+            vec![Started(0), Exit(700, code(137))],
+            Verdict::Killed,
+            Some(Signature::Sigkill),
+            700,
+        ),
+        (
+            "SIGSEGV",
+            Mode::UntilExit,
+            vec![Started(0), Exit(10, sig(11))],
+            Verdict::Killed,
+            Some(Signature::Segfault),
+            10,
+        ),
+        (
+            "SIGABRT",
+            Mode::UntilExit,
+            vec![
+                Started(0),
+                Line(
+                    5,
+                    "terminate called after throwing an instance of 'std::runtime_error'",
+                ),
+                Exit(10, sig(6)),
+            ],
+            Verdict::Killed,
+            Some(Signature::Abort),
+            10,
+        ),
+        (
+            "SIGTERM",
+            Mode::UntilExit,
+            vec![Started(0), Exit(10, sig(15))],
+            Verdict::Killed,
+            Some(Signature::Terminated),
+            10,
+        ),
+        (
+            "shell 130 (SIGINT)",
+            Mode::UntilExit,
+            vec![Started(0), Exit(10, code(130))],
+            Verdict::Killed,
+            Some(Signature::Terminated),
+            10,
+        ),
+        (
+            "fatal line then exit",
+            Mode::UntilReady,
+            vec![
+                Started(0),
+                Line(
+                    100,
+                    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+                ),
+                Exit(400, code(1)),
+            ],
+            Verdict::Failed,
+            Some(Signature::CudaOom),
+            400,
+        ),
+        (
+            "fatal line, process lives: failed after the settle window",
+            Mode::UntilReady,
+            vec![
+                Started(0),
+                Line(
+                    100,
+                    "RuntimeError: CUDA error: an illegal memory access was encountered",
+                ),
+            ],
+            Verdict::Failed,
+            Some(Signature::CudaError),
+            1600,
+        ),
+        (
+            "fatal line then ready text: still failed",
+            Mode::UntilReady,
+            vec![
+                Started(0),
+                Line(100, "OSError: [Errno 98] Address already in use"),
+                Line(200, "READY"),
+            ],
+            Verdict::Failed,
+            Some(Signature::PortInUse),
+            1600,
+        ),
+        (
+            "most specific cause wins over the whole failure",
+            Mode::UntilReady,
+            vec![
+                Started(0),
+                Line(100, "Traceback (most recent call last):"),
+                Line(
+                    110,
+                    "RuntimeError: CUDA error: operation not permitted when stream is capturing",
+                ),
+                Line(
+                    120,
+                    "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 1.00 GiB",
+                ),
+                Exit(300, code(1)),
+            ],
+            Verdict::Failed,
+            Some(Signature::CudaOom),
+            300,
+        ),
+        (
+            "bare traceback then exit 1 is python_exception",
+            Mode::UntilExit,
+            vec![
+                Started(0),
+                Line(10, "Traceback (most recent call last):"),
+                Line(11, "ValueError: bad shape"),
+                Exit(20, code(1)),
+            ],
+            Verdict::Failed,
+            Some(Signature::PythonException),
+            20,
+        ),
+        (
+            "bare traceback in a job that exits 0 is not a failure",
+            Mode::UntilExit,
+            vec![
+                Started(0),
+                Line(10, "Traceback (most recent call last):"),
+                Line(11, "ValueError: retrying"),
+                Exit(20, code(0)),
+            ],
+            Verdict::Succeeded,
+            None,
+            20,
+        ),
+        (
+            "fatal line then SIGKILL is failed with the line's cause",
+            Mode::UntilReady,
+            vec![
+                Started(0),
+                Line(
+                    10,
+                    "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error",
+                ),
+                Exit(20, sig(9)),
+            ],
+            Verdict::Failed,
+            Some(Signature::NcclError),
+            20,
+        ),
+        (
+            "user fail line",
+            Mode::UntilReady,
+            vec![Started(0), Line(10, "USER-FATAL now"), Exit(20, code(2))],
+            Verdict::Failed,
+            None,
+            20,
+        ),
+        (
+            "stalled: no lines, no cpu",
+            Mode::UntilReady,
+            vec![Started(0), Line(10, "starting")],
+            Verdict::Stalled,
+            None,
+            10_010,
+        ),
+        (
+            "stalled: a repeating heartbeat is not progress",
+            Mode::UntilReady,
+            vec![
+                Started(0),
+                Line(10, "[10:00:00] waiting for engine"),
+                Line(3000, "[10:00:03] waiting for engine"),
+                Line(6000, "[10:00:06] waiting for engine"),
+                Line(9000, "[10:00:09] waiting for engine"),
+                Line(12000, "[10:00:12] waiting for engine"),
+            ],
+            Verdict::Stalled,
+            None,
+            10_010,
+        ),
+        (
+            "progress counter moving keeps it alive until the timeout",
+            Mode::UntilReady,
+            vec![
+                Started(0),
+                Line(5000, "Capturing batches 1/36"),
+                Line(14000, "Capturing batches 2/36"),
+                Line(23000, "Capturing batches 3/36"),
+                Line(32000, "Capturing batches 4/36"),
+                Line(41000, "Capturing batches 5/36"),
+                Line(50000, "Capturing batches 6/36"),
+                Line(59000, "Capturing batches 7/36"),
+                Tick(60000),
+            ],
+            Verdict::TimedOut,
+            None,
+            60_000,
+        ),
+        (
+            "cpu use is progress",
+            Mode::UntilReady,
+            vec![
+                Started(0),
+                Usage(0, 0, 0),
+                Usage(8000, 400, 0),
+                Usage(16000, 800, 0),
+                Usage(24000, 1200, 0),
+                Usage(32000, 1600, 0),
+                Usage(40000, 2000, 0),
+                Usage(48000, 2400, 0),
+                Usage(56000, 2800, 0),
+                Tick(60000),
+            ],
+            Verdict::TimedOut,
+            None,
+            60_000,
+        ),
+        (
+            "a trickle of cpu is not progress",
+            Mode::UntilReady,
+            vec![
+                Started(0),
+                Usage(0, 0, 0),
+                Usage(5000, 1, 0),
+                Usage(9000, 2, 0),
+            ],
+            Verdict::Stalled,
+            None,
+            10_000,
+        ),
+        (
+            "reading weights is progress",
+            Mode::UntilReady,
+            vec![
+                Started(0),
+                Usage(0, 0, 0),
+                Usage(9000, 0, 50 << 20),
+                Tick(15000),
+            ],
+            Verdict::Stalled,
+            None,
+            19_000,
+        ),
+        (
+            "log unreadable persistently",
+            Mode::UntilReady,
+            vec![
+                Started(0),
+                Log(100, LogState::Unreadable("permission denied".into())),
+            ],
+            Verdict::MonitorError,
+            None,
+            2100,
+        ),
+        (
+            "log unreadable briefly is fine",
+            Mode::UntilReady,
+            vec![
+                Started(0),
+                Log(100, LogState::Unreadable("permission denied".into())),
+                Log(500, LogState::Readable),
+                Line(900, "READY"),
+            ],
+            Verdict::Ready,
+            None,
+            900,
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (name, mode, steps, verdict, signature, at) in cases {
+        let j = run(cfg(mode), &steps);
+        if j.verdict != verdict || j.signature != signature || j.at != ms(at) {
+            failures.push(format!(
+                "{name}: got {:?}/{:?} at {:?} ({}), want {verdict:?}/{signature:?} at {at}ms",
+                j.verdict, j.signature, j.at, j.reason
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+#[test]
+fn attach_with_no_log_and_no_process_is_never_started_after_the_grace() {
+    let mut c = cfg(Mode::UntilReady);
+    c.expect_process = false;
+    let j = run(c, &[Log(0, LogState::Missing { dir_exists: false })]);
+    assert_eq!(j.verdict, Verdict::NeverStarted);
+    assert_eq!(j.at, ms(5_000));
+    assert!(
+        j.reason.contains("/tmp/server.log") && j.reason.contains("directory does not exist"),
+        "{}",
+        j.reason
+    );
+}
+
+#[test]
+fn a_missing_log_with_a_live_process_keeps_waiting() {
+    let j = run(
+        cfg(Mode::UntilReady),
+        &[
+            Started(0),
+            Log(0, LogState::Missing { dir_exists: true }),
+            Usage(0, 0, 0),
+            Usage(9000, 900, 0),
+            Line(12_000, "READY"),
+        ],
+    );
+    assert_eq!(j.verdict, Verdict::Ready);
+}
+
+#[test]
+fn the_decisive_line_and_context_are_reported() {
+    let j = run(
+        cfg(Mode::UntilReady),
+        &[
+            Started(0),
+            Line(1, "Load weight begin. avail mem=70 GB"),
+            Line(2, "DEBUG noise"),
+            Line(
+                3,
+                "Capture cuda graph begin. This can take up to several minutes.",
+            ),
+            Line(4, "Traceback (most recent call last):"),
+            Line(
+                5,
+                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB",
+            ),
+            Line(6, "[rank0]:[W] destroying process group"),
+            Exit(10, Some(ExitInfo::code(1))),
+        ],
+    );
+    assert_eq!(j.verdict, Verdict::Failed);
+    assert_eq!(j.signature, Some(Signature::CudaOom));
+    let line = j.line.unwrap();
+    assert_eq!(line.number, 5);
+    assert!(
+        j.context
+            .iter()
+            .any(|c| c.contains("Capture cuda graph begin"))
+    );
+    assert!(
+        j.context
+            .iter()
+            .any(|c| c.contains("destroying process group"))
+    );
+    assert!(
+        !j.context.iter().any(|c| c.contains("DEBUG")),
+        "noise is not context"
+    );
+    assert_eq!(j.phase.as_deref(), Some("capture_cuda_graph"));
+    let phases: Vec<&str> = j.timeline.iter().map(|p| p.phase.as_str()).collect();
+    assert_eq!(phases, vec!["load_weights", "capture_cuda_graph"]);
+    assert_eq!(j.exit, Some(ExitInfo::code(1)));
+    assert!(j.secondary.contains(&Signature::PythonException));
+}
+
+#[test]
+fn hold_reports_a_crash_after_ready() {
+    let mut c = cfg(Mode::UntilReady);
+    c.hold = Some(ms(30_000));
+    let j = run(
+        c.clone(),
+        &[
+            Started(0),
+            Line(100, "READY"),
+            Exit(5_000, Some(ExitInfo::signal(11, true))),
+        ],
+    );
+    assert_eq!(j.verdict, Verdict::Killed);
+    assert_eq!(j.signature, Some(Signature::Segfault));
+    assert!(j.reason.contains("after becoming ready"), "{}", j.reason);
+    let j = run(c, &[Started(0), Line(100, "READY")]);
+    assert_eq!(j.verdict, Verdict::Ready);
+    assert_eq!(j.at, ms(30_100));
+}
+
+#[test]
+fn every_ready_condition_must_hold() {
+    let c = Classifier::new(&ClassifierSpec {
+        ready_lines: vec!["http up".into(), "model loaded".into()],
+        ..Default::default()
+    })
+    .unwrap();
+    let mut cfgv = cfg(Mode::UntilReady);
+    cfgv.ready_conditions = vec!["a".into(), "b".into()];
+    let mut j = Judge::new(cfgv);
+    j.observe(ms(0), Observation::Started { pid: 1 });
+    j.observe(
+        ms(1),
+        Observation::Line {
+            number: 1,
+            text: "http up".into(),
+            class: c.classify("http up"),
+        },
+    );
+    assert!(j.verdict().is_none());
+    j.observe(
+        ms(2),
+        Observation::Line {
+            number: 2,
+            text: "model loaded".into(),
+            class: c.classify("model loaded"),
+        },
+    );
+    assert_eq!(j.verdict().unwrap().verdict, Verdict::Ready);
+}
+
+#[test]
+fn after_a_verdict_nothing_changes_and_no_deadline_is_asked() {
+    let mut j = Judge::new(cfg(Mode::UntilExit));
+    j.observe(ms(0), Observation::Started { pid: 1 });
+    j.observe(ms(5), Observation::Exited(Some(ExitInfo::code(0))));
+    assert_eq!(j.next_deadline(), None);
+    assert!(
+        j.observe(ms(6), Observation::Exited(Some(ExitInfo::code(1))))
+            .is_empty()
+    );
+    assert_eq!(j.verdict().unwrap().verdict, Verdict::Succeeded);
+}
