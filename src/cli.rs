@@ -479,6 +479,12 @@ fn stop(run_id: &str, grace: &str) -> Result<i32> {
         return Ok(0);
     };
     let report = stop_tree(p.pid, Some(p.start_ticks).filter(|t| *t != 0), grace);
+    // The supervisor records the exit a moment after the process ends: wait for it (bounded), so
+    // that `firedup ps` right after a stop shows how the run ended.
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while run.exit().is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     println!("{run_id}: {}", describe_stop(&report));
     Ok(if report.survivors.is_empty() { 0 } else { 1 })
 }

@@ -52,7 +52,7 @@ fn run(config: JudgeConfig, steps: &[Step]) -> Judgement {
     let c = classifier();
     let mut j = Judge::new(config);
     let mut number = 0;
-    let mut feed = |j: &mut Judge, at: u64, obs: Observation| {
+    let feed = |j: &mut Judge, at: u64, obs: Observation| {
         // Deliver the deadlines that fall before this observation first.
         while let Some(d) = j.next_deadline() {
             if d > ms(at) || j.verdict().is_some() {

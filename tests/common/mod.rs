@@ -1,0 +1,99 @@
+//! Shared helpers for integration tests: run the real binary with its own state directory.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+pub struct Env {
+    pub state: tempfile::TempDir,
+    pub work: tempfile::TempDir,
+}
+
+pub struct Run {
+    pub code: i32,
+    pub json: serde_json::Value,
+    pub stdout: String,
+    pub stderr: String,
+    pub took: Duration,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        Env {
+            state: tempfile::tempdir().unwrap(),
+            work: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.work.path().join(name)
+    }
+
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_firedup"));
+        c.env("FIREDUP_STATE_DIR", self.state.path())
+            .env("FIREDUP_PLAIN", "1")
+            .env("RUST_BACKTRACE", "0")
+            .current_dir(self.work.path());
+        c
+    }
+
+    /// Runs firedup with `args`; parses stdout as JSON when it is JSON.
+    pub fn firedup(&self, args: &[&str]) -> Run {
+        let started = Instant::now();
+        let out: Output = self.cmd().args(args).output().expect("firedup runs");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let json = serde_json::from_str(stdout.trim()).unwrap_or(serde_json::Value::Null);
+        let code = out.status.code().unwrap_or(-1);
+        Run {
+            code,
+            json,
+            stdout,
+            stderr,
+            took: started.elapsed(),
+        }
+    }
+
+    /// Writes an executable shell script into the work dir.
+    pub fn script(&self, name: &str, body: &str) -> String {
+        let p = self.path(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p.display().to_string()
+    }
+}
+
+impl Run {
+    pub fn verdict(&self) -> &str {
+        self.json["verdict"].as_str().unwrap_or("<no json>")
+    }
+    pub fn signature(&self) -> Option<&str> {
+        self.json["signature"].as_str()
+    }
+    pub fn run_id(&self) -> &str {
+        self.json["run_id"].as_str().unwrap_or("")
+    }
+    pub fn explain(&self) -> String {
+        format!(
+            "exit {} after {:?}\nstdout: {}\nstderr: {}",
+            self.code, self.took, self.stdout, self.stderr
+        )
+    }
+}
+
+pub fn alive(pid: u64) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => {
+            let state = s.rsplit(')').next().unwrap_or("").trim().chars().next();
+            state != Some('Z') && state != Some('X')
+        }
+        Err(_) => false,
+    }
+}
+
+pub fn file_text(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_default()
+}

@@ -1,0 +1,413 @@
+//! Every verdict of CONTRACT.md, produced through the real binary against scripted fake servers,
+//! with its exit code and a time bound.
+
+mod common;
+use common::{Env, alive};
+use std::time::Duration;
+
+#[test]
+fn ready_leaves_the_server_running_and_stop_ends_it() {
+    let env = Env::new();
+    let server = env.script(
+        "server.sh",
+        "echo starting; sleep 0.2; echo 'listening on :8000'; exec sleep 300",
+    );
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--ready-line",
+        "listening on",
+        "--",
+        &server,
+    ]);
+    assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
+    assert_eq!(r.json["line"]["number"], 2);
+    assert_eq!(r.json["line"]["text"], "listening on :8000");
+    let pid = r.json["pid"].as_u64().unwrap();
+    assert!(alive(pid), "server must be left running");
+    assert_eq!(r.json["server_running"], true);
+    let ps = env.firedup(&["ps"]);
+    assert!(
+        ps.stdout.contains(r.run_id()) && ps.stdout.contains("running"),
+        "{}",
+        ps.stdout
+    );
+    let s = env.firedup(&["stop", r.run_id()]);
+    assert_eq!(s.code, 0, "{}", s.explain());
+    assert!(s.stdout.contains("none left"), "{}", s.stdout);
+    assert!(!alive(pid));
+    let ps = env.firedup(&["ps"]);
+    assert!(ps.stdout.contains("ended: signal 15"), "{}", ps.stdout);
+}
+
+#[test]
+fn succeeded_in_job_mode() {
+    let env = Env::new();
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--until",
+        "exit",
+        "--",
+        "sh",
+        "-c",
+        "echo step 1; echo step 2",
+    ]);
+    assert_eq!((r.code, r.verdict()), (0, "succeeded"), "{}", r.explain());
+    assert_eq!(r.json["exit"]["code"], 0);
+}
+
+#[test]
+fn failed_names_the_cause_line_and_context() {
+    let env = Env::new();
+    let r = env.firedup(&[
+        "run", "--json", "--ready-line", "ready to roll", "--",
+        "sh", "-c",
+        "echo 'Load weight begin.'; echo 'Traceback (most recent call last):'; echo '  File \"x.py\", line 3'; \
+         echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.11 GiB'; exit 1",
+    ]);
+    assert_eq!(
+        (r.code, r.verdict(), r.signature()),
+        (1, "failed", Some("cuda_oom")),
+        "{}",
+        r.explain()
+    );
+    assert_eq!(r.json["line"]["number"], 4);
+    assert_eq!(r.json["exit"]["code"], 1);
+    let ctx: Vec<String> = r.json["context"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    assert!(ctx.iter().any(|c| c.contains("Traceback")), "{ctx:?}");
+    assert!(r.took < Duration::from_secs(3), "{:?}", r.took);
+}
+
+#[test]
+fn failed_while_the_process_lives_then_it_is_stopped() {
+    let env = Env::new();
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--ready-line",
+        "READY",
+        "--",
+        "sh",
+        "-c",
+        "echo 'RuntimeError: CUDA error: an illegal memory access was encountered'; exec sleep 300",
+    ]);
+    assert_eq!(
+        (r.code, r.verdict(), r.signature()),
+        (1, "failed", Some("cuda_error")),
+        "{}",
+        r.explain()
+    );
+    assert!(r.json["elapsed_s"].as_f64().unwrap() < 2.5);
+    let pid = r.json["pid"].as_u64().unwrap();
+    assert!(!alive(pid), "a failed server is stopped unless --keep");
+    assert_eq!(r.json["server_running"], false);
+}
+
+#[test]
+fn keep_leaves_a_failed_server_running() {
+    let env = Env::new();
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--keep",
+        "--ready-line",
+        "READY",
+        "--",
+        "sh",
+        "-c",
+        "echo 'OSError: [Errno 98] Address already in use'; exec sleep 300",
+    ]);
+    assert_eq!(
+        (r.verdict(), r.signature()),
+        ("failed", Some("port_in_use")),
+        "{}",
+        r.explain()
+    );
+    let pid = r.json["pid"].as_u64().unwrap();
+    assert!(alive(pid));
+    env.firedup(&["stop", r.run_id()]);
+    assert!(!alive(pid));
+}
+
+#[test]
+fn exited_without_a_cause() {
+    let env = Env::new();
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--ready-line",
+        "READY",
+        "--",
+        "sh",
+        "-c",
+        "echo bye; exit 3",
+    ]);
+    assert_eq!((r.code, r.verdict()), (3, "exited"), "{}", r.explain());
+    assert_eq!(r.json["exit"]["code"], 3);
+    let r = env.firedup(&["run", "--json", "--ready-line", "READY", "--", "true"]);
+    assert_eq!(
+        (r.code, r.verdict()),
+        (3, "exited"),
+        "exit 0 before ready: {}",
+        r.explain()
+    );
+}
+
+#[test]
+fn killed_by_each_common_signal() {
+    let env = Env::new();
+    for (sig, signature) in [
+        ("KILL", "sigkill"),
+        ("SEGV", "segfault"),
+        ("ABRT", "abort"),
+        ("TERM", "terminated"),
+        ("INT", "terminated"),
+        ("HUP", "terminated"),
+    ] {
+        let script = format!("echo working; kill -{sig} $$; sleep 5");
+        let r = env.firedup(&[
+            "run", "--json", "--until", "exit", "--", "sh", "-c", &script,
+        ]);
+        assert_eq!(
+            (r.code, r.verdict(), r.signature()),
+            (4, "killed", Some(signature)),
+            "SIG{sig}: {}",
+            r.explain()
+        );
+        assert!(
+            r.json["exit"]["signal"].as_i64().is_some(),
+            "{}",
+            r.explain()
+        );
+    }
+    // A shell reporting 128+9 for its child.
+    let r = env.firedup(&[
+        "run", "--json", "--until", "exit", "--", "sh", "-c", "exit 137",
+    ]);
+    assert_eq!(
+        (r.verdict(), r.signature()),
+        ("killed", Some("sigkill")),
+        "{}",
+        r.explain()
+    );
+}
+
+#[test]
+fn never_started_for_exec_failures() {
+    let env = Env::new();
+    let not_exec = env.path("not-executable.sh");
+    std::fs::write(&not_exec, "#!/bin/sh\necho hi\n").unwrap();
+    let no_shebang = env.path("noshebang");
+    std::fs::write(&no_shebang, [0x7fu8, b'E', b'L', b'F', 0, 1, 2, 3]).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&no_shebang, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let dir = env.work.path().display().to_string();
+    let cases: Vec<(String, &str)> = vec![
+        ("no-such-command-xyz".into(), "not on PATH"),
+        ("/no/such/path".into(), "does not exist"),
+        (not_exec.display().to_string(), "permission denied"),
+        // execvp hands a file without #! to /bin/sh, which then fails: 127, still never_started.
+        (no_shebang.display().to_string(), "noshebang"),
+        (dir, "is a directory"),
+    ];
+    for (cmd, words) in cases {
+        let r = env.firedup(&["run", "--json", "--ready-line", "NEVER-PRINTED", "--", &cmd]);
+        assert_eq!(
+            (r.code, r.verdict()),
+            (5, "never_started"),
+            "{cmd}: {}",
+            r.explain()
+        );
+        assert!(
+            r.json["reason"].as_str().unwrap().contains(words),
+            "{cmd}: {}",
+            r.json["reason"]
+        );
+        assert!(r.took < Duration::from_secs(2));
+    }
+    // A shell that cannot find the command exits 127.
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--ready-line",
+        "NEVER-PRINTED",
+        "--",
+        "sh",
+        "-c",
+        "no-such-command-xyz --serve",
+    ]);
+    assert_eq!(
+        (r.code, r.verdict()),
+        (5, "never_started"),
+        "{}",
+        r.explain()
+    );
+    assert!(
+        r.json["reason"].as_str().unwrap().contains("not found"),
+        "{}",
+        r.json["reason"]
+    );
+}
+
+#[test]
+fn never_started_when_attaching_to_a_log_that_never_appears() {
+    let env = Env::new();
+    let log = env.path("never/created.log");
+    let r = env.firedup(&[
+        "watch",
+        "--json",
+        "--log",
+        log.to_str().unwrap(),
+        "--log-grace",
+        "1s",
+        "--ready-line",
+        "READY",
+    ]);
+    assert_eq!(
+        (r.code, r.verdict()),
+        (5, "never_started"),
+        "{}",
+        r.explain()
+    );
+    assert!(
+        r.json["reason"].as_str().unwrap().contains("never created"),
+        "{}",
+        r.json["reason"]
+    );
+    assert!(
+        r.took >= Duration::from_secs(1) && r.took < Duration::from_secs(3),
+        "{:?}",
+        r.took
+    );
+    // Never silent: the missing log was said out loud on stderr.
+    assert!(r.stderr.contains("does not exist"), "{}", r.stderr);
+}
+
+#[test]
+fn stalled_and_timed_out() {
+    let env = Env::new();
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--stall",
+        "1s",
+        "--ready-line",
+        "READY",
+        "--",
+        "sh",
+        "-c",
+        "echo loading; exec sleep 300",
+    ]);
+    assert_eq!((r.code, r.verdict()), (6, "stalled"), "{}", r.explain());
+    assert!(r.took < Duration::from_secs(4));
+    let pid = r.json["pid"].as_u64().unwrap();
+    assert!(!alive(pid));
+    // Heartbeat lines that only differ by a counter are not progress.
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--stall",
+        "1500ms",
+        "--ready-line",
+        "READY",
+        "--",
+        "sh",
+        "-c",
+        "i=0; while true; do i=$((i+1)); echo \"waiting for engine $i\"; sleep 0.2; done",
+    ]);
+    assert_eq!(r.verdict(), "stalled", "{}", r.explain());
+    // Steady distinct progress is not a stall; the overall deadline is.
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--stall",
+        "1s",
+        "--timeout",
+        "2s",
+        "--ready-line",
+        "READY",
+        "--",
+        "sh",
+        "-c",
+        "i=0; while true; do i=$((i+1)); echo \"Capturing batches $i/1000\"; sleep 0.1; done",
+    ]);
+    assert_eq!((r.code, r.verdict()), (124, "timed_out"), "{}", r.explain());
+}
+
+#[test]
+fn monitor_error_when_the_log_cannot_be_read() {
+    let env = Env::new();
+    let dir = env.path("a-directory");
+    std::fs::create_dir(&dir).unwrap();
+    let r = env.firedup(&[
+        "watch",
+        "--json",
+        "--log",
+        dir.to_str().unwrap(),
+        "--ready-line",
+        "READY",
+    ]);
+    assert_eq!(
+        (r.code, r.verdict()),
+        (7, "monitor_error"),
+        "{}",
+        r.explain()
+    );
+    assert!(
+        r.json["reason"].as_str().unwrap().contains("directory"),
+        "{}",
+        r.json["reason"]
+    );
+}
+
+#[test]
+fn usage_errors_exit_2_with_one_sentence() {
+    let env = Env::new();
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", "--ready-line", "(", "--", "true"], "invalid regex"),
+        (
+            &["run", "--timeout", "5x", "--ready-line", "x", "--", "true"],
+            "invalid duration '5x'",
+        ),
+        (&["run", "--", "true"], "no readiness condition"),
+        (&["run", "--ready-line", "x"], "COMMAND"),
+        (&["watch"], "nothing to watch"),
+        (&["stop", "no-such-run"], "no run 'no-such-run'"),
+        (
+            &["run", "--profile", "nope", "--", "true"],
+            "unknown profile",
+        ),
+        (
+            &[
+                "run",
+                "--env",
+                "NOEQUALS",
+                "--ready-line",
+                "x",
+                "--",
+                "true",
+            ],
+            "KEY=VALUE",
+        ),
+    ];
+    for (args, words) in cases {
+        let r = env.firedup(args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.explain());
+        assert!(r.stderr.contains(words), "{args:?}: {}", r.stderr);
+        assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    }
+    // Nothing was launched by a usage error.
+    assert!(
+        !env.state.path().join("runs").exists()
+            || std::fs::read_dir(env.state.path().join("runs"))
+                .unwrap()
+                .count()
+                == 0
+    );
+}
