@@ -252,6 +252,7 @@ fn run(
         } else {
             "ready".into()
         },
+        judging: opts.clone(),
     };
     let mut launched = launch::launch(&spec)?;
     let log_path = launched.log.display().to_string();
@@ -444,9 +445,19 @@ fn watch(
             .unwrap_or_default(),
     };
     let mut opts = judge.options(from_end);
-    if opts.profile.is_none() {
-        if let Some(r) = &target.run {
-            opts.profile = r.meta().ok().map(|m| m.profile);
+    if let Some(m) = target.run.as_ref().and_then(|r| r.meta().ok()) {
+        // Judge a run the way it was launched, unless told otherwise.
+        opts.profile = opts.profile.or(Some(m.profile));
+        if opts.ready_lines.is_empty() {
+            opts.ready_lines = m.ready_lines;
+        }
+        if opts.fail_lines.is_empty() {
+            opts.fail_lines = m.fail_lines;
+        }
+        opts.stall = opts.stall.or(m.stall);
+        opts.timeout = opts.timeout.or(m.timeout);
+        if m.mode == "exit" {
+            opts.until_exit = true;
         }
     }
     let plan = plan::resolve(

@@ -33,6 +33,8 @@ pub struct LaunchSpec {
     pub log: Option<PathBuf>,
     pub profile: String,
     pub mode: String,
+    /// Judging flags recorded for a later `firedup watch RUN_ID`.
+    pub judging: crate::plan::WatchOptions,
 }
 
 /// A launched run.
@@ -82,6 +84,10 @@ pub fn launch(spec: &LaunchSpec) -> Result<Launched> {
         mode: spec.mode.clone(),
         started_at: now_unix(),
         firedup_version: env!("CARGO_PKG_VERSION").to_string(),
+        ready_lines: spec.judging.ready_lines.clone(),
+        fail_lines: spec.judging.fail_lines.clone(),
+        stall: spec.judging.stall.clone(),
+        timeout: spec.judging.timeout.clone(),
     };
     run.write_meta(&meta)?;
     let exe = std::env::current_exe()

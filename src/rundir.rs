@@ -31,6 +31,15 @@ pub struct RunMeta {
     /// Unix time in seconds.
     pub started_at: f64,
     pub firedup_version: String,
+    /// The judging flags of the launch, so that `firedup watch RUN_ID` judges the same way.
+    #[serde(default)]
+    pub ready_lines: Vec<String>,
+    #[serde(default)]
+    pub fail_lines: Vec<String>,
+    #[serde(default)]
+    pub stall: Option<String>,
+    #[serde(default)]
+    pub timeout: Option<String>,
 }
 
 /// What the supervisor records once the command runs.

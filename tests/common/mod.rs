@@ -97,3 +97,25 @@ pub fn alive(pid: u64) -> bool {
 pub fn file_text(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_default()
 }
+
+impl Env {
+    /// Like `firedup`, with extra environment variables for firedup (and so for the command).
+    pub fn cmd_json(&self, args: &[&str], vars: &[(&str, &str)]) -> Run {
+        let started = Instant::now();
+        let mut c = self.cmd();
+        for (k, v) in vars {
+            c.env(k, v);
+        }
+        let out = c.args(args).output().expect("firedup runs");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let json = serde_json::from_str(stdout.trim()).unwrap_or(serde_json::Value::Null);
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            json,
+            stdout,
+            stderr,
+            took: started.elapsed(),
+        }
+    }
+}

@@ -1,0 +1,336 @@
+//! The run's life around the verdict: re-attaching after firedup dies, `--then`, `--hold`, `logs`,
+//! the run directory's contents and permissions, and awkward log content.
+
+mod common;
+use common::{Env, alive};
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, Instant};
+
+fn only_run_id(env: &Env) -> String {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let runs: Vec<_> = std::fs::read_dir(env.state.path().join("runs"))
+            .map(|d| d.filter_map(|e| e.ok()).collect())
+            .unwrap_or_default();
+        if let Some(e) = runs.iter().find(|e| e.path().join("process.json").exists()) {
+            return e.file_name().to_string_lossy().into_owned();
+        }
+        assert!(Instant::now() < deadline, "no run appeared");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn firedup_killed_mid_watch_then_watch_run_id_reaches_the_verdict() {
+    let env = Env::new();
+    let gate = env.path("gate");
+    let script = format!(
+        "echo loading; while [ ! -e {} ]; do sleep 0.05; done; echo 'server READY'; exec sleep 300",
+        gate.display()
+    );
+    let mut child = env
+        .cmd()
+        .args([
+            "run",
+            "--json",
+            "--ready-line",
+            "READY",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .spawn()
+        .unwrap();
+    let id = only_run_id(&env);
+    child.kill().unwrap(); // SIGKILL firedup, not the server
+    child.wait().unwrap();
+    std::fs::write(&gate, "").unwrap();
+    let r = env.firedup(&["watch", "--json", &id]);
+    assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
+    let pid = r.json["pid"].as_u64().unwrap();
+    assert!(alive(pid), "the server outlived firedup");
+    let s = env.firedup(&["stop", &id]);
+    assert_eq!(s.code, 0, "{}", s.explain());
+    assert!(!alive(pid));
+    // The log is complete: both lines the server wrote are there.
+    let log = std::fs::read_to_string(env.state.path().join("runs").join(&id).join("output.log"))
+        .unwrap();
+    assert_eq!(log, "loading\nserver READY\n");
+}
+
+#[test]
+fn a_job_that_ended_while_firedup_was_gone_is_judged_from_its_exit_record() {
+    let env = Env::new();
+    let gate = env.path("gate");
+    let script = format!(
+        "echo working; while [ ! -e {} ]; do sleep 0.05; done; exit 3",
+        gate.display()
+    );
+    let mut child = env
+        .cmd()
+        .args([
+            "run", "--json", "--until", "exit", "--", "sh", "-c", &script,
+        ])
+        .spawn()
+        .unwrap();
+    let id = only_run_id(&env);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::fs::write(&gate, "").unwrap();
+    let exit_json = env.state.path().join("runs").join(&id).join("exit.json");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !exit_json.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the supervisor never recorded the exit"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let r = env.firedup(&["watch", "--json", "--until", "exit", &id]);
+    assert_eq!((r.code, r.verdict()), (3, "exited"), "{}", r.explain());
+    assert_eq!(r.json["exit"]["code"], 3);
+}
+
+#[test]
+fn then_runs_after_ready_with_the_run_in_its_env_and_stops_the_server() {
+    let env = Env::new();
+    let r = env.firedup(&[
+        "run",
+        "--ready-line",
+        "READY",
+        "--then",
+        "echo \"pid=$FIREDUP_PID run=$FIREDUP_RUN_ID\" > then.out; exit 7",
+        "--",
+        "sh",
+        "-c",
+        "echo READY; exec sleep 300",
+    ]);
+    assert_eq!(
+        r.code,
+        7,
+        "exit with the --then command's status: {}",
+        r.explain()
+    );
+    let out = std::fs::read_to_string(env.path("then.out")).unwrap();
+    let pid: u64 = out
+        .split("pid=")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(out.contains("run=sh-"), "{out}");
+    assert!(!alive(pid), "the server is stopped after --then");
+    assert!(r.stdout.contains("teardown: stopped"), "{}", r.stdout);
+}
+
+#[test]
+fn hold_catches_a_crash_after_ready() {
+    let env = Env::new();
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--hold",
+        "5s",
+        "--ready-line",
+        "READY",
+        "--",
+        "sh",
+        "-c",
+        "echo READY; sleep 0.3; kill -SEGV $$",
+    ]);
+    assert_eq!(
+        (r.code, r.verdict(), r.signature()),
+        (4, "killed", Some("segfault")),
+        "{}",
+        r.explain()
+    );
+    assert!(r.took < Duration::from_secs(3));
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--hold",
+        "500ms",
+        "--ready-line",
+        "READY",
+        "--",
+        "sh",
+        "-c",
+        "echo READY; exec sleep 300",
+    ]);
+    assert_eq!(r.verdict(), "ready", "{}", r.explain());
+    env.firedup(&["stop", r.run_id()]);
+}
+
+#[test]
+fn run_directory_is_private_and_secrets_are_redacted() {
+    let env = Env::new();
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--until",
+        "exit",
+        "--env",
+        "HF_TOKEN=hf_supersecret",
+        "--env",
+        "MODE=fast",
+        "--",
+        "sh",
+        "-c",
+        "test ${#HF_TOKEN} -eq 14 && echo \"mode $MODE\"",
+    ]);
+    assert_eq!(
+        r.verdict(),
+        "succeeded",
+        "the command sees the real values: {}",
+        r.explain()
+    );
+    let dir = env.state.path().join("runs").join(r.run_id());
+    let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    let meta = std::fs::read_to_string(dir.join("meta.json")).unwrap();
+    assert!(!meta.contains("hf_supersecret"), "{meta}");
+    assert!(
+        meta.contains("<redacted>") && meta.contains("fast"),
+        "{meta}"
+    );
+    assert!(!r.stdout.contains("hf_supersecret") && !r.stderr.contains("hf_supersecret"));
+}
+
+#[test]
+fn logs_prints_the_log_and_meaningful_drops_noise_and_redraws() {
+    let env = Env::new();
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--until",
+        "exit",
+        "--",
+        "sh",
+        "-c",
+        "echo start; echo; printf 'shards 10%%\\rshards 50%%\\rshards 100%%\\n'; echo done",
+    ]);
+    assert_eq!(r.verdict(), "succeeded", "{}", r.explain());
+    let all = env.firedup(&["logs", r.run_id()]);
+    assert_eq!(all.code, 0);
+    assert!(
+        all.stdout.contains("shards 10%") && all.stdout.contains("shards 100%"),
+        "{}",
+        all.stdout
+    );
+    let m = env.firedup(&["logs", "--meaningful", r.run_id()]);
+    assert_eq!(
+        m.stdout, "start\nshards 10%\ndone\n",
+        "one line per progress bar, no blank lines"
+    );
+}
+
+#[test]
+fn awkward_log_content_is_read_without_loss_or_panic() {
+    let env = Env::new();
+    // Invalid UTF-8, NUL bytes, ANSI colour, a 5 MB line, then the ready line.
+    let r = env.firedup(&[
+        "run", "--json", "--ready-line", "^READY$", "--", "sh", "-c",
+        "printf 'bad \\377\\376 utf8\\n'; printf 'nul\\000byte\\n'; printf '\\033[32mREADY\\033[0m'; head -c 5000000 /dev/zero | tr '\\0' x; printf '\\nREADY\\n'; exec sleep 300",
+    ]);
+    assert_eq!(r.verdict(), "ready", "{}", r.explain());
+    assert_eq!(r.json["line"]["number"], 4);
+    env.firedup(&["stop", r.run_id()]);
+}
+
+#[test]
+fn watch_follows_a_log_that_appears_late_and_is_rotated() {
+    let env = Env::new();
+    let log = env.path("late/server.log");
+    let script = format!(
+        "sleep 0.3; mkdir -p {d}; echo booting > {l}; sleep 0.2; mv {l} {l}.1; echo 'now READY' > {l}; sleep 300",
+        d = log.parent().unwrap().display(),
+        l = log.display()
+    );
+    let mut server = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .spawn()
+        .unwrap();
+    let pid = server.id().to_string();
+    let r = env.firedup(&[
+        "watch",
+        "--json",
+        "--log",
+        log.to_str().unwrap(),
+        "--pid",
+        &pid,
+        "--ready-line",
+        "READY",
+    ]);
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert_eq!(r.verdict(), "ready", "{}", r.explain());
+    assert!(
+        r.stderr.contains("rotated") || r.stderr.contains("does not exist"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn an_attached_pid_that_dies_is_seen_at_once() {
+    let env = Env::new();
+    let log = env.path("attached.log");
+    std::fs::write(&log, "starting\n").unwrap();
+    let mut server = std::process::Command::new("sleep")
+        .arg("0.5")
+        .spawn()
+        .unwrap();
+    let pid = server.id().to_string();
+    let reaper = std::thread::spawn(move || server.wait());
+    let r = env.firedup(&[
+        "watch",
+        "--json",
+        "--log",
+        log.to_str().unwrap(),
+        "--pid",
+        &pid,
+        "--ready-line",
+        "READY",
+    ]);
+    reaper.join().unwrap().unwrap();
+    assert_eq!((r.code, r.verdict()), (3, "exited"), "{}", r.explain());
+    assert!(r.took < Duration::from_secs(2), "{:?}", r.took);
+}
+
+#[test]
+fn events_stream_is_ndjson() {
+    let env = Env::new();
+    let events = env.path("events.ndjson");
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--until",
+        "exit",
+        "--events",
+        events.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "echo one; echo two",
+    ]);
+    assert_eq!(r.verdict(), "succeeded");
+    let text = std::fs::read_to_string(&events).unwrap();
+    let kinds: Vec<String> = text
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert!(
+        kinds.contains(&"line".to_string()) && kinds.contains(&"exited".to_string()),
+        "{kinds:?}"
+    );
+    assert_eq!(kinds.last().map(String::as_str), Some("verdict"));
+}
