@@ -777,7 +777,17 @@ impl Judge {
                 best = Some(e);
             }
         }
-        best.cloned()
+        // The decisive line is the first line that showed the winning cause (a server often logs
+        // the cause, "could not bind ...: Address already in use", before its fatal summary line).
+        let best = best?;
+        self.evidence
+            .iter()
+            .find(|e| e.hit.signature == best.hit.signature)
+            .map(|first| Evidence {
+                hit: best.hit,
+                line: first.line.clone(),
+                at: first.at,
+            })
     }
 
     fn failure_reason(&self, ev: &Evidence, then: &str) -> String {

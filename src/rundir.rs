@@ -100,14 +100,28 @@ impl RunDir {
             .mode(0o700)
             .create(&root)
             .with_context(|| format!("cannot create the state directory {}", root.display()))?;
-        let stem: String = command
-            .first()
+        // Name the run after the server, not a wrapper in front of it.
+        const WRAPPERS: [&str; 10] = [
+            "setpriv", "runuser", "sudo", "env", "nohup", "numactl", "taskset", "nice", "stdbuf",
+            "timeout",
+        ];
+        let program = command
+            .iter()
             .map(|c| {
                 Path::new(c)
                     .file_name()
                     .map(|f| f.to_string_lossy().into_owned())
                     .unwrap_or_default()
             })
+            .find(|c| {
+                !c.starts_with('-')
+                    && !c.contains('=')
+                    && !WRAPPERS.contains(&c.as_str())
+                    && !c.is_empty()
+                    && !c.chars().all(|ch| ch.is_ascii_digit())
+            });
+        let stem: String = program
+            .or_else(|| command.first().cloned())
             .unwrap_or_default()
             .chars()
             .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')

@@ -476,6 +476,11 @@ fn postgres_port_taken_is_port_in_use() {
     let (r, _guard) = fd.launch(dir.path(), &pg_args(&pg, d, &data, &port, &[]));
     assert_eq!((r.code, r.verdict()), (1, "failed"), "{}", r.explain());
     assert_eq!(r.signature(), Some("port_in_use"), "{}", r.explain());
+    let line = r.json["line"]["text"].as_str().unwrap_or("");
+    assert!(
+        line.contains("Address already in use"),
+        "the decisive line shows the cause: {line}"
+    );
 }
 
 #[test]
