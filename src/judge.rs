@@ -385,6 +385,14 @@ impl Judge {
                     self.after.push(line.clone());
                 }
             } else {
+                // A progress bar redrawn many times is one line of context: keep its latest state.
+                if self
+                    .before
+                    .back()
+                    .is_some_and(|l| shape_hash(&l.text) == shape)
+                {
+                    self.before.pop_back();
+                }
                 self.before.push_back(line.clone());
                 if self.before.len() > self.cfg.context_lines + 1 {
                     self.before.pop_front();
