@@ -377,10 +377,7 @@ fn oom_evidence(baseline: &Option<(String, u64)>, pid: Option<u32>) -> Option<St
     if let Some((path, before)) = baseline {
         if let Some(after) = process::cgroup_oom_kills_at(path) {
             if after > *before {
-                return Some(format!(
-                    "cgroup {path} counted {} OOM kill(s)",
-                    after - before
-                ));
+                return Some(format!("{path} counted {} OOM kill(s)", after - before));
             }
         }
     }

@@ -170,26 +170,29 @@ pub fn cmdline(pid: u32) -> String {
         .unwrap_or_default()
 }
 
-/// The cgroup v2 `oom_kill` counter of the cgroup holding `pid`, if readable.
+/// The OOM-kill counter file of the memory cgroup holding `pid` (cgroup v2 `memory.events`, or v1
+/// `memory.oom_control`), with its current count.
 pub fn cgroup_oom_kills(pid: u32) -> Option<(String, u64)> {
     let cg = fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-    let path = cg
-        .lines()
-        .find_map(|l| l.strip_prefix("0::"))?
-        .trim()
-        .to_string();
-    let events = fs::read_to_string(format!("/sys/fs/cgroup{path}/memory.events")).ok()?;
-    let n = events
-        .lines()
-        .find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse().ok())?;
-    Some((path, n))
+    let mut candidates = Vec::new();
+    for line in cg.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        if controllers.is_empty() {
+            candidates.push(format!("/sys/fs/cgroup{path}/memory.events"));
+        } else if controllers.split(',').any(|c| c == "memory") {
+            candidates.push(format!("/sys/fs/cgroup/memory{path}/memory.oom_control"));
+        }
+    }
+    candidates
+        .into_iter()
+        .find_map(|file| Some((file.clone(), cgroup_oom_kills_at(&file)?)))
 }
 
-/// Reads the cgroup `oom_kill` counter at a known cgroup path.
-pub fn cgroup_oom_kills_at(path: &str) -> Option<u64> {
-    let events = fs::read_to_string(format!("/sys/fs/cgroup{path}/memory.events")).ok()?;
-    events
-        .lines()
+/// Reads the `oom_kill N` counter from a cgroup file found by [`cgroup_oom_kills`].
+pub fn cgroup_oom_kills_at(file: &str) -> Option<u64> {
+    let text = fs::read_to_string(file).ok()?;
+    text.lines()
         .find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse().ok())
 }
 
