@@ -411,3 +411,47 @@ fn usage_errors_exit_2_with_one_sentence() {
                 == 0
     );
 }
+
+#[test]
+fn a_log_that_belongs_to_someone_else_is_refused() {
+    let env = Env::new();
+    let log = env.path("theirs.log");
+    std::fs::write(&log, "their data\n").unwrap();
+    std::os::unix::fs::chown(&log, Some(65534), Some(65534)).unwrap();
+    let r = env.firedup(&[
+        "run",
+        "--log",
+        log.to_str().unwrap(),
+        "--ready-line",
+        "x",
+        "--",
+        "true",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.explain());
+    assert!(r.stderr.contains("belongs to another user"), "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "their data\n",
+        "nothing was written to it"
+    );
+}
+
+#[test]
+fn a_log_in_a_missing_directory_is_created() {
+    let env = Env::new();
+    let log = env.path("new/dir/server.log");
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--until",
+        "exit",
+        "--log",
+        log.to_str().unwrap(),
+        "--",
+        "echo",
+        "hello",
+    ]);
+    assert_eq!(r.verdict(), "succeeded", "{}", r.explain());
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "hello\n");
+    assert_eq!(r.json["log"], log.to_str().unwrap());
+}
