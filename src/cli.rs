@@ -420,14 +420,27 @@ fn watch(
                 run_id: run.id.clone(),
             }
         }
-        (None, Some(log)) => Target {
-            log: plan::absolute(log),
-            pid,
-            start_ticks: pid.and_then(|p| process::stat(p).map(|s| s.start_ticks)),
-            run: None,
-            spawn_error: None,
-            run_id: String::new(),
-        },
+        (None, Some(log)) => {
+            let log = plan::absolute(log);
+            // Attached by log alone: the process writing it, if any, is the one to watch.
+            let pid = pid.or_else(|| {
+                let w = process::writers_of(&log).into_iter().next()?;
+                eprintln!(
+                    "firedup: watching process {w} ({}), which writes {}",
+                    process::cmdline(w),
+                    log.display()
+                );
+                Some(w)
+            });
+            Target {
+                log,
+                pid,
+                start_ticks: pid.and_then(|p| process::stat(p).map(|s| s.start_ticks)),
+                run: None,
+                spawn_error: None,
+                run_id: String::new(),
+            }
+        }
         (Some(_), Some(_)) => bail!("give either a RUN_ID or --log PATH, not both"),
         (None, None) => {
             bail!("nothing to watch: give a RUN_ID or --log PATH (with --pid PID if you know it)")

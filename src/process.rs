@@ -157,6 +157,45 @@ pub fn wait_for_exit(pid: u32, check: Duration, stop: &dyn Fn() -> bool) -> bool
     }
 }
 
+/// Processes that hold `path` open for writing (found through `/proc/PID/fd`), oldest first: when
+/// attaching by log alone, the writer is the process to watch.
+pub fn writers_of(path: &std::path::Path) -> Vec<u32> {
+    let Ok(target) = fs::canonicalize(path) else {
+        return Vec::new();
+    };
+    let me = std::process::id();
+    let mut found: Vec<(u64, u32)> = Vec::new();
+    for (pid, st) in all_processes() {
+        if pid == me || st.state == 'Z' {
+            continue;
+        }
+        let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        for fd in fds.filter_map(|e| e.ok()) {
+            if fs::read_link(fd.path()).is_ok_and(|l| l == target) {
+                let flags = fs::read_to_string(format!(
+                    "/proc/{pid}/fdinfo/{}",
+                    fd.file_name().to_string_lossy()
+                ))
+                .ok()
+                .and_then(|t| {
+                    t.lines()
+                        .find_map(|l| l.strip_prefix("flags:").map(|v| v.trim().to_string()))
+                })
+                .and_then(|v| u32::from_str_radix(&v, 8).ok())
+                .unwrap_or(0);
+                if flags & 0o3 != 0 {
+                    found.push((st.start_ticks, pid));
+                    break;
+                }
+            }
+        }
+    }
+    found.sort();
+    found.into_iter().map(|(_, p)| p).collect()
+}
+
 /// The command line of a process, for reports.
 pub fn cmdline(pid: u32) -> String {
     fs::read(format!("/proc/{pid}/cmdline"))

@@ -334,3 +334,56 @@ fn events_stream_is_ndjson() {
     );
     assert_eq!(kinds.last().map(String::as_str), Some("verdict"));
 }
+
+#[test]
+fn watch_by_log_alone_finds_the_process_writing_it() {
+    let env = Env::new();
+    let log = env.path("writer.log");
+    let gate = env.path("gate");
+    let script = format!(
+        "exec >> {}; echo starting; while [ ! -e {} ]; do sleep 0.05; done; exit 9",
+        log.display(),
+        gate.display()
+    );
+    let mut server = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while common::file_text(&log).is_empty() {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut watch = env
+        .cmd()
+        .args([
+            "watch",
+            "--json",
+            "--log",
+            log.to_str().unwrap(),
+            "--ready-line",
+            "READY",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Open the gate only once firedup says which process it attached to.
+    use std::io::BufRead;
+    let mut stderr = std::io::BufReader::new(watch.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains("which writes") {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "firedup ended without naming the writer: {said}"
+        );
+        said.push_str(&line);
+    }
+    std::fs::write(&gate, "").unwrap();
+    server.wait().unwrap();
+    let out = watch.wait_with_output().unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["verdict"], "exited", "{json} {said}");
+    assert_eq!(json["pid"].as_u64(), Some(server.id() as u64));
+}
