@@ -455,3 +455,41 @@ fn a_log_in_a_missing_directory_is_created() {
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "hello\n");
     assert_eq!(r.json["log"], log.to_str().unwrap());
 }
+
+#[test]
+fn never_silent_a_heartbeat_at_least_every_15s_without_a_terminal() {
+    let env = Env::new();
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--stall",
+        "off",
+        "--timeout",
+        "16s",
+        "--ready-line",
+        "READY",
+        "--",
+        "sh",
+        "-c",
+        "echo loading; exec sleep 300",
+    ]);
+    assert_eq!((r.code, r.verdict()), (124, "timed_out"), "{}", r.explain());
+    // Something on stderr at the start, then a heartbeat no later than 15 s after it.
+    let first = r.stderr.lines().next().unwrap_or("");
+    assert!(first.contains("ms]"), "{}", r.stderr);
+    let beats: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.contains("still watching"))
+        .collect();
+    assert!(
+        !beats.is_empty() && beats[0].contains("[15."),
+        "a heartbeat at 15s: {}",
+        r.stderr
+    );
+    assert!(
+        beats[0].contains("loading"),
+        "the heartbeat shows the last meaningful line: {}",
+        beats[0]
+    );
+}
