@@ -314,12 +314,14 @@ fn stalled_and_timed_out() {
         "--json",
         "--stall",
         "1500ms",
+        "--timeout",
+        "20s",
         "--ready-line",
         "READY",
         "--",
         "sh",
         "-c",
-        "i=0; while true; do i=$((i+1)); echo \"waiting for engine $i\"; sleep 0.2; done",
+        "i=0; while true; do i=$((i+1)); echo \"waiting for engine $i\"; sleep 0.4; done",
     ]);
     assert_eq!(r.verdict(), "stalled", "{}", r.explain());
     // Steady distinct progress is not a stall; the overall deadline is.
