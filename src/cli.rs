@@ -272,7 +272,7 @@ fn run(
     let mut exit_code = outcome.verdict.exit_code();
     if outcome.verdict == Verdict::Ready {
         if let Some(cmd) = then {
-            let status = run_then(&cmd, &outcome, &plan)?;
+            let status = run_then(&cmd, &outcome)?;
             let report = stop_target(&target, grace);
             teardown = Some(describe_stop(&report));
             outcome.server_running = !report.survivors.is_empty();
@@ -360,8 +360,7 @@ fn describe_stop(r: &StopReport) -> String {
     }
 }
 
-fn run_then(cmd: &str, o: &Outcome, plan: &plan::Plan) -> Result<i32> {
-    let _ = plan;
+fn run_then(cmd: &str, o: &Outcome) -> Result<i32> {
     let mut c = std::process::Command::new("sh");
     c.arg("-c")
         .arg(cmd)

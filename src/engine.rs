@@ -101,7 +101,7 @@ pub fn watch(
 
     let stop_flag = Arc::new(AtomicBool::new(false));
     let oom_baseline = target.pid.and_then(process::cgroup_oom_kills);
-    let mut out = Outcome_ {
+    let mut out = PendingEvents {
         judge_events: Vec::new(),
     };
     let at = |i: Instant| i.duration_since(start);
@@ -110,7 +110,7 @@ pub fn watch(
                 obs: Observation,
                 now: Duration,
                 sink: &mut Option<&mut dyn Write>,
-                out: &mut Outcome_| {
+                out: &mut PendingEvents| {
         if let Some(w) = sink.as_deref_mut() {
             write_observation(w, now, &obs);
         }
@@ -324,7 +324,7 @@ pub fn watch(
     }
 }
 
-struct Outcome_ {
+struct PendingEvents {
     judge_events: Vec<Event>,
 }
 

@@ -841,7 +841,6 @@ impl Judge {
         } else {
             context.extend(self.before.iter().map(|l| l.text.clone()));
         }
-        let _ = ev.at;
         self.verdict = Some(Judgement {
             verdict,
             signature: ev.hit.signature,
