@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 pub struct Env {
@@ -41,19 +41,7 @@ impl Env {
 
     /// Runs firedup with `args`; parses stdout as JSON when it is JSON.
     pub fn firedup(&self, args: &[&str]) -> Run {
-        let started = Instant::now();
-        let out: Output = self.cmd().args(args).output().expect("firedup runs");
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        let json = serde_json::from_str(stdout.trim()).unwrap_or(serde_json::Value::Null);
-        let code = out.status.code().unwrap_or(-1);
-        Run {
-            code,
-            json,
-            stdout,
-            stderr,
-            took: started.elapsed(),
-        }
+        self.cmd_json(args, &[])
     }
 
     /// Writes an executable shell script into the work dir.
