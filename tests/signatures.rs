@@ -4,6 +4,7 @@
 
 mod common;
 use common::Env;
+use firedup::verdict::Signature;
 
 #[test]
 fn every_line_signature_is_reported_through_the_binary() {
@@ -43,22 +44,12 @@ fn every_line_signature_is_reported_through_the_binary() {
         checked.insert(name.to_string());
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    for sig in [
-        "cuda_oom",
-        "graph_capture",
-        "nccl_error",
-        "dist_timeout",
-        "gpu_unavailable",
-        "model_not_found",
-        "port_in_use",
-        "import_error",
-        "disk_full",
-        "permission_denied",
-        "config_error",
-        "compile_error",
-        "cuda_error",
-        "python_exception",
-    ] {
+    // Every signature that a log line can name (the signal ones come from how a process ended).
+    for sig in Signature::ALL
+        .iter()
+        .filter(|s| !s.is_signal_class())
+        .map(|s| s.as_str())
+    {
         assert!(
             checked.contains(sig),
             "no fatal catalog entry exercised for {sig}"
