@@ -30,6 +30,7 @@ pub mod judge;
 pub mod launch;
 pub mod lines;
 pub mod plan;
+pub mod probe;
 pub mod process;
 pub mod profile;
 pub mod report;

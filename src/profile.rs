@@ -1,19 +1,93 @@
-//! Profiles: what firedup knows about one kind of server, as data (TOML embedded in the binary):
-//! how to recognise it from its command line, its readiness lines, startup phases, noise, extra
-//! failure signatures and default stall/timeout. `generic` knows nothing beyond the common catalog,
-//! so `--ready-line` alone works on anything.
+//! Profiles: what firedup knows about one kind of server, as data.
+//!
+//! A profile (TOML) says for one server: how to recognise it from its command line (`detect`), the
+//! log lines that mean ready (`ready`, all must be seen), its startup phases in order (`[[phase]]`),
+//! its noise lines, its own failure signatures (on top of the common catalog), where it listens and
+//! how to ask it whether it is usable (`[endpoint]`), which probes count towards readiness by
+//! default (`ready_probes`), and its stall/timeout defaults.
+//!
+//! Built-in profiles are embedded in the binary. User profiles come from `--profile-file FILE` and
+//! `$XDG_CONFIG_HOME/firedup/profiles/*.toml` (default `~/.config/firedup/profiles`); a user profile
+//! with a built-in's name replaces it. `generic` knows nothing beyond the common catalog, so
+//! `--ready-line` alone works on anything.
+
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use regex::Regex;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::classify::SignatureSpec;
 
+/// One startup phase: the line that begins it.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PhaseSpec {
     pub name: String,
     pub pattern: String,
+}
+
+/// A probe that can count towards readiness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeKind {
+    /// The TCP port accepts connections, and the listener belongs to the watched process tree.
+    Port,
+    /// The health URL answers 2xx.
+    Http,
+    /// A tiny real request returns tokens.
+    Request,
+    /// The command sent `READY=1` on `NOTIFY_SOCKET` (sd_notify).
+    Notify,
+}
+
+impl ProbeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProbeKind::Port => "port",
+            ProbeKind::Http => "http",
+            ProbeKind::Request => "request",
+            ProbeKind::Notify => "notify",
+        }
+    }
+}
+
+/// The shape of the tiny real request sent by `--ready-request`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestKind {
+    /// OpenAI-compatible: `GET /v1/models` for the model id, then a 1-token `POST /v1/completions`.
+    Openai,
+    /// Hugging Face TGI: a 1-token `POST /generate`.
+    Tgi,
+}
+
+/// Where the server listens and how to ask it whether it is usable.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointSpec {
+    /// Flags whose value is the listen host (`--host 0.0.0.0`, `--host=0.0.0.0`).
+    #[serde(default)]
+    pub host_flags: Vec<String>,
+    /// Flags whose value is the listen port (`--port 30000`, `-p 5432`).
+    #[serde(default)]
+    pub port_flags: Vec<String>,
+    /// An environment variable holding `host:port`, `host` or `:port` (e.g. `OLLAMA_HOST`).
+    #[serde(default)]
+    pub addr_env: Option<String>,
+    #[serde(default = "default_host")]
+    pub default_host: String,
+    pub default_port: u16,
+    /// Health path for the HTTP probe (e.g. `/health`); none for servers without HTTP.
+    #[serde(default)]
+    pub health: Option<String>,
+    /// The real-request shape this server understands, for `--ready-request`.
+    #[serde(default)]
+    pub request: Option<RequestKind>,
+}
+
+fn default_host() -> String {
+    "127.0.0.1".into()
 }
 
 /// One profile file.
@@ -22,29 +96,67 @@ pub struct PhaseSpec {
 pub struct Profile {
     pub name: String,
     pub description: String,
+    /// Regexes matched against the command line (arguments joined by spaces); any one matching
+    /// selects this profile.
     #[serde(default)]
-    pub detect: Option<String>,
+    pub detect: Vec<String>,
+    /// Command lines this profile must recognise (checked by the tests and `profiles check`).
+    #[serde(default)]
+    pub detect_examples: Vec<String>,
+    /// Log lines that mean ready (regexes; all must be seen).
     #[serde(default)]
     pub ready: Vec<String>,
+    /// Probes that must also pass before `ready`, unless `--no-probe` (e.g. `["http"]`).
+    #[serde(default)]
+    pub ready_probes: Vec<ProbeKind>,
+    /// `ready` (server, the default) or `exit` (a job).
+    #[serde(default)]
+    pub until: Option<String>,
+    /// After ready, keep watching this long before the verdict (for servers that print their
+    /// ready line before the last step that can still fail, like TGI's `Connected` before its bind).
+    #[serde(default)]
+    pub hold: Option<String>,
     #[serde(default)]
     pub noise: Vec<String>,
     #[serde(default)]
     pub stall: Option<String>,
     #[serde(default)]
     pub timeout: Option<String>,
+    #[serde(default)]
+    pub endpoint: Option<EndpointSpec>,
     #[serde(default, rename = "phase")]
     pub phases: Vec<PhaseSpec>,
     #[serde(default, rename = "signature")]
     pub signatures: Vec<SignatureSpec>,
 }
 
-const BUILTIN: [&str; 3] = [
-    include_str!("profiles/generic.toml"),
-    include_str!("profiles/redis.toml"),
+const BUILTIN: [&str; 10] = [
+    include_str!("profiles/sglang.toml"),
+    include_str!("profiles/vllm.toml"),
+    include_str!("profiles/tgi.toml"),
+    include_str!("profiles/llamacpp.toml"),
+    include_str!("profiles/ollama.toml"),
+    include_str!("profiles/triton.toml"),
+    include_str!("profiles/pytorch.toml"),
     include_str!("profiles/postgres.toml"),
+    include_str!("profiles/redis.toml"),
+    include_str!("profiles/generic.toml"),
 ];
 
-/// The built-in profiles.
+/// Where a profile came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    Builtin,
+    File(PathBuf),
+}
+
+/// All profiles that apply: built-ins, overridden by name by user profiles.
+#[derive(Debug, Clone)]
+pub struct ProfileSet {
+    pub profiles: Vec<(Profile, Origin)>,
+}
+
+/// The built-in profiles, in detection order.
 pub fn builtin_profiles() -> Vec<Profile> {
     BUILTIN
         .iter()
@@ -52,95 +164,391 @@ pub fn builtin_profiles() -> Vec<Profile> {
         .collect()
 }
 
-/// The profile called `name`.
-pub fn by_name(name: &str) -> Result<Profile> {
-    let all = builtin_profiles();
-    match all.iter().find(|p| p.name == name) {
-        Some(p) => Ok(p.clone()),
-        None => bail!(
-            "unknown profile '{name}': the built-in profiles are {}",
-            all.iter()
-                .map(|p| p.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+/// The user profile directory: `$XDG_CONFIG_HOME/firedup/profiles` or `~/.config/firedup/profiles`.
+pub fn user_profile_dir() -> Option<PathBuf> {
+    if let Some(x) = std::env::var_os("XDG_CONFIG_HOME").filter(|x| !x.is_empty()) {
+        return Some(PathBuf::from(x).join("firedup/profiles"));
     }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config/firedup/profiles"))
 }
 
-/// The profile whose `detect` pattern matches the command line, or `generic`.
-pub fn detect(command: &[String]) -> Result<Profile> {
-    let line = command.join(" ");
-    for p in builtin_profiles() {
-        if let Some(d) = &p.detect {
-            let re = Regex::new(d)
-                .with_context(|| format!("profile {} has a bad detect pattern", p.name))?;
-            if re.is_match(&line) {
-                return Ok(p);
+impl ProfileSet {
+    /// Built-ins only.
+    pub fn builtin() -> ProfileSet {
+        ProfileSet {
+            profiles: builtin_profiles()
+                .into_iter()
+                .map(|p| (p, Origin::Builtin))
+                .collect(),
+        }
+    }
+
+    /// Built-ins, then every `*.toml` in the user profile directory, then `extra` files (in order;
+    /// a later profile with the same name replaces an earlier one). A bad user file is an error
+    /// naming the file, line and field.
+    pub fn load(extra: &[PathBuf]) -> Result<ProfileSet> {
+        let mut set = ProfileSet::builtin();
+        let mut files: Vec<PathBuf> = Vec::new();
+        if let Some(dir) = user_profile_dir() {
+            if let Ok(rd) = std::fs::read_dir(&dir) {
+                let mut found: Vec<PathBuf> = rd
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+                    .collect();
+                found.sort();
+                files.extend(found);
             }
         }
+        files.extend(extra.iter().cloned());
+        for f in files {
+            let p = load_file(&f)?;
+            set.insert(p, Origin::File(f));
+        }
+        Ok(set)
     }
-    by_name("generic")
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn detects_servers_from_their_command_lines() {
-        let table: &[(&[&str], &str)] = &[
-            (&["redis-server", "--port", "7000"], "redis"),
-            (&["/usr/bin/redis-server", "/etc/redis.conf"], "redis"),
-            (
-                &[
-                    "setpriv",
-                    "--reuid=postgres",
-                    "/usr/lib/postgresql/15/bin/postgres",
-                    "-D",
-                    "/d",
-                ],
-                "postgres",
-            ),
-            (&["python3", "-m", "http.server"], "generic"),
-            (&["redis-cli", "ping"], "generic"),
-        ];
-        for (cmd, want) in table {
-            let cmd: Vec<String> = cmd.iter().map(|s| s.to_string()).collect();
-            assert_eq!(detect(&cmd).unwrap().name, *want, "{cmd:?}");
+    fn insert(&mut self, p: Profile, origin: Origin) {
+        if let Some(slot) = self.profiles.iter_mut().find(|(q, _)| q.name == p.name) {
+            *slot = (p, origin);
+        } else {
+            // User profiles are tried before the built-ins when detecting (they are more specific),
+            // but after any user profile loaded before them.
+            let at = self
+                .profiles
+                .iter()
+                .position(|(_, o)| *o == Origin::Builtin)
+                .unwrap_or(self.profiles.len());
+            self.profiles.insert(at, (p, origin));
         }
     }
 
-    #[test]
-    fn profile_examples_resolve_to_their_signature() {
-        for p in builtin_profiles() {
-            let c = crate::classify::Classifier::new(&crate::classify::ClassifierSpec {
-                signatures: p.signatures.clone(),
-                ready_lines: p.ready.clone(),
-                noise: p.noise.clone(),
-                phases: p
-                    .phases
-                    .iter()
-                    .map(|x| (x.name.clone(), x.pattern.clone()))
-                    .collect(),
-                ..Default::default()
-            })
-            .unwrap();
-            for s in &p.signatures {
-                for e in &s.examples {
-                    let got = c
-                        .classify(e)
-                        .strongest()
-                        .and_then(|h| h.signature)
-                        .map(|s| s.as_str().to_string());
-                    assert_eq!(got.as_deref(), Some(s.name.as_str()), "{}: {e}", p.name);
+    /// The profile called `name`.
+    pub fn by_name(&self, name: &str) -> Result<Profile> {
+        match self.profiles.iter().find(|(p, _)| p.name == name) {
+            Some((p, _)) => Ok(p.clone()),
+            None => bail!(
+                "unknown profile '{name}': the known profiles are {} (see `firedup profiles`)",
+                self.names().join(", ")
+            ),
+        }
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.profiles.iter().map(|(p, _)| p.name.clone()).collect()
+    }
+
+    /// The first profile whose `detect` patterns match the command line, or `generic`.
+    pub fn detect(&self, command: &[String]) -> Result<Profile> {
+        let line = command.join(" ");
+        for (p, _) in &self.profiles {
+            for d in &p.detect {
+                let re = Regex::new(d)
+                    .with_context(|| format!("profile {} has a bad detect pattern", p.name))?;
+                if re.is_match(&line) {
+                    return Ok(p.clone());
+                }
+            }
+        }
+        self.by_name("generic")
+    }
+}
+
+/// The built-in profile called `name`.
+pub fn by_name(name: &str) -> Result<Profile> {
+    ProfileSet::builtin().by_name(name)
+}
+
+/// The built-in profile whose `detect` pattern matches the command line, or `generic`.
+pub fn detect(command: &[String]) -> Result<Profile> {
+    ProfileSet::builtin().detect(command)
+}
+
+/// Reads and validates one user profile file.
+pub fn load_file(path: &Path) -> Result<Profile> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read profile file {}", path.display()))?;
+    parse_checked(&text).map_err(|e| anyhow::anyhow!("{}:{e}", path.display()))
+}
+
+/// Parses a profile and checks everything that can be checked without running it. Errors read
+/// `LINE: field FIELD: what is wrong` (the caller prefixes the file name).
+pub fn parse_checked(text: &str) -> std::result::Result<Profile, String> {
+    let p: Profile = toml::from_str(text).map_err(|e| {
+        let line = e.span().map(|s| line_of_offset(text, s.start)).unwrap_or(0);
+        let msg = e.message().trim().to_string();
+        format!("{line}: {msg}")
+    })?;
+    validate(&p, text)?;
+    Ok(p)
+}
+
+fn line_of_offset(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// The line on which `needle` first appears in the file, for error messages about values.
+fn line_of_value(text: &str, needle: &str) -> usize {
+    text.lines()
+        .position(|l| l.contains(needle))
+        .map(|i| i + 1)
+        .unwrap_or(0)
+}
+
+fn validate(p: &Profile, text: &str) -> std::result::Result<(), String> {
+    let err = |field: String, value: &str, what: String| {
+        Err(format!(
+            "{}: field {field}: {what}",
+            line_of_value(text, value)
+        ))
+    };
+    if p.name.is_empty()
+        || !p
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return err(
+            "name".into(),
+            "name",
+            format!(
+                "'{}' is not a valid profile name (letters, digits, _ and -)",
+                p.name
+            ),
+        );
+    }
+    let regex_fields = p
+        .detect
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (format!("detect[{i}]"), r))
+        .chain(
+            p.ready
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (format!("ready[{i}]"), r)),
+        )
+        .chain(
+            p.noise
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (format!("noise[{i}]"), r)),
+        )
+        .chain(
+            p.phases
+                .iter()
+                .map(|ph| (format!("phase {}: pattern", ph.name), &ph.pattern)),
+        )
+        .chain(p.signatures.iter().flat_map(|s| {
+            s.patterns
+                .iter()
+                .enumerate()
+                .map(move |(i, r)| (format!("signature {}: patterns[{i}]", s.name), r))
+        }));
+    for (field, re) in regex_fields {
+        if let Err(e) = Regex::new(re) {
+            let msg = e.to_string();
+            let msg = msg.lines().last().unwrap_or("").trim();
+            return err(field, re, format!("invalid regex '{re}': {msg}"));
+        }
+    }
+    for s in &p.signatures {
+        if crate::verdict::Signature::from_name(&s.name).is_none() {
+            return err(
+                "signature.name".into(),
+                &s.name,
+                format!(
+                    "unknown signature '{}': use one of {}",
+                    s.name,
+                    crate::verdict::Signature::ALL
+                        .iter()
+                        .map(|x| x.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            );
+        }
+    }
+    for (field, v) in [
+        ("stall", &p.stall),
+        ("timeout", &p.timeout),
+        ("hold", &p.hold),
+    ] {
+        if let Some(v) = v {
+            if v != "off" {
+                if let Err(e) = crate::duration::parse_duration(v) {
+                    return err(field.into(), field, e.to_string());
                 }
             }
         }
     }
+    if let Some(u) = &p.until {
+        if u != "ready" && u != "exit" {
+            return err(
+                "until".into(),
+                "until",
+                format!("'{u}' must be \"ready\" or \"exit\""),
+            );
+        }
+    }
+    let mut names = std::collections::HashSet::new();
+    for ph in &p.phases {
+        if ph.name == "ready" || !names.insert(ph.name.as_str()) {
+            return err(
+                "phase.name".into(),
+                &ph.name,
+                format!("phase '{}' is reserved or repeated", ph.name),
+            );
+        }
+    }
+    if p.ready_probes.iter().any(|k| *k != ProbeKind::Notify) && p.endpoint.is_none() {
+        return err(
+            "ready_probes".into(),
+            "ready_probes",
+            "port, http and request probes need an [endpoint] section".into(),
+        );
+    }
+    if p.ready_probes.contains(&ProbeKind::Http)
+        && p.endpoint.as_ref().is_some_and(|e| e.health.is_none())
+    {
+        return err(
+            "ready_probes".into(),
+            "ready_probes",
+            "the http probe needs endpoint.health".into(),
+        );
+    }
+    if let Some(e) = &p.endpoint {
+        if let Some(h) = &e.health {
+            if !h.starts_with('/') {
+                return err(
+                    "endpoint.health".into(),
+                    h,
+                    format!("'{h}' must be a path starting with /"),
+                );
+            }
+        }
+    }
+    // Detection examples must select this profile by its own patterns.
+    for ex in &p.detect_examples {
+        let hit = p
+            .detect
+            .iter()
+            .any(|d| Regex::new(d).is_ok_and(|r| r.is_match(ex)));
+        if !hit {
+            return err(
+                "detect_examples".into(),
+                ex,
+                format!("'{ex}' is not matched by any detect pattern"),
+            );
+        }
+    }
+    // Signature examples must resolve to their signature.
+    let c = crate::classify::Classifier::new(&crate::classify::ClassifierSpec {
+        signatures: p.signatures.clone(),
+        ..Default::default()
+    })
+    .map_err(|e| e.to_string())?;
+    for s in &p.signatures {
+        for ex in &s.examples {
+            let got = c.classify(ex).strongest().and_then(|h| h.signature);
+            if got.map(|g| g.as_str()) != Some(s.name.as_str()) {
+                return err(
+                    format!("signature {}: examples", s.name),
+                    ex,
+                    format!("example '{ex}' does not match its own patterns"),
+                );
+            }
+        }
+    }
+    Ok(())
+}
 
-    #[test]
-    fn unknown_profile_names_the_known_ones() {
-        let err = by_name("nope").unwrap_err().to_string();
-        assert!(err.contains("generic") && err.contains("redis"), "{err}");
+/// Host and port the server listens on, from its arguments, environment and the profile defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Address {
+    pub host: String,
+    pub port: u16,
+}
+
+impl Address {
+    /// The address to connect to: a wildcard bind (`0.0.0.0`, `::`) is reached on loopback.
+    pub fn connect_host(&self) -> &str {
+        match self.host.as_str() {
+            "0.0.0.0" | "" | "*" => "127.0.0.1",
+            "::" | "[::]" => "::1",
+            h => h,
+        }
+    }
+
+    /// `http://host:port` for the connect host.
+    pub fn base_url(&self) -> String {
+        let h = self.connect_host();
+        if h.contains(':') && !h.starts_with('[') {
+            format!("http://[{h}]:{}", self.port)
+        } else {
+            format!("http://{h}:{}", self.port)
+        }
     }
 }
+
+/// Derives the listen address from the command line (`--port 8000`, `--port=8000`, `-p8000`) and
+/// the environment, falling back to the profile's defaults.
+pub fn derive_address(
+    e: &EndpointSpec,
+    command: &[String],
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Address {
+    let mut addr = Address {
+        host: e.default_host.clone(),
+        port: e.default_port,
+    };
+    if let Some(var) = &e.addr_env {
+        if let Some(v) = env(var).filter(|v| !v.is_empty()) {
+            let v = v
+                .trim_start_matches("http://")
+                .trim_start_matches("https://");
+            let v = v.trim_end_matches('/');
+            match v.rsplit_once(':') {
+                Some((h, p)) if p.parse::<u16>().is_ok() => {
+                    if !h.is_empty() {
+                        addr.host = h.trim_matches(['[', ']']).to_string();
+                    }
+                    addr.port = p.parse().expect("checked");
+                }
+                _ => addr.host = v.to_string(),
+            }
+        }
+    }
+    if let Some(h) = flag_value(command, &e.host_flags) {
+        addr.host = h;
+    }
+    if let Some(p) = flag_value(command, &e.port_flags).and_then(|p| p.parse().ok()) {
+        addr.port = p;
+    }
+    addr
+}
+
+/// The value of the last occurrence of any of `flags` in `command`.
+fn flag_value(command: &[String], flags: &[String]) -> Option<String> {
+    let mut found = None;
+    let mut i = 0;
+    while i < command.len() {
+        let a = &command[i];
+        for f in flags {
+            if a == f {
+                if let Some(v) = command.get(i + 1) {
+                    found = Some(v.clone());
+                }
+            } else if let Some(v) = a.strip_prefix(&format!("{f}=")) {
+                found = Some(v.to_string());
+            } else if f.len() == 2 && !f.starts_with("--") && a.starts_with(f.as_str()) {
+                // Short flags take their value glued on: `-p5432`.
+                found = Some(a[2..].to_string());
+            }
+        }
+        i += 1;
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests;

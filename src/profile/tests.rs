@@ -1,0 +1,196 @@
+use super::*;
+
+fn cmd(s: &str) -> Vec<String> {
+    s.split_whitespace().map(String::from).collect()
+}
+
+#[test]
+fn builtin_profiles_parse_and_pass_their_own_checks() {
+    for t in BUILTIN {
+        if let Err(e) = parse_checked(t) {
+            panic!("built-in profile does not check: {e}\n{t}");
+        }
+    }
+    let names: Vec<String> = builtin_profiles().into_iter().map(|p| p.name).collect();
+    for want in [
+        "sglang", "vllm", "tgi", "llamacpp", "ollama", "triton", "pytorch", "postgres", "redis",
+        "generic",
+    ] {
+        assert!(
+            names.iter().any(|n| n == want),
+            "no built-in profile {want}"
+        );
+    }
+}
+
+#[test]
+fn every_detect_example_selects_its_profile() {
+    let set = ProfileSet::builtin();
+    for p in builtin_profiles() {
+        for ex in &p.detect_examples {
+            assert_eq!(set.detect(&cmd(ex)).unwrap().name, p.name, "{ex}");
+        }
+    }
+}
+
+#[test]
+fn detects_servers_from_their_command_lines() {
+    let table: &[(&str, &str)] = &[
+        ("redis-server --port 7000", "redis"),
+        ("/usr/bin/redis-server /etc/redis.conf", "redis"),
+        (
+            "setpriv --reuid=postgres /usr/lib/postgresql/15/bin/postgres -D /d",
+            "postgres",
+        ),
+        ("python3 -m http.server", "generic"),
+        ("redis-cli ping", "generic"),
+    ];
+    let set = ProfileSet::builtin();
+    for (c, want) in table {
+        assert_eq!(set.detect(&cmd(c)).unwrap().name, *want, "{c}");
+    }
+}
+
+#[test]
+fn profile_examples_resolve_to_their_signature() {
+    for p in builtin_profiles() {
+        let c = crate::classify::Classifier::new(&crate::classify::ClassifierSpec {
+            signatures: p.signatures.clone(),
+            ready_lines: p.ready.clone(),
+            noise: p.noise.clone(),
+            phases: p
+                .phases
+                .iter()
+                .map(|x| (x.name.clone(), x.pattern.clone()))
+                .collect(),
+            ..Default::default()
+        })
+        .unwrap();
+        for s in &p.signatures {
+            for e in &s.examples {
+                let got = c
+                    .classify(e)
+                    .strongest()
+                    .and_then(|h| h.signature)
+                    .map(|s| s.as_str().to_string());
+                assert_eq!(got.as_deref(), Some(s.name.as_str()), "{}: {e}", p.name);
+            }
+        }
+    }
+}
+
+#[test]
+fn unknown_profile_names_the_known_ones() {
+    let err = by_name("nope").unwrap_err().to_string();
+    assert!(err.contains("generic") && err.contains("redis"), "{err}");
+}
+
+#[test]
+fn addresses_come_from_flags_env_and_defaults() {
+    let e = EndpointSpec {
+        host_flags: vec!["--host".into()],
+        port_flags: vec!["--port".into(), "-p".into()],
+        addr_env: Some("SRV_HOST".into()),
+        default_host: "127.0.0.1".into(),
+        default_port: 30000,
+        health: Some("/health".into()),
+        request: None,
+    };
+    let none = |_: &str| None;
+    let table: &[(&str, Option<&str>, &str, u16)] = &[
+        ("srv", None, "127.0.0.1", 30000),
+        ("srv --port 31000", None, "127.0.0.1", 31000),
+        ("srv --port=31001 --host 0.0.0.0", None, "0.0.0.0", 31001),
+        ("srv -p5432", None, "127.0.0.1", 5432),
+        ("srv -p 5433", None, "127.0.0.1", 5433),
+        ("srv", Some("0.0.0.0:11500"), "0.0.0.0", 11500),
+        ("srv", Some("http://10.0.0.2:9"), "10.0.0.2", 9),
+        ("srv --port 7", Some(":8"), "127.0.0.1", 7),
+    ];
+    for (c, envv, host, port) in table {
+        let env = |k: &str| (k == "SRV_HOST").then(|| envv.unwrap().to_string());
+        let got = if envv.is_some() {
+            derive_address(&e, &cmd(c), &env)
+        } else {
+            derive_address(&e, &cmd(c), &none)
+        };
+        assert_eq!(
+            got,
+            Address {
+                host: host.to_string(),
+                port: *port
+            },
+            "{c} {envv:?}"
+        );
+    }
+    let a = Address {
+        host: "0.0.0.0".into(),
+        port: 8000,
+    };
+    assert_eq!(a.base_url(), "http://127.0.0.1:8000");
+}
+
+#[test]
+fn check_names_line_and_field() {
+    let table: &[(&str, &str)] = &[
+        (
+            "name = \"x\"\ndescription = \"d\"\nready = ['(unclosed']\n",
+            "3: field ready[0]: invalid regex '(unclosed'",
+        ),
+        (
+            "name = \"x\"\ndescription = \"d\"\nreddy = ['a']\n",
+            "3: unknown field `reddy`",
+        ),
+        (
+            "name = \"x\"\ndescription = \"d\"\n\n[[signature]]\nname = \"cuda_boom\"\nstrength = \"fatal\"\npatterns = ['boom']\n",
+            "5: field signature.name: unknown signature 'cuda_boom'",
+        ),
+        (
+            "name = \"x\"\ndescription = \"d\"\nstall = \"5 parsecs\"\n",
+            "3: field stall:",
+        ),
+        (
+            "name = \"x\"\ndescription = \"d\"\nready_probes = [\"http\"]\n",
+            "3: field ready_probes: port, http and request probes need an [endpoint] section",
+        ),
+        (
+            "name = \"x\"\ndescription = \"d\"\ndetect = ['^foo']\ndetect_examples = ['bar foo']\n",
+            "4: field detect_examples: 'bar foo' is not matched",
+        ),
+        (
+            "name = \"x\"\ndescription = \"d\"\n[[signature]]\nname = \"disk_full\"\nstrength = \"fatal\"\npatterns = ['ENOSPC']\nexamples = ['no space']\n",
+            "7: field signature disk_full: examples: example 'no space' does not match",
+        ),
+    ];
+    for (text, want) in table {
+        let err = parse_checked(text).unwrap_err();
+        assert!(err.starts_with(want), "got {err:?}\nwant {want:?}");
+    }
+}
+
+#[test]
+fn user_profiles_override_builtins_by_name_and_detect_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("mine.toml");
+    std::fs::write(
+        &f,
+        "name = \"redis\"\ndescription = \"my redis\"\ndetect = ['my-redis']\nready = ['up']\n",
+    )
+    .unwrap();
+    let g = dir.path().join("other.toml");
+    std::fs::write(
+        &g,
+        "name = \"myserver\"\ndescription = \"mine\"\ndetect = ['redis-server']\nready = ['up']\n",
+    )
+    .unwrap();
+    let mut set = ProfileSet::builtin();
+    set.insert(load_file(&f).unwrap(), Origin::File(f.clone()));
+    set.insert(load_file(&g).unwrap(), Origin::File(g.clone()));
+    assert_eq!(set.by_name("redis").unwrap().description, "my redis");
+    assert_eq!(set.detect(&cmd("redis-server")).unwrap().name, "myserver");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "name = \"x\"\n").unwrap();
+    let e = load_file(&bad).unwrap_err().to_string();
+    assert!(e.starts_with(&format!("{}:", bad.display())), "{e}");
+    assert!(e.contains("description"), "{e}");
+}
