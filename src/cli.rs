@@ -68,6 +68,10 @@ pub struct JudgeArgs {
     /// After ready, keep watching this long and report a crash inside the window.
     #[arg(long, value_name = "DURATION")]
     pub hold: Option<String>,
+    /// Judge readiness by the log alone: skip the profile's port/HTTP probes (e.g. when the
+    /// server's port cannot be reached from here).
+    #[arg(long = "no-probe")]
+    pub no_probe: bool,
     /// Write an NDJSON stream of observations and phase changes to this file (`-` for stderr).
     #[arg(long, value_name = "PATH")]
     pub events: Option<PathBuf>,
