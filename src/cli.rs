@@ -3,6 +3,7 @@
 //! user as one sentence and exit 2.
 
 use std::io::Write;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -47,9 +48,26 @@ pub struct JudgeArgs {
     /// Print the verdict as one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Server profile (default: detected from the command line, else `generic`).
+    /// Server profile (default: detected from the command line, else `generic`; see `firedup profiles`).
     #[arg(long)]
     pub profile: Option<String>,
+    /// A profile file of your own (repeatable; overrides a built-in of the same name).
+    #[arg(long = "profile-file", value_name = "FILE")]
+    pub profile_file: Vec<PathBuf>,
+    /// Ready only when this URL answers 2xx (a /path means the server's own address). 503 while
+    /// loading is "not yet".
+    #[arg(long, value_name = "URL")]
+    pub http: Option<String>,
+    /// Ready only when this TCP port accepts connections from the watched process tree.
+    #[arg(long, value_name = "PORT")]
+    pub port: Option<u16>,
+    /// Ready only when a tiny real request returns tokens (`openai`: a 1-token completion; `tgi`:
+    /// /generate; default: the profile's). Reports health-ready and request-ready times.
+    #[arg(long = "ready-request", value_name = "KIND", num_args = 0..=1, default_missing_value = "")]
+    pub ready_request: Option<String>,
+    /// Bound one startup phase: PHASE=DURATION (e.g. capture_cuda_graph=15m; repeatable).
+    #[arg(long = "phase-timeout", value_name = "PHASE=DURATION")]
+    pub phase_timeout: Vec<String>,
     /// A log line that means ready (regex; repeatable: all must be seen).
     #[arg(long = "ready-line", value_name = "REGEX")]
     pub ready_line: Vec<String>,
@@ -89,7 +107,42 @@ impl JudgeArgs {
             log_grace: self.log_grace.clone(),
             hold: self.hold.clone(),
             from_end,
+            profile_files: self.profile_file.clone(),
+            http: self.http.clone(),
+            port: self.port,
+            ready_request: self.ready_request.clone(),
+            notify: false,
+            no_probe: self.no_probe,
+            phase_timeouts: self.phase_timeout.clone(),
+            env: Vec::new(),
         }
+    }
+}
+
+/// Options recorded at launch, with the flags given now taking precedence.
+fn overlay(recorded: WatchOptions, now: WatchOptions) -> WatchOptions {
+    fn vec_or<T>(now: Vec<T>, rec: Vec<T>) -> Vec<T> {
+        if now.is_empty() { rec } else { now }
+    }
+    WatchOptions {
+        until_exit: now.until_exit || recorded.until_exit,
+        profile: now.profile.or(recorded.profile),
+        ready_lines: vec_or(now.ready_lines, recorded.ready_lines),
+        fail_lines: vec_or(now.fail_lines, recorded.fail_lines),
+        timeout: now.timeout.or(recorded.timeout),
+        stall: now.stall.or(recorded.stall),
+        log_grace: now.log_grace.or(recorded.log_grace),
+        hold: now.hold.or(recorded.hold),
+        from_end: now.from_end,
+        profile_files: vec_or(now.profile_files, recorded.profile_files),
+        http: now.http.or(recorded.http),
+        port: now.port.or(recorded.port),
+        ready_request: now.ready_request.or(recorded.ready_request),
+        // The sd_notify socket belonged to the launching firedup; it cannot be re-attached.
+        notify: false,
+        no_probe: now.no_probe || recorded.no_probe,
+        phase_timeouts: vec_or(now.phase_timeouts, recorded.phase_timeouts),
+        env: now.env,
     }
 }
 
@@ -114,6 +167,10 @@ pub enum Command {
         /// Leave the server running whatever the verdict.
         #[arg(long)]
         keep: bool,
+        /// Give the command a NOTIFY_SOCKET (sd_notify) and count `READY=1` as a readiness
+        /// condition; `STATUS=` is shown, `EXTEND_TIMEOUT_USEC=` moves the deadline.
+        #[arg(long)]
+        notify: bool,
         /// Grace between SIGTERM and SIGKILL when stopping the server.
         #[arg(long, value_name = "DURATION", default_value = "10s")]
         grace: String,
@@ -143,6 +200,14 @@ pub enum Command {
         #[arg(long, value_name = "DURATION", default_value = "10s")]
         grace: String,
     },
+    /// List the server profiles; `profiles show NAME` prints one, `profiles check FILE` validates yours.
+    Profiles {
+        #[command(subcommand)]
+        action: Option<ProfilesAction>,
+        /// Also load this profile file (repeatable).
+        #[arg(long = "profile-file", value_name = "FILE", global = true)]
+        profile_file: Vec<PathBuf>,
+    },
     /// List runs and their live state.
     Ps {
         #[arg(long)]
@@ -160,6 +225,14 @@ pub enum Command {
     },
     #[command(name = "__supervise", hide = true)]
     Supervise { run_dir: PathBuf },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProfilesAction {
+    /// Print one profile's TOML.
+    Show { name: String },
+    /// Validate a profile file: every error names its line and field.
+    Check { file: PathBuf },
 }
 
 /// Entry point: returns the process exit code.
@@ -190,9 +263,10 @@ fn dispatch(cli: Cli) -> Result<i32> {
             cwd,
             then,
             keep,
+            notify,
             grace,
             command,
-        } => run(&judge, log, &env, cwd, then, keep, &grace, command),
+        } => run(&judge, log, &env, cwd, then, keep, notify, &grace, command),
         Command::Watch {
             judge,
             run_id,
@@ -202,6 +276,10 @@ fn dispatch(cli: Cli) -> Result<i32> {
         } => watch(&judge, run_id, log, pid, from_end),
         Command::Stop { run_id, grace } => stop(&run_id, &grace),
         Command::Ps { json } => ps(json),
+        Command::Profiles {
+            action,
+            profile_file,
+        } => crate::profiles_cmd::profiles(action, &profile_file),
         Command::Logs {
             run_id,
             meaningful,
@@ -233,16 +311,26 @@ fn run(
     cwd: Option<PathBuf>,
     then: Option<String>,
     keep: bool,
+    notify: bool,
     grace: &str,
     command: Vec<String>,
 ) -> Result<i32> {
     let grace = grace_flag(grace)?;
-    let env: Vec<(String, String)> = env
+    let mut env: Vec<(String, String)> = env
         .iter()
         .map(|e| plan::parse_env(e))
         .collect::<Result<_>>()?;
     // Resolve once before launching, so usage mistakes launch nothing.
-    let opts = judge.options(false);
+    let mut opts = judge.options(false);
+    opts.notify = notify;
+    opts.env = env.clone();
+    let notify_socket = if notify {
+        let sock = crate::probe::notify::NotifySocket::bind(&notify_socket_path()?)?;
+        env.push(("NOTIFY_SOCKET".into(), sock.path.display().to_string()));
+        Some(std::sync::Arc::new(sock))
+    } else {
+        None
+    };
     let probe = plan::resolve(&opts, &command, "", true)?;
     let mut events = open_events(&judge.events)?;
     let spec = LaunchSpec {
@@ -261,7 +349,8 @@ fn run(
     let mut launched = launch::launch(&spec)?;
     let log_path = launched.log.display().to_string();
     let plan = plan::resolve(&opts, &command, &log_path, true)?;
-    let target = Target::from_launch(&launched);
+    let mut target = Target::from_launch(&launched);
+    target.notify = notify_socket;
     let mut progress = report::progress_for_stderr(&launched.run.id);
     let mut outcome = engine::watch(
         &plan,
@@ -276,9 +365,10 @@ fn run(
     let mut exit_code = outcome.verdict.exit_code();
     if outcome.verdict == Verdict::Ready {
         if let Some(cmd) = then {
-            let status = run_then(&cmd, &outcome)?;
+            let status = run_then(&cmd, &outcome, plan.address.as_ref())?;
             let report = stop_target(&target, grace);
             teardown = Some(describe_stop(&report));
+            gpu_after_teardown(&mut outcome, &report);
             outcome.server_running = !report.survivors.is_empty();
             exit_code = status;
             print_outcome(
@@ -306,12 +396,37 @@ fn run(
     {
         let report = stop_target(&target, grace);
         teardown = Some(describe_stop(&report));
+        gpu_after_teardown(&mut outcome, &report);
         outcome.server_running = !report.survivors.is_empty();
     } else {
         outcome.server_running = false;
     }
     print_outcome(judge.json, &outcome, teardown.as_deref(), None);
     Ok(exit_code)
+}
+
+/// A short path for the sd_notify socket (sun_path holds 108 bytes; state dirs can be deep).
+fn notify_socket_path() -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!(
+        "firedup-notify-{}-{}",
+        std::process::id(),
+        crate::rundir::now_unix() as u64
+    ));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .with_context(|| format!("cannot create {} for the sd_notify socket", dir.display()))?;
+    Ok(dir.join("notify.sock"))
+}
+
+/// GPU memory still held by the torn-down tree's processes, where nvidia-smi can tell.
+fn gpu_after_teardown(outcome: &mut Outcome, report: &StopReport) {
+    let Some(gpu) = outcome.gpu.as_mut() else {
+        return;
+    };
+    if let Ok(Some(mib)) = crate::probe::gpu::tree_memory_mib(&report.targeted) {
+        gpu.after_teardown_mib = Some(mib);
+    }
 }
 
 fn process_tree_empty(target: &Target) -> bool {
@@ -364,12 +479,17 @@ fn describe_stop(r: &StopReport) -> String {
     }
 }
 
-fn run_then(cmd: &str, o: &Outcome) -> Result<i32> {
+fn run_then(cmd: &str, o: &Outcome, address: Option<&crate::profile::Address>) -> Result<i32> {
     let mut c = std::process::Command::new("sh");
     c.arg("-c")
         .arg(cmd)
         .env("FIREDUP_LOG", &o.log)
         .env("FIREDUP_RUN_ID", &o.run_id);
+    if let Some(a) = address {
+        c.env("FIREDUP_HOST", a.connect_host())
+            .env("FIREDUP_PORT", a.port.to_string())
+            .env("FIREDUP_URL", a.base_url());
+    }
     if let Some(pid) = o.pid {
         c.env("FIREDUP_PID", pid.to_string());
     }
@@ -421,6 +541,7 @@ fn watch(
                 run: Some(run.clone()),
                 spawn_error,
                 run_id: run.id.clone(),
+                notify: None,
             }
         }
         (None, Some(log)) => {
@@ -442,6 +563,7 @@ fn watch(
                 run: None,
                 spawn_error: None,
                 run_id: String::new(),
+                notify: None,
             }
         }
         (Some(_), Some(_)) => bail!("give either a RUN_ID or --log PATH, not both"),
@@ -463,6 +585,9 @@ fn watch(
     let mut opts = judge.options(from_end);
     if let Some(m) = target.run.as_ref().and_then(|r| r.meta().ok()) {
         // Judge a run the way it was launched, unless told otherwise.
+        if let Some(recorded) = m.options.clone() {
+            opts = overlay(recorded, opts);
+        }
         opts.profile = opts.profile.or(Some(m.profile));
         if opts.ready_lines.is_empty() {
             opts.ready_lines = m.ready_lines;

@@ -8,6 +8,11 @@
 //! each line, and feeds the judge timestamped observations; it stops at the first verdict. When the
 //! process exits, the log is read to its end (and a partial last line flushed) before the exit is
 //! observed, so a fatal line written just before death is never missed.
+//!
+//! Probes (port, HTTP, real request, GPU memory) run on the prober's thread and sd_notify messages
+//! are received on a thread of their own; both send observations on the same channel. They are fed
+//! to the judge only after the log has been read up to that moment, so a fatal line written before
+//! the health endpoint answered is judged first.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -23,6 +28,8 @@ use crate::follow::{FollowEvent, LogFollower};
 use crate::judge::{Event, Judge, Judgement, Observation, Status};
 use crate::lines::clean_text;
 use crate::plan::Plan;
+use crate::probe::ProbeKind;
+use crate::probe::notify::NotifySocket;
 use crate::process;
 use crate::rundir::RunDir;
 use crate::verdict::{ExitInfo, Outcome};
@@ -38,6 +45,8 @@ pub struct Target {
     /// The launch failed with this reason.
     pub spawn_error: Option<String>,
     pub run_id: String,
+    /// The sd_notify socket given to the command (`--notify`).
+    pub notify: Option<Arc<NotifySocket>>,
 }
 
 /// Receives progress while the watch runs (terminal status line, heartbeat, nothing).
@@ -66,6 +75,8 @@ impl Progress for NoProgress {
 enum Wake {
     Fs,
     ProcessGone,
+    /// An observation from the prober or the sd_notify thread.
+    Obs(Observation),
 }
 
 const SAFETY_POLL: Duration = Duration::from_secs(1);
@@ -103,7 +114,32 @@ pub fn watch(
     let oom_baseline = target.pid.and_then(process::cgroup_oom_kills);
     let mut out = PendingEvents {
         judge_events: Vec::new(),
+        probe_shapes: Vec::new(),
     };
+    let mut pending_obs: Vec<Observation> = Vec::new();
+    let mut shown_probe: Vec<(ProbeKind, String)> = Vec::new();
+    if !plan.probes.is_empty() || (plan.probes.gpu && target.pid.is_some()) {
+        let tx = tx.clone();
+        crate::prober::spawn(
+            plan.probes.clone(),
+            target.pid,
+            stop_flag.clone(),
+            move |o| tx.send(Wake::Obs(o)).is_ok(),
+        );
+    }
+    if let Some(sock) = target.notify.clone() {
+        let tx = tx.clone();
+        let stop = stop_flag.clone();
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                if let Some(m) = sock.recv(Duration::from_millis(500)) {
+                    if tx.send(Wake::Obs(Observation::Notify(m))).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+    }
     let at = |i: Instant| i.duration_since(start);
 
     let feed = |judge: &mut Judge,
@@ -112,7 +148,14 @@ pub fn watch(
                 sink: &mut Option<&mut dyn Write>,
                 out: &mut PendingEvents| {
         if let Some(w) = sink.as_deref_mut() {
-            write_observation(w, now, &obs);
+            // A probe repeating what it said last time is not news for the event stream.
+            let news = match &obs {
+                Observation::Probe { kind, outcome } => out.probe_news(*kind, outcome.detail()),
+                _ => true,
+            };
+            if news {
+                write_observation(w, now, &obs);
+            }
         }
         let evs = judge.observe(now, obs);
         if let Some(w) = sink.as_deref_mut() {
@@ -204,6 +247,26 @@ pub fn watch(
             }
         }
         rearm(&mut watcher, &mut watched_dir, &target.log);
+
+        // Probe results and sd_notify messages, judged after the log up to now.
+        for obs in pending_obs.drain(..) {
+            if judge.verdict().is_some() {
+                break;
+            }
+            if let Observation::Probe { kind, outcome } = &obs {
+                let shape = shape_of(outcome.detail());
+                let seen = shown_probe.iter_mut().find(|(k, _)| k == kind);
+                let changed = seen.as_ref().is_none_or(|(_, s)| *s != shape);
+                if changed {
+                    progress.note(&format!("{}: {}", kind.as_str(), outcome.detail()), at(Instant::now()));
+                    match seen {
+                        Some((_, s)) => *s = shape,
+                        None => shown_probe.push((*kind, shape)),
+                    }
+                }
+            }
+            feed(&mut judge, obs, at(Instant::now()), &mut events, &mut out);
+        }
 
         // The process is gone: drain the log, then learn the exit status.
         if let (Some(gone), false) = (process_gone_at, exit_reported) {
@@ -311,13 +374,18 @@ pub fn watch(
             Ok(Wake::ProcessGone) => {
                 process_gone_at.get_or_insert_with(Instant::now);
             }
+            Ok(Wake::Obs(o)) => pending_obs.push(o),
             Ok(Wake::Fs) | Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => {}
         }
         // Coalesce a burst of wake-ups into one read.
         while let Ok(w) = rx.try_recv() {
-            if let Wake::ProcessGone = w {
-                process_gone_at.get_or_insert_with(Instant::now);
+            match w {
+                Wake::ProcessGone => {
+                    process_gone_at.get_or_insert_with(Instant::now);
+                }
+                Wake::Obs(o) => pending_obs.push(o),
+                Wake::Fs => {}
             }
         }
         more = true;
@@ -326,6 +394,31 @@ pub fn watch(
 
 struct PendingEvents {
     judge_events: Vec<Event>,
+    /// The shape of each probe's last reported detail, for the event stream.
+    probe_shapes: Vec<(ProbeKind, String)>,
+}
+
+impl PendingEvents {
+    /// Whether a probe's detail differs (digits aside) from what it last reported.
+    fn probe_news(&mut self, kind: ProbeKind, detail: &str) -> bool {
+        let shape = shape_of(detail);
+        match self.probe_shapes.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, s)) if *s == shape => false,
+            Some((_, s)) => {
+                *s = shape;
+                true
+            }
+            None => {
+                self.probe_shapes.push((kind, shape));
+                true
+            }
+        }
+    }
+}
+
+/// Text with digits removed: "HTTP 503 (12 ms)" and "HTTP 503 (15 ms)" are the same news.
+fn shape_of(text: &str) -> String {
+    text.chars().filter(|c| !c.is_ascii_digit()).collect()
 }
 
 fn outcome(j: Judgement, target: &Target) -> Outcome {
@@ -344,7 +437,19 @@ fn outcome(j: Judgement, target: &Target) -> Outcome {
         timeline: j.timeline,
         secondary: j.secondary,
         server_running: j.process_alive,
+        request_gap_s: request_gap(&j.probes),
+        probes: j.probes,
+        gpu: j.gpu,
     }
+}
+
+/// Seconds from the health probe (or the port, without one) succeeding to the real request
+/// returning tokens.
+fn request_gap(probes: &[crate::verdict::ProbeReport]) -> Option<f64> {
+    let at = |k: &str| probes.iter().find(|p| p.kind == k).and_then(|p| p.ready_s);
+    let req = at("request")?;
+    let health = at("http").or_else(|| at("port"))?;
+    Some(((req - health) * 1000.0).round() / 1000.0)
 }
 
 /// Watches the log's directory, or its nearest existing ancestor until the directory appears.
@@ -444,6 +549,20 @@ fn write_observation(w: &mut dyn Write, at: Duration, obs: &Observation) {
         Observation::MonitorFault(r) => {
             serde_json::json!({"t": t, "kind": "monitor_fault", "reason": r})
         }
+        Observation::Probe { kind, outcome } => {
+            let (state, latency) = match outcome {
+                crate::probe::ProbeOutcome::Up { latency, .. } => ("up", Some(latency.as_secs_f64() * 1000.0)),
+                crate::probe::ProbeOutcome::NotYet { .. } => ("not_yet", None),
+                crate::probe::ProbeOutcome::Foreign { .. } => ("foreign", None),
+                crate::probe::ProbeOutcome::Fault { .. } => ("fault", None),
+            };
+            serde_json::json!({"t": t, "kind": "probe", "probe": kind.as_str(), "state": state, "detail": outcome.detail(), "latency_ms": latency})
+        }
+        Observation::Notify(m) => {
+            serde_json::json!({"t": t, "kind": "notify", "ready": m.ready, "status": m.status, "extend_timeout_s": m.extend_timeout.map(|d| d.as_secs_f64())})
+        }
+        Observation::GpuMemory(mib) => serde_json::json!({"t": t, "kind": "gpu", "mib": mib}),
+        Observation::GpuError(e) => serde_json::json!({"t": t, "kind": "gpu_error", "error": e}),
         Observation::Tick => return,
     };
     let _ = writeln!(w, "{v}");
@@ -473,6 +592,7 @@ impl Target {
                 run: Some(l.run.clone()),
                 spawn_error: None,
                 run_id: l.run.id.clone(),
+                notify: None,
             },
             Err(reason) => Target {
                 log: l.log.clone(),
@@ -481,6 +601,7 @@ impl Target {
                 run: Some(l.run.clone()),
                 spawn_error: Some(reason.clone()),
                 run_id: l.run.id.clone(),
+                notify: None,
             },
         }
     }

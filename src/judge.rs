@@ -10,14 +10,25 @@
 //! the rest of the failure (traceback, the exit) is collected and the most specific signature wins;
 //! an exit before ready is `exited`, `killed` or `never_started`, or `failed` if lines named a cause;
 //! `stalled` after the stall window without progress evidence; `timed_out` at the overall deadline;
-//! `monitor_error` when the log stays unreadable.
+//! `monitor_error` when the log stays unreadable or a probe keeps failing through firedup's own
+//! fault (a host that does not resolve, a URL that is not HTTP).
+//!
+//! Readiness is the conjunction of the ready lines (all seen) and the readiness probes (each one's
+//! latest outcome is up): a health endpoint that answers 200 is not enough while the log has not
+//! said ready, and vice versa. Probes only ever delay `ready`; a probe's own repeated faults end the
+//! watch as `monitor_error`, and an answer from another process on the port is reported, never
+//! taken as ready.
 
 use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
 
 use crate::classify::{Hit, LineClass, Strength};
 use crate::duration::format_duration;
-use crate::verdict::{ExitInfo, LineRef, PhaseAt, Signature, Verdict, signal_name};
+use crate::probe::notify::NotifyMessage;
+use crate::probe::{ProbeKind, ProbeOutcome};
+use crate::verdict::{
+    ExitInfo, GpuReport, LineRef, PhaseAt, ProbeReport, Signature, Verdict, signal_name,
+};
 
 /// Job mode or server mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +61,12 @@ pub struct JudgeConfig {
     pub expect_process: bool,
     pub log_path: String,
     pub context_lines: usize,
+    /// Probes that must pass before ready, each with what it probes (for reports).
+    pub ready_probes: Vec<(ProbeKind, String)>,
+    /// This many faults in a row of one probe end the watch as `monitor_error`.
+    pub probe_fault_limit: u32,
+    /// Per-phase budgets: being in the phase longer than this is `timed_out`.
+    pub phase_budgets: Vec<(String, Duration)>,
 }
 
 impl JudgeConfig {
@@ -67,6 +84,9 @@ impl JudgeConfig {
             expect_process: true,
             log_path: log_path.to_string(),
             context_lines: 6,
+            ready_probes: Vec::new(),
+            probe_fault_limit: 3,
+            phase_budgets: Vec::new(),
         }
     }
 }
@@ -109,6 +129,17 @@ pub enum Observation {
     OomEvidence(String),
     /// firedup's own probe failed and cannot recover.
     MonitorFault(String),
+    /// A readiness probe's result.
+    Probe {
+        kind: ProbeKind,
+        outcome: ProbeOutcome,
+    },
+    /// A message from the command on its sd_notify socket.
+    Notify(NotifyMessage),
+    /// GPU memory (MiB) held by the watched process tree.
+    GpuMemory(u64),
+    /// nvidia-smi exists but failed: reported, never a verdict (GPU memory is evidence only).
+    GpuError(String),
     /// Nothing new; the deadline asked for has come.
     Tick,
 }
@@ -128,6 +159,8 @@ pub struct Judgement {
     pub timeline: Vec<PhaseAt>,
     /// Whether the process was alive when the verdict was reached.
     pub process_alive: bool,
+    pub probes: Vec<ProbeReport>,
+    pub gpu: Option<GpuReport>,
 }
 
 /// Output of one step.
@@ -162,6 +195,23 @@ pub struct Status {
     pub process_alive: bool,
     pub ready: bool,
     pub since_progress: Duration,
+    /// Readiness conditions not met yet, in words (`http: HTTP 503 from ...`).
+    pub waiting_for: Vec<String>,
+    /// The last STATUS= the command sent over sd_notify.
+    pub notify_status: Option<String>,
+    pub gpu_mib: Option<u64>,
+}
+
+/// One readiness probe as the judge tracks it.
+#[derive(Debug, Clone)]
+struct ProbeTrack {
+    kind: ProbeKind,
+    target: String,
+    up: bool,
+    first_up: Option<Duration>,
+    last: String,
+    latency: Option<Duration>,
+    faults_in_a_row: u32,
 }
 
 /// The state machine.
@@ -191,6 +241,12 @@ pub struct Judge {
     alive: bool,
     exited: bool,
     oom: Option<String>,
+    probes: Vec<ProbeTrack>,
+    /// The start deadline, moved later by sd_notify `EXTEND_TIMEOUT_USEC`.
+    timeout_at: Option<Duration>,
+    phase_since: Duration,
+    notify_status: Option<String>,
+    gpu: Option<GpuReport>,
 }
 
 const MAX_SHAPES: usize = 65_536;
@@ -203,7 +259,6 @@ impl Judge {
     pub fn new(cfg: JudgeConfig) -> Self {
         let n = cfg.ready_conditions.len();
         Judge {
-            cfg,
             verdict: None,
             ready_seen: vec![false; n],
             ready_at: None,
@@ -227,6 +282,24 @@ impl Judge {
             alive: false,
             exited: false,
             oom: None,
+            probes: cfg
+                .ready_probes
+                .iter()
+                .map(|(kind, target)| ProbeTrack {
+                    kind: *kind,
+                    target: target.clone(),
+                    up: false,
+                    first_up: None,
+                    last: "not probed yet".into(),
+                    latency: None,
+                    faults_in_a_row: 0,
+                })
+                .collect(),
+            timeout_at: cfg.timeout,
+            phase_since: Duration::ZERO,
+            notify_status: None,
+            gpu: None,
+            cfg,
         }
     }
 
@@ -248,7 +321,43 @@ impl Judge {
             process_alive: self.alive,
             ready: self.ready_at.is_some(),
             since_progress: now.saturating_sub(self.last_progress_at),
+            waiting_for: self.waiting_for(),
+            notify_status: self.notify_status.clone(),
+            gpu_mib: self.gpu.as_ref().map(|g| g.last_mib),
         }
+    }
+
+    /// The readiness conditions that do not hold yet, in words.
+    pub fn waiting_for(&self) -> Vec<String> {
+        let mut w: Vec<String> = self
+            .cfg
+            .ready_conditions
+            .iter()
+            .zip(&self.ready_seen)
+            .filter(|(_, seen)| !**seen)
+            .map(|(c, _)| c.clone())
+            .collect();
+        for p in self.probes.iter().filter(|p| !p.up) {
+            w.push(format!("{} {} ({})", p.kind.as_str(), p.target, p.last));
+        }
+        w
+    }
+
+    /// What each probe saw, for the report.
+    pub fn probe_reports(&self) -> Vec<ProbeReport> {
+        self.probes
+            .iter()
+            .map(|p| ProbeReport {
+                kind: p.kind.as_str().to_string(),
+                target: p.target.clone(),
+                from: "local".into(),
+                ready_s: p.first_up.map(|d| round_ms(d.as_secs_f64())),
+                last: p.last.clone(),
+                latency_ms: p
+                    .latency
+                    .map(|l| (l.as_secs_f64() * 10_000.0).round() / 10.0),
+            })
+            .collect()
     }
 
     /// The earliest time at which the judge wants a `Tick`, if any.
@@ -264,8 +373,11 @@ impl Judge {
             d.push(r + h);
         }
         if self.ready_at.is_none() {
-            if let Some(t) = self.cfg.timeout {
+            if let Some(t) = self.timeout_at {
                 d.push(t);
+            }
+            if let Some(b) = self.phase_budget() {
+                d.push(self.phase_since + b);
             }
             if !self.log_ever_seen && !self.alive && !self.exited {
                 d.push(self.cfg.log_grace);
@@ -278,6 +390,16 @@ impl Judge {
             d.push(*since + self.cfg.unreadable_grace);
         }
         d.into_iter().min()
+    }
+
+    /// "; still waiting for: ..." when readiness conditions are unmet.
+    fn waiting_note(&self) -> String {
+        let w = self.waiting_for();
+        if w.is_empty() {
+            String::new()
+        } else {
+            format!("; still waiting for: {}", w.join("; "))
+        }
     }
 
     fn stall_window(&self) -> Option<Duration> {
@@ -330,6 +452,20 @@ impl Judge {
                 read_bytes,
             } => self.on_usage(at, cpu_ticks, read_bytes),
             Observation::OomEvidence(text) => self.oom = Some(text),
+            Observation::Probe { kind, outcome } => self.on_probe(at, kind, outcome, &mut events),
+            Observation::Notify(msg) => self.on_notify(at, msg, &mut events),
+            Observation::GpuMemory(mib) => {
+                let g = self.gpu.get_or_insert_with(GpuReport::default);
+                // Growing GPU memory is a server loading weights or capturing graphs: progress.
+                if mib > g.last_mib {
+                    self.last_progress_at = at;
+                }
+                g.last_mib = mib;
+                g.peak_mib = g.peak_mib.max(mib);
+            }
+            Observation::GpuError(e) => {
+                self.gpu.get_or_insert_with(GpuReport::default).error = Some(e);
+            }
             Observation::MonitorFault(reason) => self.decide(
                 at,
                 Verdict::MonitorError,
@@ -418,37 +554,144 @@ impl Judge {
                 *seen = true;
             }
         }
-        if self.cfg.mode == Mode::UntilReady
-            && self.ready_at.is_none()
-            && self.first_fatal_at.is_none()
-            && !self.ready_seen.is_empty()
-            && self.ready_seen.iter().all(|s| *s)
+        self.check_ready(at, events);
+    }
+
+    /// Declares ready once every ready line was seen and every readiness probe is up.
+    fn check_ready(&mut self, at: Duration, events: &mut Vec<Event>) {
+        let has_conditions = !self.ready_seen.is_empty() || !self.probes.is_empty();
+        if self.cfg.mode != Mode::UntilReady
+            || self.ready_at.is_some()
+            || self.first_fatal_at.is_some()
+            || !has_conditions
+            || !self.ready_seen.iter().all(|s| *s)
+            || !self.probes.iter().all(|p| p.up)
         {
-            self.ready_at = Some(at);
-            self.enter_phase(at, "ready".to_string(), events);
-            events.push(Event::Ready { at });
-            if self.cfg.hold.is_none() {
-                let reason = format!(
-                    "ready after {}: {}",
-                    format_duration(at),
-                    describe_conditions(&self.cfg.ready_conditions)
-                );
-                self.decide(
-                    at,
-                    Verdict::Ready,
-                    None,
-                    Vec::new(),
-                    reason,
-                    Some(line),
-                    None,
-                    events,
-                );
+            return;
+        }
+        self.ready_at = Some(at);
+        self.enter_phase(at, "ready".to_string(), events);
+        events.push(Event::Ready { at });
+        if self.cfg.hold.is_none() {
+            let mut conds: Vec<String> = self.cfg.ready_conditions.clone();
+            for p in &self.probes {
+                conds.push(format!("{} {} ({})", p.kind.as_str(), p.target, p.last));
+            }
+            let reason = format!(
+                "ready after {}: {}",
+                format_duration(at),
+                describe_conditions(&conds)
+            );
+            // The decisive line is the line that completed readiness, or the last line seen.
+            let line = self.last_line.clone();
+            self.decide(
+                at,
+                Verdict::Ready,
+                None,
+                Vec::new(),
+                reason,
+                line,
+                None,
+                events,
+            );
+        }
+    }
+
+    fn on_probe(
+        &mut self,
+        at: Duration,
+        kind: ProbeKind,
+        outcome: ProbeOutcome,
+        events: &mut Vec<Event>,
+    ) {
+        let Some(i) = self.probes.iter().position(|p| p.kind == kind) else {
+            return;
+        };
+        let limit = self.cfg.probe_fault_limit;
+        let p = &mut self.probes[i];
+        p.last = outcome.detail().to_string();
+        match outcome {
+            ProbeOutcome::Up { latency, .. } => {
+                p.up = true;
+                p.latency = Some(latency);
+                p.first_up.get_or_insert(at);
+                p.faults_in_a_row = 0;
+            }
+            ProbeOutcome::NotYet { .. } | ProbeOutcome::Foreign { .. } => {
+                // Once ready, a probe's later answers do not take readiness back: the verdict
+                // (or the hold) is about the process, and the probe thread stops at the verdict.
+                if self.ready_at.is_none() {
+                    p.up = false;
+                }
+                p.faults_in_a_row = 0;
+            }
+            ProbeOutcome::Fault { detail } => {
+                p.faults_in_a_row += 1;
+                if self.ready_at.is_none() {
+                    p.up = false;
+                }
+                if p.faults_in_a_row >= limit {
+                    let reason = format!(
+                        "firedup's {} probe of {} failed {} times in a row: {detail}",
+                        kind.as_str(),
+                        p.target,
+                        p.faults_in_a_row
+                    );
+                    self.decide(
+                        at,
+                        Verdict::MonitorError,
+                        None,
+                        Vec::new(),
+                        reason,
+                        None,
+                        None,
+                        events,
+                    );
+                    return;
+                }
             }
         }
+        self.check_ready(at, events);
+    }
+
+    fn on_notify(&mut self, at: Duration, msg: NotifyMessage, events: &mut Vec<Event>) {
+        if let Some(s) = msg.status {
+            // A new status is a sign of progress, like a new log line.
+            if self.notify_status.as_deref() != Some(s.as_str()) {
+                self.last_progress_at = at;
+            }
+            self.notify_status = Some(s);
+        }
+        if let Some(ext) = msg.extend_timeout {
+            // systemd: "extend the start timeout to now + this"; also a sign of life.
+            let until = at + ext;
+            if let Some(t) = self.timeout_at.as_mut() {
+                *t = (*t).max(until);
+            }
+            self.last_progress_at = at;
+        }
+        if msg.ready {
+            if let Some(p) = self.probes.iter_mut().find(|p| p.kind == ProbeKind::Notify) {
+                p.up = true;
+                p.first_up.get_or_insert(at);
+                p.last = "READY=1".into();
+            }
+            self.check_ready(at, events);
+        }
+    }
+
+    fn phase_budget(&self) -> Option<Duration> {
+        let phase = self.phase.as_deref()?;
+        self.cfg
+            .phase_budgets
+            .iter()
+            .find(|(name, _)| name == phase)
+            .map(|(_, b)| *b)
     }
 
     fn enter_phase(&mut self, at: Duration, name: String, events: &mut Vec<Event>) {
         self.phase = Some(name.clone());
+        self.phase_since = at;
         self.timeline.push(PhaseAt {
             phase: name.clone(),
             at_s: at.as_secs_f64(),
@@ -572,12 +815,13 @@ impl Judge {
                     "no log and no CPU use"
                 };
                 let reason = format!(
-                    "stalled: {what} for {}{}",
+                    "stalled: {what} for {}{}{}",
                     format_duration(s),
                     self.phase
                         .as_ref()
                         .map(|p| format!(" in phase {p}"))
-                        .unwrap_or_default()
+                        .unwrap_or_default(),
+                    self.waiting_note()
                 );
                 let line = self.last_line.clone();
                 self.decide(
@@ -593,15 +837,38 @@ impl Judge {
                 return;
             }
         }
-        if let Some(t) = self.cfg.timeout {
+        if let (Some(b), Some(phase)) = (self.phase_budget(), self.phase.clone()) {
+            if at >= self.phase_since + b {
+                let reason = format!(
+                    "timed out in phase {phase}: it ran past its budget of {} (began at {}){}",
+                    format_duration(b),
+                    format_duration(self.phase_since),
+                    self.waiting_note()
+                );
+                let line = self.last_line.clone();
+                self.decide(
+                    at,
+                    Verdict::TimedOut,
+                    None,
+                    Vec::new(),
+                    reason,
+                    line,
+                    None,
+                    events,
+                );
+                return;
+            }
+        }
+        if let Some(t) = self.timeout_at {
             if at >= t {
                 let reason = format!(
-                    "timed out after {} while still starting{}",
+                    "timed out after {} while still starting{}{}",
                     format_duration(t),
                     self.phase
                         .as_ref()
                         .map(|p| format!(" (phase {p})"))
-                        .unwrap_or_default()
+                        .unwrap_or_default(),
+                    self.waiting_note()
                 );
                 let line = self.last_line.clone();
                 self.decide(
@@ -853,6 +1120,8 @@ impl Judge {
             at,
             timeline: self.timeline.clone(),
             process_alive: self.alive,
+            probes: self.probe_reports(),
+            gpu: self.gpu.clone(),
         });
         events.push(Event::Verdict(Box::new(
             self.verdict.clone().expect("just set"),
@@ -884,11 +1153,17 @@ impl Judge {
             at,
             timeline: self.timeline.clone(),
             process_alive: self.alive,
+            probes: self.probe_reports(),
+            gpu: self.gpu.clone(),
         });
         events.push(Event::Verdict(Box::new(
             self.verdict.clone().expect("just set"),
         )));
     }
+}
+
+fn round_ms(s: f64) -> f64 {
+    (s * 1000.0).round() / 1000.0
 }
 
 fn rank(hit: &Hit) -> (bool, Option<Signature>, bool) {

@@ -88,6 +88,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<Launched> {
         fail_lines: spec.judging.fail_lines.clone(),
         stall: spec.judging.stall.clone(),
         timeout: spec.judging.timeout.clone(),
+        options: Some(spec.judging.clone()),
     };
     run.write_meta(&meta)?;
     let exe = std::env::current_exe()

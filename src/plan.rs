@@ -11,10 +11,12 @@ use crate::classify::{Classifier, ClassifierSpec, builtin_catalog};
 use crate::duration::parse_duration;
 use crate::judge::{JudgeConfig, Mode};
 use crate::lines::DEFAULT_LINE_CAP;
-use crate::profile::{self, Profile};
+use crate::profile::{Address, ProbeKind, Profile, ProfileSet, RequestKind, derive_address};
 
 /// What the user asked for, before resolution (filled from the command line or by a library user).
-#[derive(Debug, Clone, Default)]
+/// Recorded in the run's `meta.json` so that `firedup watch RUN_ID` judges the same way.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct WatchOptions {
     pub until_exit: bool,
     pub profile: Option<String>,
@@ -26,6 +28,44 @@ pub struct WatchOptions {
     pub hold: Option<String>,
     /// Only read what is written from now on (attach without replaying the existing log).
     pub from_end: bool,
+    /// User profile files (`--profile-file`), on top of the built-ins and the user directory.
+    pub profile_files: Vec<PathBuf>,
+    /// `--http URL` (or a path on the server's derived address): health must answer 2xx.
+    pub http: Option<String>,
+    /// `--port N`: the port must accept connections, from the watched tree.
+    pub port: Option<u16>,
+    /// `--ready-request[=KIND]`: a real request must return tokens (`Some("")`: the profile's kind).
+    pub ready_request: Option<String>,
+    /// `--notify`: the command must send `READY=1` on `NOTIFY_SOCKET`.
+    pub notify: bool,
+    /// `--no-probe`: the profile's default probes are off (explicit probe flags still apply).
+    pub no_probe: bool,
+    /// `--phase-timeout NAME=DURATION` (repeatable).
+    pub phase_timeouts: Vec<String>,
+    /// Environment overrides of the launch, for addresses taken from the environment
+    /// (`OLLAMA_HOST`). Never recorded: values may be secrets.
+    #[serde(skip)]
+    pub env: Vec<(String, String)>,
+}
+
+/// The probes a watch runs, resolved to concrete targets.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProbePlan {
+    /// Host and port to connect to.
+    pub port: Option<(String, u16)>,
+    /// Health URL.
+    pub http: Option<String>,
+    /// Base URL and request shape of the real request.
+    pub request: Option<(String, RequestKind)>,
+    pub notify: bool,
+    /// Sample GPU memory of the tree (where nvidia-smi exists).
+    pub gpu: bool,
+}
+
+impl ProbePlan {
+    pub fn is_empty(&self) -> bool {
+        self.port.is_none() && self.http.is_none() && self.request.is_none() && !self.notify
+    }
 }
 
 /// The resolved plan.
@@ -36,6 +76,9 @@ pub struct Plan {
     pub profile: String,
     pub line_cap: usize,
     pub from_end: bool,
+    pub probes: ProbePlan,
+    /// The server's listen address, when the profile or flags know it (for `--then`).
+    pub address: Option<Address>,
 }
 
 const DEFAULT_SERVER_TIMEOUT: Duration = Duration::from_secs(30 * 60);
@@ -60,23 +103,26 @@ pub fn resolve(
     log: &str,
     expect_process: bool,
 ) -> Result<Plan> {
+    let set = ProfileSet::load(&opts.profile_files)?;
     let prof: Profile = match &opts.profile {
-        Some(name) => profile::by_name(name)?,
-        None => profile::detect(command)?,
+        Some(name) => set.by_name(name)?,
+        None => set.detect(command)?,
     };
-    let mode = if opts.until_exit {
+    let mode = if opts.until_exit || prof.until.as_deref() == Some("exit") {
         Mode::UntilExit
     } else {
         Mode::UntilReady
     };
+    let (probes, address) = resolve_probes(opts, &prof, command)?;
+    let ready_probes = ready_probe_list(&probes);
     let mut ready_lines = prof.ready.clone();
     if !opts.ready_lines.is_empty() {
         // Explicit ready lines replace the profile's: the user knows what "ready" means here.
         ready_lines = opts.ready_lines.clone();
     }
-    if mode == Mode::UntilReady && ready_lines.is_empty() {
+    if mode == Mode::UntilReady && ready_lines.is_empty() && ready_probes.is_empty() {
         bail!(
-            "no readiness condition: give --ready-line REGEX, a --profile that knows this server, or --until exit for a job"
+            "no readiness condition: give --ready-line REGEX, --http URL, --port N, a --profile that knows this server, or --until exit for a job"
         );
     }
     let mut signatures = builtin_catalog().signatures;
@@ -106,9 +152,36 @@ pub fn resolve(
     };
     let log_grace =
         unbounded(duration_flag("--log-grace", &opts.log_grace)?).unwrap_or(DEFAULT_LOG_GRACE);
-    let hold = unbounded(duration_flag("--hold", &opts.hold)?);
-    if hold.is_some() && mode == Mode::UntilExit {
+    let hold = match duration_flag("--hold", &opts.hold)? {
+        Some(d) => unbounded(Some(d)),
+        None if mode == Mode::UntilReady => unbounded(duration_flag("profile hold", &prof.hold)?),
+        None => None,
+    };
+    if opts.hold.is_some() && mode == Mode::UntilExit {
         bail!("--hold applies to server mode (--until ready), not to a job");
+    }
+    let mut phase_budgets = Vec::new();
+    for spec in &opts.phase_timeouts {
+        let Some((name, d)) = spec.split_once('=') else {
+            bail!("--phase-timeout '{spec}' is not PHASE=DURATION (e.g. capture_cuda_graph=15m)");
+        };
+        if !prof.phases.iter().any(|p| p.name == name) {
+            bail!(
+                "--phase-timeout: profile {} has no phase '{name}'; its phases are: {}",
+                prof.name,
+                if prof.phases.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    prof.phases
+                        .iter()
+                        .map(|p| p.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            );
+        }
+        let d = parse_duration(d).map_err(|e| anyhow::anyhow!("--phase-timeout {name}: {e}"))?;
+        phase_budgets.push((name.to_string(), d));
     }
     let mut judge = JudgeConfig::new(mode, log);
     judge.ready_conditions = ready_lines
@@ -121,13 +194,136 @@ pub fn resolve(
     judge.log_grace = log_grace;
     judge.hold = hold;
     judge.expect_process = expect_process;
+    judge.ready_probes = ready_probes;
+    judge.phase_budgets = phase_budgets;
     Ok(Plan {
         judge,
         classifier,
         profile: prof.name,
         line_cap: DEFAULT_LINE_CAP,
         from_end: opts.from_end,
+        probes,
+        address,
     })
+}
+
+/// Readiness probes from the flags and the profile's defaults, resolved to concrete targets.
+fn resolve_probes(
+    opts: &WatchOptions,
+    prof: &Profile,
+    command: &[String],
+) -> Result<(ProbePlan, Option<Address>)> {
+    let env = |k: &str| {
+        opts.env
+            .iter()
+            .rev()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var(k).ok())
+    };
+    let mut address = prof
+        .endpoint
+        .as_ref()
+        .map(|e| derive_address(e, command, &env));
+    if let Some(p) = opts.port {
+        match address.as_mut() {
+            Some(a) => a.port = p,
+            None => {
+                address = Some(Address {
+                    host: "127.0.0.1".into(),
+                    port: p,
+                })
+            }
+        }
+    }
+    let defaults: &[ProbeKind] = if opts.no_probe {
+        &[]
+    } else {
+        &prof.ready_probes
+    };
+    let mut plan = ProbePlan {
+        gpu: true,
+        notify: opts.notify || defaults.contains(&ProbeKind::Notify),
+        ..Default::default()
+    };
+    if opts.port.is_some() || defaults.contains(&ProbeKind::Port) {
+        let a = address.as_ref().expect("a port probe has an address");
+        plan.port = Some((a.connect_host().to_string(), a.port));
+    }
+    let health_path = prof.endpoint.as_ref().and_then(|e| e.health.clone());
+    let http = match &opts.http {
+        Some(u) if u.starts_with('/') => match &address {
+            Some(a) => Some(format!("{}{u}", a.base_url())),
+            None => bail!(
+                "--http {u}: a path needs the server's address; give a full URL (http://host:port{u}) or --port"
+            ),
+        },
+        Some(u) => Some(u.clone()),
+        None if defaults.contains(&ProbeKind::Http) => match (&address, &health_path) {
+            (Some(a), Some(h)) => Some(format!("{}{h}", a.base_url())),
+            _ => None,
+        },
+        None => None,
+    };
+    if let Some(u) = &http {
+        if !u.starts_with("http://") {
+            bail!("--http '{u}': only http:// URLs (or a /path on the server's address) are supported");
+        }
+    }
+    plan.http = http;
+    let want_request = opts.ready_request.is_some() || defaults.contains(&ProbeKind::Request);
+    if want_request {
+        let kind = match opts.ready_request.as_deref().filter(|k| !k.is_empty()) {
+            Some("openai") => RequestKind::Openai,
+            Some("tgi") => RequestKind::Tgi,
+            Some(other) => bail!("--ready-request '{other}': use openai or tgi"),
+            None => match prof.endpoint.as_ref().and_then(|e| e.request) {
+                Some(k) => k,
+                None => bail!(
+                    "--ready-request: profile {} does not know a request shape; write --ready-request=openai or --ready-request=tgi",
+                    prof.name
+                ),
+            },
+        };
+        let base = match (&plan.http, &address) {
+            (Some(u), _) => origin_of(u),
+            (None, Some(a)) => a.base_url(),
+            (None, None) => bail!(
+                "--ready-request needs the server's address: give --http URL or --port N, or a profile that knows it"
+            ),
+        };
+        plan.request = Some((base, kind));
+    }
+    Ok((plan, address))
+}
+
+/// `http://host:port` of a URL.
+fn origin_of(url: &str) -> String {
+    let rest = url.trim_start_matches("http://");
+    let host = rest.split('/').next().unwrap_or(rest);
+    format!("http://{host}")
+}
+
+/// The readiness conditions the judge tracks for a probe plan, with their targets.
+fn ready_probe_list(p: &ProbePlan) -> Vec<(ProbeKind, String)> {
+    let mut v = Vec::new();
+    if let Some((h, port)) = &p.port {
+        v.push((ProbeKind::Port, format!("{h}:{port}")));
+    }
+    if let Some(u) = &p.http {
+        v.push((ProbeKind::Http, u.clone()));
+    }
+    if let Some((base, kind)) = &p.request {
+        let path = match kind {
+            RequestKind::Openai => "/v1/completions",
+            RequestKind::Tgi => "/generate",
+        };
+        v.push((ProbeKind::Request, format!("{base}{path}")));
+    }
+    if p.notify {
+        v.push((ProbeKind::Notify, "NOTIFY_SOCKET".into()));
+    }
+    v
 }
 
 /// Parses `KEY=VALUE`.

@@ -143,6 +143,13 @@ const BUILTIN: [&str; 10] = [
     include_str!("profiles/generic.toml"),
 ];
 
+/// The TOML text of the built-in profile called `name`, as embedded.
+pub fn builtin_source(name: &str) -> Option<&'static str> {
+    BUILTIN.iter().copied().find(|t| {
+        toml::from_str::<Profile>(t).is_ok_and(|p| p.name == name)
+    })
+}
+
 /// Where a profile came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {

@@ -1,10 +1,11 @@
-//! Reporting to people: a live status line on a terminal, a heartbeat line on stderr otherwise (at
-//! each phase change and at least every 15 s, so a watch is never silent), and the final block.
+//! Reporting to people: on a terminal, one progress bar per startup phase (with the server's own
+//! fraction where it prints one) and a status line; otherwise a plain line on stderr at each phase
+//! change and a heartbeat at least every 15 s, so a watch is never silent; and the final block.
 
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use crate::duration::format_duration;
 use crate::engine::Progress;
@@ -47,54 +48,114 @@ fn status_text(s: &Status, at: Duration) -> String {
         .progress
         .map(|p| format!(" {:.0}%", p * 100.0))
         .unwrap_or_default();
-    let last = s
-        .last_line
-        .as_deref()
-        .map(|l| format!(" | {}", truncate(l, 100)))
-        .unwrap_or_default();
+    let last = match (&s.notify_status, &s.last_line) {
+        (Some(st), _) => format!(" | status: {}", truncate(st, 100)),
+        (None, Some(l)) => format!(" | {}", truncate(l, 100)),
+        (None, None) => String::new(),
+    };
     let alive = if s.process_alive { "" } else { " (no process)" };
-    format!("{phase}{progress} {}{alive}{last}", format_duration(at))
+    let gpu = s
+        .gpu_mib
+        .map(|m| format!(" gpu {}", format_mib(m)))
+        .unwrap_or_default();
+    format!("{phase}{progress} {}{alive}{gpu}{last}", format_duration(at))
 }
 
-/// A live status line (spinner) on the terminal.
+fn format_mib(m: u64) -> String {
+    if m >= 1024 {
+        format!("{:.1} GiB", m as f64 / 1024.0)
+    } else {
+        format!("{m} MiB")
+    }
+}
+
+/// On the terminal: one bar per phase, kept on screen as the phases pass, each filled with the
+/// server's own fraction when it prints one (`Loading safetensors checkpoint shards: 45%`,
+/// `Capturing batches 12/36`), otherwise a spinner; the current one carries the status.
 #[derive(Debug)]
 pub struct TerminalProgress {
+    multi: MultiProgress,
     bar: ProgressBar,
+    phase: Option<(String, Duration)>,
+    fraction_shown: bool,
+}
+
+fn spinner_style() -> ProgressStyle {
+    ProgressStyle::with_template("{spinner} {prefix:.bold} {wide_msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner())
+}
+
+fn bar_style() -> ProgressStyle {
+    ProgressStyle::with_template("{spinner} {prefix:.bold} [{bar:24}] {pos:>3}% {wide_msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ")
 }
 
 impl TerminalProgress {
     pub fn new(label: &str) -> Self {
-        let bar = ProgressBar::new_spinner();
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} {prefix} {wide_msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
+        let multi = MultiProgress::new();
+        let bar = multi.add(ProgressBar::new(100));
+        bar.set_style(spinner_style());
         bar.set_prefix(label.to_string());
         bar.enable_steady_tick(Duration::from_millis(200));
-        TerminalProgress { bar }
+        multi.println(format!("firedup: watching {label}")).ok();
+        TerminalProgress {
+            multi,
+            bar,
+            phase: None,
+            fraction_shown: false,
+        }
     }
 }
 
 impl Progress for TerminalProgress {
     fn phase(&mut self, phase: &str, at: Duration) {
-        self.bar
-            .println(format!("  [{:>7}] phase {phase}", format_duration(at)));
+        // The finished phase keeps its line, with how long it took.
+        if let Some((_, since)) = self.phase.take() {
+            self.bar.set_style(
+                ProgressStyle::with_template("  {prefix:.bold} {wide_msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            self.bar.finish_with_message(format!(
+                "done in {} (from {})",
+                format_duration(at.saturating_sub(since)),
+                format_duration(since)
+            ));
+            self.bar = self.multi.add(ProgressBar::new(100));
+            self.bar.enable_steady_tick(Duration::from_millis(200));
+        }
+        self.bar.set_style(spinner_style());
+        self.bar.set_prefix(format!("{phase:<20}"));
+        self.fraction_shown = false;
+        self.phase = Some((phase.to_string(), at));
     }
     fn ready(&mut self, at: Duration, holding: Option<Duration>) {
         if let Some(h) = holding {
-            self.bar.println(format!(
-                "  [{:>7}] ready; holding {} to catch a crash",
+            self.bar.set_message(format!(
+                "ready at {}; holding {} to catch a crash",
                 format_duration(at),
                 format_duration(h)
             ));
         }
     }
     fn status(&mut self, s: &Status, at: Duration) {
-        self.bar.set_message(status_text(s, at));
+        if let Some(p) = s.progress.filter(|_| self.phase.is_some()) {
+            if !self.fraction_shown {
+                self.bar.set_style(bar_style());
+                self.fraction_shown = true;
+            }
+            self.bar.set_position((p * 100.0).round() as u64);
+        }
+        let mut msg = status_text(s, at);
+        if let Some(w) = s.waiting_for.first().filter(|_| s.waiting_for.len() == 1) {
+            msg = format!("{msg} | waiting for {}", truncate(w, 80));
+        }
+        self.bar.set_message(msg);
     }
     fn note(&mut self, text: &str, at: Duration) {
-        self.bar
-            .println(format!("  [{:>7}] {text}", format_duration(at)));
+        self.multi
+            .println(format!("  [{:>7}] {text}", format_duration(at)))
+            .ok();
     }
     fn finish(&mut self) {
         self.bar.finish_and_clear();
@@ -187,6 +248,43 @@ pub fn render_final(o: &Outcome, teardown: Option<&str>) -> String {
             })
             .collect();
         s.push_str(&format!("  timeline: {}\n", t.join(" → ")));
+    }
+    for p in &o.probes {
+        let when = match p.ready_s {
+            Some(r) => format!(
+                "ready at {}",
+                format_duration(Duration::from_secs_f64(r))
+            ),
+            None => "never ready".to_string(),
+        };
+        let gap = match (p.kind.as_str(), o.request_gap_s) {
+            ("request", Some(g)) => format!(
+                ", {} after health",
+                format_duration(Duration::from_secs_f64(g.max(0.0)))
+            ),
+            _ => String::new(),
+        };
+        s.push_str(&format!(
+            "  probe:   {} {} {when}{gap}: {}\n",
+            p.kind,
+            p.target,
+            truncate(&p.last, 160)
+        ));
+    }
+    if let Some(g) = &o.gpu {
+        let mut line = format!(
+            "  gpu:     peak {}, last {}",
+            format_mib(g.peak_mib),
+            format_mib(g.last_mib)
+        );
+        if let Some(a) = g.after_teardown_mib {
+            line.push_str(&format!(", {} still held after teardown", format_mib(a)));
+        }
+        if let Some(e) = &g.error {
+            line.push_str(&format!(" (nvidia-smi failed: {e})"));
+        }
+        s.push_str(&line);
+        s.push('\n');
     }
     if let Some(pid) = o.pid {
         s.push_str(&format!("  pid:     {pid}\n"));

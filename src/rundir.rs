@@ -40,6 +40,9 @@ pub struct RunMeta {
     pub stall: Option<String>,
     #[serde(default)]
     pub timeout: Option<String>,
+    /// All judging options of the launch (newer runs; the fields above stay for older readers).
+    #[serde(default)]
+    pub options: Option<crate::plan::WatchOptions>,
 }
 
 /// What the supervisor records once the command runs.

@@ -300,6 +300,34 @@ pub struct PhaseAt {
     pub at_s: f64,
 }
 
+/// What one readiness probe saw (additive JSON field `probes`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeReport {
+    /// `port`, `http`, `request` or `notify`.
+    pub kind: String,
+    /// What was probed (`127.0.0.1:6379`, a URL, `NOTIFY_SOCKET`).
+    pub target: String,
+    /// Where the probe ran from (`local`).
+    pub from: String,
+    /// Seconds from launch (or attach) to the first success; null if it never succeeded.
+    pub ready_s: Option<f64>,
+    /// The last thing it saw, in words.
+    pub last: String,
+    /// Latency of the last success, in milliseconds.
+    pub latency_ms: Option<f64>,
+}
+
+/// GPU memory held by the watched process tree (additive JSON field `gpu`), from nvidia-smi.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct GpuReport {
+    pub peak_mib: u64,
+    pub last_mib: u64,
+    /// GPU memory still held by the tree's processes after teardown (null when not torn down).
+    pub after_teardown_mib: Option<u64>,
+    /// Why nvidia-smi could not tell, if it failed.
+    pub error: Option<String>,
+}
+
 /// The verdict object printed by `--json` (CONTRACT.md "The JSON verdict"), plus additive fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {
@@ -321,6 +349,15 @@ pub struct Outcome {
     /// Whether the server was left running (additive field).
     #[serde(default)]
     pub server_running: bool,
+    /// Readiness probes and what each saw (additive field).
+    #[serde(default)]
+    pub probes: Vec<ProbeReport>,
+    /// Seconds between the health probe and the real request succeeding (additive field).
+    #[serde(default)]
+    pub request_gap_s: Option<f64>,
+    /// GPU memory of the watched tree, where nvidia-smi exists (additive field).
+    #[serde(default)]
+    pub gpu: Option<GpuReport>,
 }
 
 #[cfg(test)]

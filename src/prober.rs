@@ -1,0 +1,88 @@
+//! The prober: runs the readiness probes (port, HTTP, real request) and samples GPU memory on a
+//! thread of its own, and sends what it finds as observations.
+//!
+//! Probes block (each has a hard timeout), so they never run on the engine's thread, where they
+//! would delay reading the log. The real request is only sent once the health probe answers (it
+//! is the expensive one), and once it has returned tokens it is not sent again. The thread stops
+//! at the engine's stop flag, or when the engine's channel is gone.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::judge::Observation;
+use crate::plan::ProbePlan;
+use crate::probe::{self, ProbeKind, ProbeOutcome};
+use crate::process;
+
+/// How often the readiness probes run while waiting.
+pub const PROBE_INTERVAL: Duration = Duration::from_millis(250);
+/// How often GPU memory is sampled (nvidia-smi takes tens of milliseconds).
+pub const GPU_INTERVAL: Duration = Duration::from_secs(2);
+
+/// Starts the prober. `send` returns false once nobody listens any more.
+pub fn spawn(
+    plan: ProbePlan,
+    pid: Option<u32>,
+    stop: Arc<AtomicBool>,
+    send: impl Fn(Observation) -> bool + Send + 'static,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || run(&plan, pid, &stop, &send))
+}
+
+fn run(plan: &ProbePlan, pid: Option<u32>, stop: &AtomicBool, send: &dyn Fn(Observation) -> bool) {
+    let mut next_gpu = Instant::now();
+    let mut gpu_on = plan.gpu;
+    let mut http_up = false;
+    let mut request_up = false;
+    let probe = |kind: ProbeKind, outcome: ProbeOutcome| send(Observation::Probe { kind, outcome });
+    while !stop.load(Ordering::Relaxed) {
+        let round = Instant::now();
+        let tree: Option<Vec<u32>> = pid.map(process::tree);
+        if let Some((host, port)) = &plan.port {
+            let o = probe::tcp::probe(host, *port, tree.as_deref(), probe::PROBE_TIMEOUT);
+            if !probe(ProbeKind::Port, o) {
+                return;
+            }
+        }
+        if let Some(url) = &plan.http {
+            let o = probe::http::probe(url, probe::PROBE_TIMEOUT);
+            http_up = o.is_up();
+            if !probe(ProbeKind::Http, o) {
+                return;
+            }
+        }
+        if let Some((base, kind)) = &plan.request {
+            if !request_up && (plan.http.is_none() || http_up) {
+                let o = probe::request::probe(base, *kind, probe::REQUEST_TIMEOUT);
+                request_up = o.is_up();
+                if !probe(ProbeKind::Request, o) {
+                    return;
+                }
+            }
+        }
+        if gpu_on && Instant::now() >= next_gpu {
+            next_gpu = Instant::now() + GPU_INTERVAL;
+            let pids = tree.clone().unwrap_or_default();
+            let obs = match probe::gpu::tree_memory_mib(&pids) {
+                Ok(Some(mib)) => Some(Observation::GpuMemory(mib)),
+                Ok(None) => {
+                    gpu_on = false; // no nvidia-smi here
+                    None
+                }
+                Err(e) => {
+                    gpu_on = false; // a broken nvidia-smi is reported once, not every 2 s
+                    Some(Observation::GpuError(e))
+                }
+            };
+            if let Some(o) = obs {
+                if !send(o) {
+                    return;
+                }
+            }
+        }
+        // The engine sets `stop` at the verdict and drops its channel, so at worst one more round
+        // runs after the verdict and its `send` fails.
+        std::thread::sleep(PROBE_INTERVAL.saturating_sub(round.elapsed()));
+    }
+}
