@@ -44,6 +44,48 @@ fn detects_servers_from_their_command_lines() {
         ),
         ("python3 -m http.server", "generic"),
         ("redis-cli ping", "generic"),
+        ("python train.py", "generic"),
+        ("python3 train.py --epochs 3", "generic"),
+        ("psql -U postgres -c select", "generic"),
+        ("curl http://127.0.0.1:8000/health", "generic"),
+        ("ollama run llama3.2", "generic"),
+        ("ollama pull llama3.2", "generic"),
+        ("pip install vllm sglang", "generic"),
+        ("docker pull vllm/vllm-openai:latest", "generic"),
+        (
+            "python -m sglang.launch_server --model-path Qwen/Qwen2.5-7B --port 30000",
+            "sglang",
+        ),
+        (
+            "python3 -m sglang.launch_server --model-path /m --tp 8",
+            "sglang",
+        ),
+        ("sglang serve --model-path /m", "sglang"),
+        (
+            "torchrun --nproc_per_node=2 -m sglang.launch_server --model-path /m",
+            "sglang",
+        ),
+        ("vllm serve meta-llama/Llama-3.1-8B", "vllm"),
+        (
+            "python -m vllm.entrypoints.openai.api_server --model X",
+            "vllm",
+        ),
+        ("text-generation-launcher --model-id X", "tgi"),
+        ("llama-server -m model.gguf", "llamacpp"),
+        (
+            "./build/bin/llama-server -m model.gguf --port 8081",
+            "llamacpp",
+        ),
+        ("ollama serve", "ollama"),
+        ("/usr/local/bin/ollama serve", "ollama"),
+        ("tritonserver --model-repository=/models", "triton"),
+        ("torchrun --nproc_per_node=8 train.py", "pytorch"),
+        (
+            "python -m torch.distributed.run --nproc_per_node=2 train.py",
+            "pytorch",
+        ),
+        ("postgres -D /var/lib/postgresql/data", "postgres"),
+        ("redis-server --port 6380", "redis"),
     ];
     let set = ProfileSet::builtin();
     for (c, want) in table {

@@ -1,0 +1,606 @@
+//! Every built-in profile replayed through the real binary: fixture logs assembled from each
+//! server's own strings (`/work/shared/reference/server-strings.md`, logs pasted in issues) are
+//! printed by `tests/fixtures/replay.sh`, which then exits or stays alive, and `firedup run
+//! --profile NAME --no-probe` must reach the verdict, signature, decisive line, last phase and
+//! timeline a person would name. Trap cases stop right after a line that looks like ready but is
+//! not (sglang's uvicorn lines, llama.cpp's early HTTP listener, TGI's `Connected` before its bind,
+//! Triton's gRPC before HTTP): they must never end `ready`.
+
+mod common;
+use common::{Env, alive};
+
+struct Case {
+    profile: &'static str,
+    /// File under `tests/fixtures/profiles/<profile>/`.
+    fixture: &'static str,
+    /// What the replayed server does after its log: `hang` (stays alive) or an exit status.
+    then: &'static str,
+    /// Extra flags for `firedup run`.
+    extra: &'static [&'static str],
+    verdict: &'static str,
+    signature: Option<&'static str>,
+    /// Signatures that must be among `secondary`.
+    secondary: &'static [&'static str],
+    /// A substring of the decisive line.
+    line: Option<&'static str>,
+    /// The last phase reached.
+    phase: Option<&'static str>,
+    /// For ready/succeeded runs: the phases of the timeline, in order.
+    timeline: &'static [&'static str],
+}
+
+// Profile settings that `plan.rs` does not take from the profile yet are given as flags here:
+// TGI's `hold = "1s"` and PyTorch's `until = "exit"`.
+const TGI: &[&str] = &["--hold", "1s"];
+const JOB: &[&str] = &["--until", "exit"];
+
+const CASES: &[Case] = &[
+    // ---------------------------------------------------------------- sglang
+    Case {
+        profile: "sglang",
+        fixture: "ready.log",
+        then: "hang",
+        extra: &[],
+        verdict: "ready",
+        signature: None,
+        secondary: &[],
+        line: Some("The server is fired up and ready to roll!"),
+        phase: Some("ready"),
+        timeline: &[
+            "init_distributed",
+            "load_weights",
+            "kv_cache",
+            "capture_cuda_graph",
+            "warmup",
+            "ready",
+        ],
+    },
+    Case {
+        profile: "sglang",
+        fixture: "trap_uvicorn.log",
+        then: "hang",
+        extra: &[],
+        verdict: "timed_out",
+        signature: None,
+        secondary: &[],
+        line: None,
+        phase: Some("warmup"),
+        timeline: &[],
+    },
+    Case {
+        profile: "sglang",
+        fixture: "capture_oom.log",
+        then: "137",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("cuda_oom"),
+        secondary: &[],
+        line: Some("Capture cuda graph failed: CUDA out of memory"),
+        phase: Some("capture_cuda_graph"),
+        timeline: &[],
+    },
+    Case {
+        profile: "sglang",
+        fixture: "not_enough_memory.log",
+        then: "137",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("cuda_oom"),
+        secondary: &[],
+        line: Some("Not enough memory. Please try to increase --mem-fraction-static"),
+        phase: Some("load_weights"),
+        timeline: &[],
+    },
+    Case {
+        profile: "sglang",
+        fixture: "warmup_failed.log",
+        then: "hang",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("python_exception"),
+        secondary: &[],
+        line: Some("Initialization failed. warmup error:"),
+        phase: Some("warmup"),
+        timeline: &[],
+    },
+    // ---------------------------------------------------------------- vllm
+    Case {
+        profile: "vllm",
+        fixture: "ready.log",
+        then: "hang",
+        extra: &[],
+        verdict: "ready",
+        signature: None,
+        secondary: &[],
+        line: Some("Application startup complete."),
+        phase: Some("ready"),
+        timeline: &[
+            "load_weights",
+            "torch_compile",
+            "kv_cache",
+            "capture_cuda_graph",
+            "api_server",
+            "ready",
+        ],
+    },
+    Case {
+        profile: "vllm",
+        fixture: "kv_cache_oom.log",
+        then: "1",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("cuda_oom"),
+        secondary: &[],
+        line: Some("No available memory for the cache blocks"),
+        phase: Some("kv_cache"),
+        timeline: &[],
+    },
+    Case {
+        profile: "vllm",
+        fixture: "bf16_unsupported.log",
+        then: "1",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("config_error"),
+        secondary: &[],
+        line: Some("Bfloat16 is only supported on GPUs with compute capability"),
+        phase: None,
+        timeline: &[],
+    },
+    Case {
+        profile: "vllm",
+        fixture: "port_in_use.log",
+        then: "1",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("port_in_use"),
+        secondary: &[],
+        line: Some("[Errno 98] Address already in use"),
+        phase: None,
+        timeline: &[],
+    },
+    // ---------------------------------------------------------------- tgi
+    Case {
+        profile: "tgi",
+        fixture: "ready.log",
+        then: "hang",
+        extra: TGI,
+        verdict: "ready",
+        signature: None,
+        secondary: &[],
+        line: Some("Connected"),
+        phase: Some("ready"),
+        timeline: &["download", "start_shards", "webserver", "warmup", "ready"],
+    },
+    Case {
+        // `Connected` comes before the bind: a failed bind right after it is a failure.
+        profile: "tgi",
+        fixture: "trap_connected_bind_failed.log",
+        then: "1",
+        extra: TGI,
+        verdict: "failed",
+        signature: Some("port_in_use"),
+        secondary: &[],
+        line: Some("Failed to bind to 0.0.0.0:3000"),
+        // The judge enters `ready` at the ready line even while it holds.
+        phase: Some("ready"),
+        timeline: &[],
+    },
+    Case {
+        profile: "tgi",
+        fixture: "warmup_oom.log",
+        then: "1",
+        extra: TGI,
+        verdict: "failed",
+        signature: Some("cuda_oom"),
+        secondary: &[],
+        line: Some("Not enough memory to handle 4096 prefill tokens"),
+        phase: Some("warmup"),
+        timeline: &[],
+    },
+    Case {
+        profile: "tgi",
+        fixture: "download_failed.log",
+        then: "1",
+        extra: TGI,
+        verdict: "failed",
+        signature: Some("model_not_found"),
+        secondary: &[],
+        line: Some("Error: DownloadError"),
+        phase: Some("download"),
+        timeline: &[],
+    },
+    // ---------------------------------------------------------------- llama.cpp
+    Case {
+        profile: "llamacpp",
+        fixture: "ready.log",
+        then: "hang",
+        extra: &[],
+        verdict: "ready",
+        signature: None,
+        secondary: &[],
+        line: Some("main: server is listening on http://127.0.0.1:8080"),
+        phase: Some("ready"),
+        timeline: &[
+            "listening_http",
+            "load_model",
+            "warmup",
+            "init_slots",
+            "ready",
+        ],
+    },
+    Case {
+        profile: "llamacpp",
+        fixture: "trap_http_listening.log",
+        then: "hang",
+        extra: &[],
+        verdict: "timed_out",
+        signature: None,
+        secondary: &[],
+        line: None,
+        phase: Some("load_model"),
+        timeline: &[],
+    },
+    Case {
+        profile: "llamacpp",
+        fixture: "cuda_oom.log",
+        then: "1",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("cuda_oom"),
+        secondary: &[],
+        line: Some("cudaMalloc failed: out of memory"),
+        phase: Some("load_model"),
+        timeline: &[],
+    },
+    Case {
+        profile: "llamacpp",
+        fixture: "port_in_use.log",
+        then: "1",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("port_in_use"),
+        secondary: &[],
+        line: Some("couldn't bind HTTP server socket"),
+        phase: None,
+        timeline: &[],
+    },
+    Case {
+        profile: "llamacpp",
+        fixture: "unknown_architecture.log",
+        then: "1",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("config_error"),
+        secondary: &[],
+        line: Some("unknown model architecture: 'qwen3'"),
+        phase: Some("load_model"),
+        timeline: &[],
+    },
+    // ---------------------------------------------------------------- ollama
+    Case {
+        profile: "ollama",
+        fixture: "ready.log",
+        then: "hang",
+        extra: &[],
+        verdict: "ready",
+        signature: None,
+        secondary: &[],
+        line: Some("Listening on 127.0.0.1:11434 (version 0.5.12)"),
+        phase: Some("ready"),
+        timeline: &["starting", "scan_models", "ready"],
+    },
+    Case {
+        // `ollama serve` is ready when its API listens; a model that fails in its runner later
+        // is that request's failure, not the server's.
+        profile: "ollama",
+        fixture: "trap_runner_fails_after_listen.log",
+        then: "hang",
+        extra: &[],
+        verdict: "ready",
+        signature: None,
+        secondary: &[],
+        line: Some("Listening on 127.0.0.1:11434"),
+        phase: Some("ready"),
+        timeline: &["starting", "scan_models", "ready"],
+    },
+    Case {
+        profile: "ollama",
+        fixture: "port_in_use.log",
+        then: "1",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("port_in_use"),
+        secondary: &[],
+        line: Some("bind: address already in use"),
+        phase: None,
+        timeline: &[],
+    },
+    Case {
+        profile: "ollama",
+        fixture: "permission_denied.log",
+        then: "1",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("permission_denied"),
+        secondary: &[],
+        line: Some("mkdir /.ollama: permission denied"),
+        phase: None,
+        timeline: &[],
+    },
+    // ---------------------------------------------------------------- triton
+    Case {
+        profile: "triton",
+        fixture: "ready.log",
+        then: "hang",
+        extra: &[],
+        verdict: "ready",
+        signature: None,
+        secondary: &[],
+        line: Some("Started HTTPService at 0.0.0.0:8000"),
+        phase: Some("ready"),
+        timeline: &["init", "load_models", "start_services", "ready"],
+    },
+    Case {
+        profile: "triton",
+        fixture: "failed_to_load.log",
+        then: "1",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("config_error"),
+        secondary: &[],
+        line: Some("failed to load 'densenet_onnx' version 1: Invalid argument"),
+        phase: Some("load_models"),
+        timeline: &[],
+    },
+    Case {
+        profile: "triton",
+        fixture: "model_not_found.log",
+        then: "1",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("model_not_found"),
+        secondary: &[],
+        line: Some("failed to poll model 'dne'"),
+        phase: Some("init"),
+        timeline: &[],
+    },
+    Case {
+        // gRPC starts before HTTP: an HTTP port in use after it is a failure, not ready.
+        profile: "triton",
+        fixture: "trap_grpc_then_http_port_in_use.log",
+        then: "1",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("port_in_use"),
+        secondary: &[],
+        line: Some("Socket '0.0.0.0:8000' already in use"),
+        phase: Some("start_services"),
+        timeline: &[],
+    },
+    // ---------------------------------------------------------------- pytorch
+    Case {
+        profile: "pytorch",
+        fixture: "succeeded.log",
+        then: "0",
+        extra: JOB,
+        verdict: "succeeded",
+        signature: None,
+        secondary: &[],
+        line: None,
+        phase: Some("training"),
+        timeline: &["launch", "init_distributed", "training"],
+    },
+    Case {
+        profile: "pytorch",
+        fixture: "nccl_timeout.log",
+        then: "1",
+        extra: JOB,
+        verdict: "failed",
+        signature: Some("nccl_error"),
+        secondary: &[],
+        line: Some("Watchdog caught collective operation timeout"),
+        phase: Some("training"),
+        timeline: &[],
+    },
+    Case {
+        profile: "pytorch",
+        // A worker killed by SIGKILL: the profile names it (`Signal 9 (SIGKILL) received by PID`,
+        // `failed (exitcode: -9)`), but on exit the judge ranks the launcher's own traceback
+        // (python_exception, evidence) above it by contract precedence, so sigkill is secondary.
+        fixture: "worker_sigkill.log",
+        then: "1",
+        extra: JOB,
+        verdict: "failed",
+        signature: Some("python_exception"),
+        secondary: &["sigkill"],
+        line: Some("Traceback (most recent call last):"),
+        phase: Some("training"),
+        timeline: &[],
+    },
+    // ---------------------------------------------------------------- postgres
+    Case {
+        profile: "postgres",
+        fixture: "ready.log",
+        then: "hang",
+        extra: &[],
+        verdict: "ready",
+        signature: None,
+        secondary: &[],
+        line: Some("database system is ready to accept connections"),
+        phase: Some("ready"),
+        timeline: &["starting", "listening", "ready"],
+    },
+    Case {
+        profile: "postgres",
+        fixture: "port_in_use.log",
+        then: "1",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("port_in_use"),
+        secondary: &[],
+        line: Some("could not bind IPv4 address \"0.0.0.0\": Address already in use"),
+        phase: Some("starting"),
+        timeline: &[],
+    },
+    Case {
+        profile: "postgres",
+        fixture: "config_error.log",
+        then: "1",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("config_error"),
+        secondary: &[],
+        line: Some("unrecognized configuration parameter \"shared_bufers\""),
+        phase: None,
+        timeline: &[],
+    },
+    // ---------------------------------------------------------------- redis
+    Case {
+        profile: "redis",
+        fixture: "ready.log",
+        then: "hang",
+        extra: &[],
+        verdict: "ready",
+        signature: None,
+        secondary: &[],
+        line: Some("Ready to accept connections"),
+        phase: Some("ready"),
+        timeline: &["starting", "loading", "ready"],
+    },
+    Case {
+        profile: "redis",
+        fixture: "port_in_use.log",
+        then: "1",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("port_in_use"),
+        secondary: &[],
+        line: Some("Could not create server TCP listening socket *:6379"),
+        phase: Some("starting"),
+        timeline: &[],
+    },
+];
+
+/// Runs one case; returns what went wrong, if anything.
+fn check(env: &Env, c: &Case) -> Result<(), String> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+    let replay = format!("{dir}/replay.sh");
+    let fixture = format!("{dir}/profiles/{}/{}", c.profile, c.fixture);
+    // Trap cases stay alive after a line that is not ready: the overall deadline must end them.
+    let timeout = if c.verdict == "timed_out" { "3s" } else { "4s" };
+    let mut args = vec![
+        "run",
+        "--profile",
+        c.profile,
+        "--no-probe",
+        "--json",
+        "--grace",
+        "1s",
+        "--timeout",
+        timeout,
+    ];
+    args.extend_from_slice(c.extra);
+    args.extend_from_slice(&["--", "sh", &replay, &fixture, c.then]);
+    let r = env.firedup(&args);
+    // Whatever the verdict, leave nothing running.
+    if let Some(pid) = r.json["pid"].as_u64() {
+        if r.verdict() == "ready" {
+            let s = env.firedup(&["stop", r.run_id()]);
+            if s.code != 0 {
+                return Err(format!("stop failed: {}", s.explain()));
+            }
+        }
+        if alive(pid) {
+            return Err(format!("process {pid} left running: {}", r.explain()));
+        }
+    }
+    let got_line = r.json["line"]["text"].as_str();
+    let got_phase = r.json["phase"].as_str();
+    let mut wrong = Vec::new();
+    if r.verdict() != c.verdict {
+        wrong.push(format!("verdict {} (want {})", r.verdict(), c.verdict));
+    }
+    if r.signature() != c.signature {
+        wrong.push(format!(
+            "signature {:?} (want {:?})",
+            r.signature(),
+            c.signature
+        ));
+    }
+    let secondary: Vec<&str> = r.json["secondary"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|x| x.as_str()).collect())
+        .unwrap_or_default();
+    for want in c.secondary {
+        if !secondary.contains(want) {
+            wrong.push(format!(
+                "secondary {secondary:?} (want {want:?} among them)"
+            ));
+        }
+    }
+    if let Some(want) = c.line {
+        if !got_line.is_some_and(|l| l.contains(want)) {
+            wrong.push(format!(
+                "decisive line {got_line:?} (want it to contain {want:?})"
+            ));
+        }
+    }
+    if got_phase != c.phase {
+        wrong.push(format!("phase {got_phase:?} (want {:?})", c.phase));
+    }
+    if !c.timeline.is_empty() {
+        let phases: Vec<&str> = r.json["timeline"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|p| p["phase"].as_str()).collect())
+            .unwrap_or_default();
+        if phases != c.timeline {
+            wrong.push(format!("timeline {phases:?} (want {:?})", c.timeline));
+        }
+    }
+    if r.took.as_secs_f64() > 5.0 {
+        wrong.push(format!("took {:?} (want < 5s)", r.took));
+    }
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{}\n  {}", wrong.join("\n  "), r.explain()))
+    }
+}
+
+#[test]
+fn builtin_profiles_replayed_reach_the_verdict_a_person_would_name() {
+    let env = Env::new();
+    let env = &env;
+    // The cases are independent (each run has its own id and log); run them side by side.
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = CASES
+            .iter()
+            .map(|c| s.spawn(move || (c, check(env, c))))
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|h| {
+                let (c, res) = h.join().expect("case thread");
+                res.err()
+                    .map(|e| format!("{}/{}: {e}", c.profile, c.fixture))
+            })
+            .collect()
+    });
+    assert!(failures.is_empty(), "\n{}", failures.join("\n\n"));
+}
+
+#[test]
+fn every_builtin_profile_has_a_ready_case_and_a_failure_case() {
+    for p in [
+        "sglang", "vllm", "tgi", "llamacpp", "ollama", "triton", "pytorch", "postgres", "redis",
+    ] {
+        let ok = CASES
+            .iter()
+            .any(|c| c.profile == p && matches!(c.verdict, "ready" | "succeeded"));
+        let failed = CASES
+            .iter()
+            .any(|c| c.profile == p && c.verdict == "failed" && c.signature.is_some());
+        assert!(ok && failed, "{p}: needs a ready run and a named failure");
+    }
+}
