@@ -72,7 +72,8 @@ pub struct EndpointSpec {
     /// Flags whose value is the listen port (`--port 30000`, `-p 5432`).
     #[serde(default)]
     pub port_flags: Vec<String>,
-    /// An environment variable holding `host:port`, `host` or `:port` (e.g. `OLLAMA_HOST`).
+    /// An environment variable holding `host:port`, `host`, `:port` or a bare port (e.g.
+    /// `OLLAMA_HOST`, `LLAMA_ARG_PORT`).
     #[serde(default)]
     pub addr_env: Option<String>,
     #[serde(default = "default_host")]
@@ -514,6 +515,11 @@ pub fn derive_address(
                 .trim_start_matches("http://")
                 .trim_start_matches("https://");
             let v = v.trim_end_matches('/');
+            if let Ok(port) = v.parse::<u16>() {
+                // A bare port (`PORT=8080`, `LLAMA_ARG_PORT=8080`).
+                addr.port = port;
+                return with_flags(addr, e, command);
+            }
             match v.rsplit_once(':') {
                 Some((h, p)) if p.parse::<u16>().is_ok() => {
                     if !h.is_empty() {
@@ -525,6 +531,11 @@ pub fn derive_address(
             }
         }
     }
+    with_flags(addr, e, command)
+}
+
+/// Flags on the command line win over the environment and the defaults.
+fn with_flags(mut addr: Address, e: &EndpointSpec, command: &[String]) -> Address {
     if let Some(h) = flag_value(command, &e.host_flags) {
         addr.host = h;
     }

@@ -148,6 +148,7 @@ fn addresses_come_from_flags_env_and_defaults() {
         ("srv", Some("0.0.0.0:11500"), "0.0.0.0", 11500),
         ("srv", Some("http://10.0.0.2:9"), "10.0.0.2", 9),
         ("srv --port 7", Some(":8"), "127.0.0.1", 7),
+        ("srv", Some("8081"), "127.0.0.1", 8081),
     ];
     for (c, envv, host, port) in table {
         let env = |k: &str| (k == "SRV_HOST").then(|| envv.unwrap().to_string());
