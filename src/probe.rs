@@ -22,6 +22,8 @@ pub mod http;
 pub mod notify;
 pub mod request;
 pub mod tcp;
+#[cfg(test)]
+mod testserver;
 
 pub use crate::profile::ProbeKind;
 
