@@ -43,7 +43,14 @@ pub fn probe(url: &str, timeout: Duration) -> ProbeOutcome {
     match response {
         Ok(r) => {
             let what = format!("health URL {}", target.shown);
-            match non_success(r.status().as_u16(), location(&r), &what, latency, None) {
+            match non_success(
+                r.status().as_u16(),
+                location(&r),
+                &what,
+                latency,
+                None,
+                "is the health path right?",
+            ) {
                 Some(outcome) => outcome,
                 None => ProbeOutcome::Up {
                     detail: format!(
@@ -163,13 +170,14 @@ fn location(r: &ureq::http::Response<ureq::Body>) -> Option<String> {
 
 /// The outcome of a status that is not 2xx (`None` for 2xx). `what` names the request
 /// (`health URL http://...`, `POST http://.../v1/completions`); `said` is the server's own error
-/// message when it sent one.
+/// message when it sent one; `hint_404` is the question a 404 asks.
 pub(crate) fn non_success(
     code: u16,
     location: Option<String>,
     what: &str,
     latency: Duration,
     said: Option<&str>,
+    hint_404: &str,
 ) -> Option<ProbeOutcome> {
     let status = status_text(code);
     let said = said
@@ -190,7 +198,7 @@ pub(crate) fn non_success(
         429 | 500..=599 => Some(ProbeOutcome::NotYet {
             detail: format!("{status} from {what} ({}){said}", format_duration(latency)),
         }),
-        404 => fault(format!("{status} from {what}: is the path right?{said}")),
+        404 => fault(format!("{status} from {what}: {hint_404}{said}")),
         401 | 403 => fault(format!(
             "{status} from {what}: the server wants credentials that firedup does not send{said}"
         )),
@@ -307,7 +315,9 @@ mod tests {
         assert_eq!(
             probe(&url, T),
             ProbeOutcome::Fault {
-                detail: format!("HTTP 404 Not Found from health URL {url}: is the path right?")
+                detail: format!(
+                    "HTTP 404 Not Found from health URL {url}: is the health path right?"
+                )
             }
         );
     }
@@ -404,7 +414,7 @@ mod tests {
     #[test]
     fn statuses_are_sorted_into_outcomes() {
         let t = Duration::from_millis(12);
-        let kind = |code: u16| match non_success(code, None, "health URL u", t, None) {
+        let kind = |code: u16| match non_success(code, None, "health URL u", t, None, "?") {
             None => "up",
             Some(ProbeOutcome::NotYet { .. }) => "not yet",
             Some(ProbeOutcome::Fault { .. }) => "fault",
