@@ -353,4 +353,21 @@ printf '1234, 40320\n5678, [N/A]\n1234, 1000\n4321, 7\n'"#,
         assert_eq!(got, Err("nvidia-smi did not answer within 300ms".into()));
         assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
     }
+
+    /// Against the real `nvidia-smi`, on a machine with one (`cargo test -- --ignored`): the
+    /// output format and a process of ours holding GPU memory, when `FIREDUP_GPU_PID` names one.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn real_nvidia_smi() {
+        let apps = gpu_pids()
+            .expect("nvidia-smi runs")
+            .expect("nvidia-smi on PATH");
+        eprintln!("compute apps: {apps:?}");
+        if let Ok(pid) = std::env::var("FIREDUP_GPU_PID") {
+            let pid: u32 = pid.parse().unwrap();
+            let mib = tree_memory_mib(&[pid]).unwrap().unwrap();
+            eprintln!("pid {pid}: {mib} MiB");
+            assert!(mib > 0, "{apps:?}");
+        }
+    }
 }
