@@ -372,6 +372,17 @@ mod tests {
     }
 
     #[test]
+    fn a_connection_closed_without_an_answer_is_not_yet() {
+        let s = FakeServer::start(vec![Reply::Raw(Vec::new())]);
+        assert_eq!(
+            probe(&s.url("/health"), T),
+            ProbeOutcome::NotYet {
+                detail: format!("{} closed the connection without an HTTP answer", s.addr)
+            }
+        );
+    }
+
+    #[test]
     fn refused_is_not_yet() {
         let port = free_port();
         assert_eq!(
