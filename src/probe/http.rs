@@ -1,14 +1,523 @@
-//! HTTP health probe. (Stub: implemented in the probes change.)
+//! HTTP health probe: GET a URL and read its status.
+//!
+//! Contract of [`probe`]:
+//! - 2xx → `Up` with the latency;
+//! - 500, 502, 503, 504, 429 and other 5xx (a server still loading, or a proxy in front of one) →
+//!   `NotYet`, as are connection refused, a connection closed without an answer, and no answer
+//!   within the timeout;
+//! - a 3xx → `Fault` ("health URL ... redirects to ..."): redirects are not followed, because a
+//!   health check that lands somewhere else checks something else;
+//! - 404, 401, 403 and the other 4xx → `Fault` (the URL or the credentials are wrong, not the
+//!   server slow);
+//! - a host that does not resolve, a URL that is not `http://` (there is no TLS in firedup), an
+//!   answer that is not HTTP (probing a Redis port) → `Fault`, each with its own detail.
+//!
+//! The agent built by [`agent`] is shared with the request probe. It ignores proxies from the
+//! environment: ureq 3 reads `ALL_PROXY`, `HTTPS_PROXY` and `HTTP_PROXY` (and lower-case forms) in
+//! its default config, in that order and for every scheme, and tunnels through the proxy with
+//! `CONNECT`. A probe of `127.0.0.1` sent to a corporate proxy would probe the proxy, so the agent
+//! sets `proxy(None)` explicitly.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::ProbeOutcome;
+use crate::duration::format_duration;
 
 /// GETs `url` within `timeout`: 2xx is `Up`; 503 and refused are `NotYet`; unresolvable host,
 /// protocol errors and other 4xx are `Fault`.
 pub fn probe(url: &str, timeout: Duration) -> ProbeOutcome {
-    let _ = (url, timeout);
-    ProbeOutcome::Fault {
-        detail: "the HTTP probe is not built yet".into(),
+    let target = match Target::parse(url) {
+        Ok(t) => t,
+        Err(detail) => return ProbeOutcome::Fault { detail },
+    };
+    // Resolved here first: ureq reports a failed lookup as a bare I/O error that cannot be told
+    // apart from others, and "cannot resolve host" is the detail people need.
+    let start = Instant::now();
+    if let Err(detail) = super::resolve(&target.host, target.port, timeout) {
+        return ProbeOutcome::Fault { detail };
+    }
+    let left = timeout.saturating_sub(start.elapsed());
+    let t0 = Instant::now();
+    let response = agent(left.max(Duration::from_millis(1))).get(url).call();
+    let latency = t0.elapsed();
+    match response {
+        Ok(r) => {
+            let what = format!("health URL {}", target.shown);
+            match non_success(
+                r.status().as_u16(),
+                location(&r),
+                &what,
+                latency,
+                None,
+                "is the health path right?",
+            ) {
+                Some(outcome) => outcome,
+                None => ProbeOutcome::Up {
+                    detail: format!(
+                        "{} from {} ({})",
+                        status_text(r.status().as_u16()),
+                        target.shown,
+                        format_duration(latency)
+                    ),
+                    latency,
+                },
+            }
+        }
+        Err(e) => error_outcome(&e, &target, timeout),
+    }
+}
+
+/// The agent for every probe request: no proxy (see the module doc), no redirects, statuses as
+/// responses rather than errors, and `timeout` as a hard bound from lookup to the last body byte.
+pub(crate) fn agent(timeout: Duration) -> ureq::Agent {
+    let config = ureq::Agent::config_builder()
+        .proxy(None)
+        .max_redirects(0)
+        .http_status_as_error(false)
+        .timeout_global(Some(timeout))
+        .user_agent(concat!("firedup/", env!("CARGO_PKG_VERSION")))
+        .build();
+    ureq::Agent::new_with_config(config)
+}
+
+/// A checked `http://` URL: where it connects, and how it is shown in details.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Target {
+    pub host: String,
+    pub port: u16,
+    /// `host:port` as the URL spells it.
+    pub authority: String,
+    /// The URL without credentials or query (either may hold a secret).
+    pub shown: String,
+}
+
+impl Target {
+    /// Checks that `url` is an `http://` URL with a host. The error is a `Fault` detail.
+    pub fn parse(url: &str) -> Result<Target, String> {
+        let lower = url.get(..8).unwrap_or(url).to_ascii_lowercase();
+        if lower.starts_with("https://") {
+            return Err(format!(
+                "{} is https, and firedup only speaks plain http to probe a server",
+                redact_url(url)
+            ));
+        }
+        if !lower.starts_with("http://") {
+            return Err(format!(
+                "invalid URL '{}': it must start with http://",
+                redact_url(url)
+            ));
+        }
+        let uri: ureq::http::Uri = url
+            .parse()
+            .map_err(|e| format!("invalid URL '{}': {e}", redact_url(url)))?;
+        let host = uri
+            .host()
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| format!("invalid URL '{}': it has no host", redact_url(url)))?;
+        let port = uri.port_u16().unwrap_or(80);
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        let authority = match uri.port_u16() {
+            Some(p) if host.contains(':') => format!("[{host}]:{p}"),
+            Some(p) => format!("{host}:{p}"),
+            None if host.contains(':') => format!("[{host}]"),
+            None => host.clone(),
+        };
+        let query = if uri.query().is_some() { "?..." } else { "" };
+        let shown = format!("http://{authority}{}{query}", uri.path());
+        Ok(Target {
+            host,
+            port,
+            authority,
+            shown,
+        })
+    }
+}
+
+/// `url` with credentials and query hidden, for details about a URL that did not parse.
+fn redact_url(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((s, r)) => (format!("{s}://"), r),
+        None => (String::new(), url),
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+    let tail = tail
+        .split_once('?')
+        .map_or(tail.to_string(), |(t, _)| format!("{t}?..."));
+    format!("{scheme}{authority}{tail}")
+}
+
+/// `HTTP 503 Service Unavailable`.
+pub(crate) fn status_text(code: u16) -> String {
+    let reason = ureq::http::StatusCode::from_u16(code)
+        .ok()
+        .and_then(|s| s.canonical_reason());
+    match reason {
+        Some(r) => format!("HTTP {code} {r}"),
+        None => format!("HTTP {code}"),
+    }
+}
+
+fn location(r: &ureq::http::Response<ureq::Body>) -> Option<String> {
+    r.headers()
+        .get("location")
+        .map(|v| redact_url(&String::from_utf8_lossy(v.as_bytes())))
+}
+
+/// The outcome of a status that is not 2xx (`None` for 2xx). `what` names the request
+/// (`health URL http://...`, `POST http://.../v1/completions`); `said` is the server's own error
+/// message when it sent one; `hint_404` is the question a 404 asks.
+pub(crate) fn non_success(
+    code: u16,
+    location: Option<String>,
+    what: &str,
+    latency: Duration,
+    said: Option<&str>,
+    hint_404: &str,
+) -> Option<ProbeOutcome> {
+    let status = status_text(code);
+    let said = said
+        .map(|s| format!(" (the server says: {s})"))
+        .unwrap_or_default();
+    let fault = |detail: String| Some(ProbeOutcome::Fault { detail });
+    match code {
+        200..=299 => None,
+        300..=399 => fault(format!(
+            "{what} redirects to {} ({status}); firedup does not follow redirects",
+            location
+                .as_deref()
+                .unwrap_or("nowhere (no Location header)")
+        )),
+        // A server that exists but does not implement the method or the protocol will not get
+        // better by waiting.
+        501 | 505 => fault(format!("{status} from {what}{said}")),
+        429 | 500..=599 => Some(ProbeOutcome::NotYet {
+            detail: format!("{status} from {what} ({}){said}", format_duration(latency)),
+        }),
+        404 => fault(format!("{status} from {what}: {hint_404}{said}")),
+        401 | 403 => fault(format!(
+            "{status} from {what}: the server wants credentials that firedup does not send{said}"
+        )),
+        400..=499 => fault(format!("{status} from {what}{said}")),
+        _ => fault(format!("unexpected {status} from {what}")),
+    }
+}
+
+/// The outcome of a request that got no response.
+pub(crate) fn error_outcome(e: &ureq::Error, target: &Target, timeout: Duration) -> ProbeOutcome {
+    use std::io::ErrorKind as K;
+    let at = &target.authority;
+    let not_yet = |detail: String| ProbeOutcome::NotYet { detail };
+    let fault = |detail: String| ProbeOutcome::Fault { detail };
+    match e {
+        ureq::Error::Timeout(_) => not_yet(format!(
+            "no answer from {} within {}",
+            target.shown,
+            format_duration(timeout)
+        )),
+        ureq::Error::Io(io) => match io.kind() {
+            K::ConnectionRefused => not_yet(format!("connection refused by {at}")),
+            K::TimedOut | K::WouldBlock => not_yet(format!(
+                "no answer from {} within {}",
+                target.shown,
+                format_duration(timeout)
+            )),
+            K::ConnectionReset | K::ConnectionAborted | K::UnexpectedEof | K::BrokenPipe => {
+                not_yet(format!("{at} closed the connection without an HTTP answer"))
+            }
+            K::PermissionDenied => fault(format!("permission denied connecting to {at}")),
+            K::NetworkUnreachable => fault(format!("network unreachable for {at}")),
+            K::HostUnreachable => fault(format!("host unreachable: {at}")),
+            _ => fault(format!("cannot reach {}: {io}", target.shown)),
+        },
+        ureq::Error::HostNotFound => fault(format!("cannot resolve host '{}'", target.host)),
+        ureq::Error::Protocol(p) => fault(format!(
+            "{at} answers, but not with HTTP ({p}): is this the HTTP port?"
+        )),
+        ureq::Error::LargeResponseHeader(..) => fault(format!(
+            "{at} answers, but not with HTTP (no end of headers): is this the HTTP port?"
+        )),
+        ureq::Error::BadUri(_) => fault(format!("invalid URL '{}'", target.shown)),
+        ureq::Error::Tls(_) | ureq::Error::TlsRequired | ureq::Error::RequireHttpsOnly(_) => {
+            fault(format!(
+                "{} needs TLS, and firedup only speaks plain http to probe a server",
+                target.shown
+            ))
+        }
+        ureq::Error::BodyExceedsLimit(n) => fault(format!(
+            "the answer from {} is larger than {n} bytes",
+            target.shown
+        )),
+        other => fault(format!("HTTP request to {} failed: {other}", target.shown)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testserver::{FakeServer, Reply, http};
+    use super::*;
+    use std::net::TcpListener;
+
+    const T: Duration = Duration::from_secs(5);
+
+    fn free_port() -> u16 {
+        TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    }
+
+    #[test]
+    fn two_hundred_is_up_with_its_latency() {
+        let s = FakeServer::start(vec![http("200 OK", "{}")]);
+        let out = probe(&s.url("/health"), T);
+        let ProbeOutcome::Up { detail, latency } = &out else {
+            panic!("expected Up, got {out:?}");
+        };
+        assert!(
+            detail.starts_with(&format!("HTTP 200 OK from http://{}/health (", s.addr)),
+            "{detail}"
+        );
+        assert!(*latency < T);
+        let req = s.next_request();
+        assert_eq!((req.method.as_str(), req.path.as_str()), ("GET", "/health"));
+    }
+
+    #[test]
+    fn five_oh_three_is_not_yet_then_two_hundred_is_up() {
+        let s = FakeServer::start(vec![
+            http("503 Service Unavailable", "loading"),
+            http("200 OK", "ok"),
+        ]);
+        let url = s.url("/health");
+        let first = probe(&url, T);
+        let ProbeOutcome::NotYet { detail } = &first else {
+            panic!("expected NotYet, got {first:?}");
+        };
+        assert!(
+            detail.starts_with(&format!(
+                "HTTP 503 Service Unavailable from health URL {url} ("
+            )),
+            "{detail}"
+        );
+        assert!(probe(&url, T).is_up());
+    }
+
+    #[test]
+    fn four_oh_four_is_a_fault_about_the_path() {
+        let s = FakeServer::start(vec![http("404 Not Found", "")]);
+        let url = s.url("/helth");
+        assert_eq!(
+            probe(&url, T),
+            ProbeOutcome::Fault {
+                detail: format!(
+                    "HTTP 404 Not Found from health URL {url}: is the health path right?"
+                )
+            }
+        );
+    }
+
+    #[test]
+    fn a_redirect_is_reported_not_followed() {
+        let s = FakeServer::start(vec![Reply::Raw(
+            b"HTTP/1.1 301 Moved Permanently\r\nLocation: /health/\r\nContent-Length: 0\r\n\r\n"
+                .to_vec(),
+        )]);
+        let url = s.url("/health");
+        assert_eq!(
+            probe(&url, T),
+            ProbeOutcome::Fault {
+                detail: format!(
+                    "health URL {url} redirects to /health/ (HTTP 301 Moved Permanently); \
+                     firedup does not follow redirects"
+                )
+            }
+        );
+    }
+
+    #[test]
+    fn an_answer_that_is_not_http_is_a_fault() {
+        // What a Redis port says to an HTTP request.
+        let s = FakeServer::start(vec![Reply::Raw(
+            b"-ERR unknown command 'GET', with args beginning with: '/health'\r\n".to_vec(),
+        )]);
+        let out = probe(&s.url("/health"), T);
+        let ProbeOutcome::Fault { detail } = &out else {
+            panic!("expected Fault, got {out:?}");
+        };
+        assert!(
+            detail.starts_with(&format!("{} answers, but not with HTTP (", s.addr)),
+            "{detail}"
+        );
+    }
+
+    #[test]
+    fn a_server_that_never_answers_is_not_yet_within_the_timeout() {
+        let s = FakeServer::start(vec![Reply::Hang]);
+        let t = Duration::from_millis(300);
+        let t0 = Instant::now();
+        let out = probe(&s.url("/health"), t);
+        assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+        assert_eq!(
+            out,
+            ProbeOutcome::NotYet {
+                detail: format!("no answer from {} within 300ms", s.url("/health"))
+            }
+        );
+    }
+
+    #[test]
+    fn a_connection_closed_without_an_answer_is_not_yet() {
+        let s = FakeServer::start(vec![Reply::Raw(Vec::new())]);
+        assert_eq!(
+            probe(&s.url("/health"), T),
+            ProbeOutcome::NotYet {
+                detail: format!("{} closed the connection without an HTTP answer", s.addr)
+            }
+        );
+    }
+
+    #[test]
+    fn refused_is_not_yet() {
+        let port = free_port();
+        assert_eq!(
+            probe(&format!("http://127.0.0.1:{port}/health"), T),
+            ProbeOutcome::NotYet {
+                detail: format!("connection refused by 127.0.0.1:{port}")
+            }
+        );
+    }
+
+    #[test]
+    fn bad_hosts_and_urls_are_faults_each_with_its_own_detail() {
+        let table = [
+            (
+                "http://nonexistent.invalid:8000/health",
+                "cannot resolve host 'nonexistent.invalid'",
+            ),
+            (
+                "https://127.0.0.1:8000/health",
+                "https://127.0.0.1:8000/health is https, and firedup only speaks plain http",
+            ),
+            (
+                "localhost:8000/health",
+                "invalid URL 'localhost:8000/health': it must start with http://",
+            ),
+            ("http:///health", "invalid URL"),
+            (
+                "ftp://user:hunter2@host/x",
+                "invalid URL 'ftp://host/x': it must start with http://",
+            ),
+        ];
+        for (url, want) in table {
+            let out = probe(url, T);
+            assert!(matches!(out, ProbeOutcome::Fault { .. }), "{url}: {out:?}");
+            assert!(out.detail().starts_with(want), "{url}: {out:?}");
+            assert!(!out.detail().contains("hunter2"), "{url}: {out:?}");
+        }
+    }
+
+    #[test]
+    fn statuses_are_sorted_into_outcomes() {
+        let t = Duration::from_millis(12);
+        let kind = |code: u16| match non_success(code, None, "health URL u", t, None, "?") {
+            None => "up",
+            Some(ProbeOutcome::NotYet { .. }) => "not yet",
+            Some(ProbeOutcome::Fault { .. }) => "fault",
+            Some(other) => panic!("{other:?}"),
+        };
+        let table = [
+            (200, "up"),
+            (204, "up"),
+            (301, "fault"),
+            (400, "fault"),
+            (401, "fault"),
+            (403, "fault"),
+            (404, "fault"),
+            (429, "not yet"),
+            (500, "not yet"),
+            (501, "fault"),
+            (502, "not yet"),
+            (503, "not yet"),
+            (504, "not yet"),
+        ];
+        for (code, want) in table {
+            assert_eq!(kind(code), want, "{code}");
+        }
+    }
+
+    #[test]
+    fn urls_are_shown_without_credentials_or_query() {
+        let t = Target::parse("http://me:secret@[::1]:8080/health?token=abc").unwrap();
+        assert_eq!(t.host, "::1");
+        assert_eq!(t.port, 8080);
+        assert_eq!(t.authority, "[::1]:8080");
+        assert_eq!(t.shown, "http://[::1]:8080/health?...");
+        let t = Target::parse("http://gpu-box/health").unwrap();
+        assert_eq!((t.port, t.shown.as_str()), (80, "http://gpu-box/health"));
+    }
+
+    /// Proxy variables in the environment must not be used. The test cannot set them in its own
+    /// process (mutating the environment of a threaded test process is unsound), so it runs this
+    /// test binary again as a child with `HTTP_PROXY` pointing at a fake proxy: there, a default
+    /// ureq agent goes to the proxy (so the variable is live) and the probe does not.
+    #[test]
+    fn proxy_variables_in_the_environment_are_ignored() {
+        let proxy = FakeServer::start(vec![Reply::Raw(
+            b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n".to_vec(),
+        )]);
+        let target = FakeServer::start(vec![http("200 OK", "ok")]);
+        let exe = std::env::current_exe().unwrap();
+        let mut child = std::process::Command::new(exe);
+        child
+            .args([
+                "--exact",
+                "probe::http::tests::proxy_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("FIREDUP_PROXY_CHILD_TARGET", target.url("/health"))
+            .env("HTTP_PROXY", format!("http://{}", proxy.addr))
+            .env_remove("ALL_PROXY")
+            .env_remove("all_proxy")
+            .env_remove("HTTPS_PROXY")
+            .env_remove("https_proxy")
+            .env_remove("http_proxy")
+            .env_remove("NO_PROXY")
+            .env_remove("no_proxy");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(child.output()));
+        let output = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the child test did not finish within 60 s")
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{text}");
+        assert!(text.contains("1 passed"), "{text}");
+        // The default agent went through the proxy, with a CONNECT tunnel...
+        let via_proxy = proxy.next_request();
+        assert_eq!(via_proxy.method, "CONNECT");
+        // ...and the probe went straight to the server.
+        assert_eq!(target.next_request().path, "/health");
+    }
+
+    /// The child half of [`proxy_variables_in_the_environment_are_ignored`]; does nothing when run
+    /// on its own.
+    #[test]
+    fn proxy_child() {
+        let Ok(url) = std::env::var("FIREDUP_PROXY_CHILD_TARGET") else {
+            return;
+        };
+        let default = ureq::Agent::new_with_defaults();
+        assert!(default.config().proxy().is_some());
+        assert!(default.get(&url).call().is_err(), "the fake proxy refuses");
+        assert!(agent(T).config().proxy().is_none());
+        let out = probe(&url, T);
+        assert!(out.is_up(), "{out:?}");
     }
 }

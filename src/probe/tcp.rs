@@ -1,14 +1,560 @@
-//! TCP port probe. (Stub: implemented in the probes change.)
+//! TCP port probe: does `host:port` accept connections, and is the listener the watched process's?
+//!
+//! Contract of [`probe`]:
+//! - the host does not resolve → `Fault` ("cannot resolve host ...");
+//! - refused, reset, or no answer within the timeout → `NotYet`;
+//! - permission denied, network or host unreachable, any other connect error → `Fault`;
+//! - connected, and the host is not local or no `tree` is given → `Up`;
+//! - connected to a local host with a `tree`: the listener answering that address is looked up in
+//!   `/proc/net/tcp` and `/proc/net/tcp6` (socket inode), then in `/proc/PID/fd` (`socket:[inode]`).
+//!   Held by a process of the tree → `Up`; held by another process → `Foreign` naming it (or saying
+//!   firedup cannot see it). A listener firedup cannot find at all (another network namespace, no
+//!   `/proc`) gives `Up` with the detail saying the owner was not checked: "someone else is on your
+//!   port" must only be said when it is known.
+//!
+//! [`listener_pids`] answers "who listens on this port" for teardown checks.
 
-use std::time::Duration;
+use std::collections::HashSet;
+use std::fs;
+use std::io;
+use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::time::{Duration, Instant};
 
 use super::ProbeOutcome;
+use crate::duration::format_duration;
 
 /// Connects to `host:port` within `timeout`. When `tree` is given and the host is local, a listener
 /// that belongs to no process of `tree` is `Foreign`.
 pub fn probe(host: &str, port: u16, tree: Option<&[u32]>, timeout: Duration) -> ProbeOutcome {
-    let _ = (host, port, tree, timeout);
-    ProbeOutcome::Fault {
-        detail: "the TCP probe is not built yet".into(),
+    let start = Instant::now();
+    let addrs = match super::resolve(host, port, timeout) {
+        Ok(a) => a,
+        Err(detail) => return ProbeOutcome::Fault { detail },
+    };
+    let (stream, latency) = match connect_any(host, port, &addrs, start + timeout, timeout) {
+        Ok(c) => c,
+        Err(outcome) => return outcome,
+    };
+    // The peer address is what the kernel actually reached (a connect to 0.0.0.0 lands on
+    // 127.0.0.1), so it is the one to match against the listeners.
+    let peer = stream.peer_addr().unwrap_or(addrs[0]);
+    drop(stream);
+    let accepts = format!("{} accepts connections", show(peer));
+    let Some(tree) = tree else {
+        return ProbeOutcome::Up {
+            detail: accepts,
+            latency,
+        };
+    };
+    if !is_local(peer.ip()) {
+        return ProbeOutcome::Up {
+            detail: format!("{accepts} (a remote host: its owner is not checked)"),
+            latency,
+        };
+    }
+    match owner(peer, tree) {
+        Owner::Tree(pid) => ProbeOutcome::Up {
+            detail: format!("{accepts}, held by pid {pid} of the watched process tree"),
+            latency,
+        },
+        Owner::Unchecked(why) => ProbeOutcome::Up {
+            detail: format!("{accepts} (its owner is not checked: {why})"),
+            latency,
+        },
+        Owner::Other(pid) => ProbeOutcome::Foreign {
+            detail: format!(
+                "port {port} is answered by pid {pid} ({}), not by the watched process",
+                shown_command(pid)
+            ),
+        },
+        Owner::Invisible => ProbeOutcome::Foreign {
+            detail: format!(
+                "port {port} is answered by a process firedup cannot see (another user's or a \
+                 container's), not by the watched process"
+            ),
+        },
+        Owner::Unreadable(pid) => ProbeOutcome::Fault {
+            detail: format!(
+                "cannot read the sockets of pid {pid} of the watched process tree (permission \
+                 denied), so who answers port {port} is unknown"
+            ),
+        },
+    }
+}
+
+/// Pids of the processes holding a listening TCP socket on `port` (any address, IPv4 or IPv6),
+/// sorted. Processes whose `/proc/PID/fd` firedup cannot read are missing, so an empty list means
+/// "no visible listener", which is what "is the port free" needs short of a bind.
+pub fn listener_pids(port: u16) -> Vec<u32> {
+    let inodes: HashSet<u64> = read_listeners()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|l| l.port == port)
+        .map(|l| l.inode)
+        .collect();
+    if inodes.is_empty() {
+        return Vec::new();
+    }
+    let mut pids: Vec<u32> = all_pids()
+        .into_iter()
+        .filter(|&pid| socket_inodes(pid).is_ok_and(|s| !s.is_disjoint(&inodes)))
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
+/// One listening socket from `/proc/net/tcp` or `/proc/net/tcp6`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listener {
+    pub addr: IpAddr,
+    pub port: u16,
+    pub inode: u64,
+}
+
+/// The listening sockets (state `0A`) in the text of `/proc/net/tcp` or `/proc/net/tcp6`. Lines
+/// that do not parse (the header, a truncated read) are skipped.
+///
+/// The kernel prints each address as 32-bit words in host byte order (`%08X` of the raw network
+/// bytes), so `0100007F` is 127.0.0.1 on a little-endian machine; the port is printed as a
+/// number.
+pub fn parse_listeners(text: &str) -> Vec<Listener> {
+    text.lines().filter_map(parse_line).collect()
+}
+
+fn parse_line(line: &str) -> Option<Listener> {
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    if fields.len() < 10 || fields[3] != "0A" {
+        return None;
+    }
+    let (addr, port) = fields[1].split_once(':')?;
+    let port = u16::from_str_radix(port, 16).ok()?;
+    let inode: u64 = fields[9].parse().ok()?;
+    let addr = match addr.len() {
+        8 => IpAddr::from(word(addr)?),
+        32 => {
+            let mut bytes = [0u8; 16];
+            for (i, chunk) in bytes.chunks_mut(4).enumerate() {
+                chunk.copy_from_slice(&word(&addr[i * 8..i * 8 + 8])?);
+            }
+            IpAddr::from(bytes)
+        }
+        _ => return None,
+    };
+    Some(Listener { addr, port, inode })
+}
+
+/// Four address bytes from one `%08X` word (see [`parse_listeners`]).
+fn word(hex: &str) -> Option<[u8; 4]> {
+    u32::from_str_radix(hex, 16).ok().map(u32::to_ne_bytes)
+}
+
+/// Every listening socket of this network namespace.
+fn read_listeners() -> Result<Vec<Listener>, String> {
+    let mut found = Vec::new();
+    let mut read_any = false;
+    for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        // tcp6 is missing on a kernel without IPv6: that is no error.
+        if let Ok(text) = fs::read_to_string(file) {
+            read_any = true;
+            found.extend(parse_listeners(&text));
+        }
+    }
+    if read_any {
+        Ok(found)
+    } else {
+        Err("/proc/net/tcp is not readable".into())
+    }
+}
+
+/// The listeners that would take a connection to `peer`: the kernel prefers a socket bound to the
+/// exact address over a wildcard one, and an IPv4 wildcard over a dual-stack IPv6 one.
+pub fn answering(listeners: &[Listener], peer: SocketAddr) -> Vec<Listener> {
+    let on_port = || listeners.iter().filter(|l| l.port == peer.port());
+    let ip = canonical(peer.ip());
+    let tiers: [&dyn Fn(&Listener) -> bool; 3] = [
+        &|l| canonical(l.addr) == ip,
+        &|l| l.addr.is_unspecified() && l.addr.is_ipv4() == ip.is_ipv4(),
+        &|l| l.addr.is_unspecified() && l.addr.is_ipv6(),
+    ];
+    for tier in tiers {
+        let found: Vec<Listener> = on_port().filter(|l| tier(l)).copied().collect();
+        if !found.is_empty() {
+            return found;
+        }
+    }
+    Vec::new()
+}
+
+/// An IPv4-mapped IPv6 address (`::ffff:127.0.0.1`, how a dual-stack socket shows IPv4) as IPv4.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+enum Owner {
+    Tree(u32),
+    Other(u32),
+    /// A listener exists but no readable process holds it.
+    Invisible,
+    /// Not found, and a process of the tree could not be read: it may be the owner.
+    Unreadable(u32),
+    /// No listener to check (the reason, as a clause).
+    Unchecked(String),
+}
+
+fn owner(peer: SocketAddr, tree: &[u32]) -> Owner {
+    let listeners = match read_listeners() {
+        Ok(l) => l,
+        Err(why) => return Owner::Unchecked(why),
+    };
+    let inodes: HashSet<u64> = answering(&listeners, peer)
+        .into_iter()
+        .map(|l| l.inode)
+        .collect();
+    if inodes.is_empty() {
+        return Owner::Unchecked(format!(
+            "no listener on port {} in /proc/net/tcp, maybe another network namespace",
+            peer.port()
+        ));
+    }
+    let mut unreadable = None;
+    for &pid in tree {
+        match socket_inodes(pid) {
+            Ok(held) if !held.is_disjoint(&inodes) => return Owner::Tree(pid),
+            Ok(_) => {}
+            // A process of the tree that exited meanwhile holds nothing.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(_) => unreadable = unreadable.or(Some(pid)),
+        }
+    }
+    let other = all_pids()
+        .into_iter()
+        .filter(|pid| !tree.contains(pid))
+        .find(|&pid| socket_inodes(pid).is_ok_and(|s| !s.is_disjoint(&inodes)));
+    match (other, unreadable) {
+        (Some(pid), _) => Owner::Other(pid),
+        (None, Some(pid)) => Owner::Unreadable(pid),
+        (None, None) => Owner::Invisible,
+    }
+}
+
+/// The socket inodes held by `pid` (`socket:[N]` links in `/proc/PID/fd`).
+fn socket_inodes(pid: u32) -> io::Result<HashSet<u64>> {
+    let mut found = HashSet::new();
+    for entry in fs::read_dir(format!("/proc/{pid}/fd"))? {
+        let Ok(entry) = entry else { continue };
+        let Ok(link) = fs::read_link(entry.path()) else {
+            continue;
+        };
+        let link = link.to_string_lossy();
+        if let Some(n) = link
+            .strip_prefix("socket:[")
+            .and_then(|r| r.strip_suffix(']'))
+            .and_then(|n| n.parse().ok())
+        {
+            found.insert(n);
+        }
+    }
+    Ok(found)
+}
+
+fn all_pids() -> Vec<u32> {
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// The command line of `pid` for a detail: values of flags that look like secrets
+/// (`--api-key X`, `--requirepass=X`) redacted, and cut to a readable length.
+fn shown_command(pid: u32) -> String {
+    let raw = crate::process::cmdline(pid);
+    if raw.is_empty() {
+        return fs::read_to_string(format!("/proc/{pid}/comm"))
+            .map(|c| c.trim().to_string())
+            .unwrap_or_else(|_| "command unreadable".into());
+    }
+    redact_command(&raw)
+}
+
+fn redact_command(cmd: &str) -> String {
+    let secret = |flag: &str| {
+        let name = flag.trim_start_matches('-');
+        flag.starts_with('-')
+            && (crate::secrets::looks_secret(name) || name.to_ascii_uppercase().contains("PASS"))
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut hide_next = false;
+    for arg in cmd.split(' ') {
+        if hide_next {
+            out.push(crate::secrets::REDACTED.into());
+            hide_next = false;
+        } else if let Some((flag, _)) = arg.split_once('=').filter(|(f, _)| secret(f)) {
+            out.push(format!("{flag}={}", crate::secrets::REDACTED));
+        } else {
+            hide_next = secret(arg);
+            out.push(arg.into());
+        }
+    }
+    let shown = out.join(" ");
+    const MAX: usize = 100;
+    match shown.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}...", &shown[..cut]),
+        None => shown,
+    }
+}
+
+/// Whether `ip` is this machine: loopback, the wildcard, or an address a socket can be bound to
+/// (binding a UDP socket to port 0 sends nothing and fails with `EADDRNOTAVAIL` for an address
+/// that is not ours, which avoids parsing interface lists).
+fn is_local(ip: IpAddr) -> bool {
+    ip.is_loopback() || ip.is_unspecified() || UdpSocket::bind(SocketAddr::new(ip, 0)).is_ok()
+}
+
+/// `1.2.3.4:80` or `[::1]:80`.
+fn show(addr: SocketAddr) -> String {
+    addr.to_string()
+}
+
+/// Tries each address until one connects or the deadline passes. When none connects, a "not yet"
+/// answer from any address (refused, timed out) wins over a fault from another: with `localhost`
+/// resolving to `::1` and `127.0.0.1`, an unreachable IPv6 must not hide a server still loading on
+/// IPv4.
+fn connect_any(
+    host: &str,
+    port: u16,
+    addrs: &[SocketAddr],
+    deadline: Instant,
+    timeout: Duration,
+) -> Result<(TcpStream, Duration), ProbeOutcome> {
+    let mut not_yet: Option<String> = None;
+    let mut fault: Option<String> = None;
+    for &addr in addrs {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            not_yet.get_or_insert_with(|| no_answer(host, port, addrs, timeout));
+            break;
+        }
+        let t0 = Instant::now();
+        match TcpStream::connect_timeout(&addr, left) {
+            Ok(s) => return Ok((s, t0.elapsed())),
+            Err(e) => match classify(&e, addr, timeout) {
+                Err(d) => {
+                    not_yet.get_or_insert(d);
+                }
+                Ok(d) => {
+                    fault.get_or_insert(d);
+                }
+            },
+        }
+    }
+    Err(match (not_yet, fault) {
+        (Some(detail), _) => ProbeOutcome::NotYet { detail },
+        (None, Some(detail)) => ProbeOutcome::Fault { detail },
+        (None, None) => ProbeOutcome::NotYet {
+            detail: no_answer(host, port, addrs, timeout),
+        },
+    })
+}
+
+fn no_answer(host: &str, port: u16, addrs: &[SocketAddr], timeout: Duration) -> String {
+    let target = match addrs {
+        [one] => show(*one),
+        _ => format!("{host}:{port}"),
+    };
+    format!(
+        "no answer from {target} within {}",
+        format_duration(timeout)
+    )
+}
+
+/// A connect error as `Err(not-yet detail)` or `Ok(fault detail)`.
+fn classify(e: &io::Error, addr: SocketAddr, timeout: Duration) -> Result<String, String> {
+    let a = show(addr);
+    use io::ErrorKind as K;
+    match e.kind() {
+        K::ConnectionRefused => Err(format!("connection refused by {a}")),
+        K::TimedOut | K::WouldBlock => Err(format!(
+            "no answer from {a} within {}",
+            format_duration(timeout)
+        )),
+        K::ConnectionReset | K::ConnectionAborted => Err(format!(
+            "connection to {a} was reset before it was accepted"
+        )),
+        K::PermissionDenied => Ok(format!(
+            "permission denied connecting to {a} (a firewall or security policy?)"
+        )),
+        K::NetworkUnreachable => Ok(format!("network unreachable for {a}")),
+        K::HostUnreachable => Ok(format!("host unreachable: {a}")),
+        K::AddrNotAvailable => Ok(format!("cannot connect to {a}: address not available")),
+        _ => Ok(format!("cannot connect to {a}: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    const TCP: &str = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:7530 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 111 1 0000000000000000 100 0 0 10 0
+   1: 00000000:18EB 00000000:0000 0A 00000000:00000000 00:00000000 00000000   999        0 222 1 0000000000000000 100 0 0 10 0
+   2: 0100007F:7530 0100007F:C350 01 00000000:00000000 00:00000000 00000000  1000        0 333 1 0000000000000000 20 4 30 10 -1
+   3: 0500000A:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 444 1 0000000000000000 100 0 0 10 0
+   4: garbage
+";
+    const TCP6: &str = "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000000000000000000001000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 555 1 0000000000000000 100 0 0 10 0
+   1: 00000000000000000000000000000000:18EB 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000   999        0 666 1 0000000000000000 100 0 0 10 0
+   2: 0000000000000000FFFF00000100007F:2382 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 777 1 0000000000000000 100 0 0 10 0
+";
+
+    fn l(addr: &str, port: u16, inode: u64) -> Listener {
+        Listener {
+            addr: addr.parse().unwrap(),
+            port,
+            inode,
+        }
+    }
+
+    #[test]
+    fn parses_listening_sockets_from_proc_net_tcp_and_tcp6() {
+        let table: [(&str, Vec<Listener>); 2] = [
+            (
+                TCP,
+                vec![
+                    l("127.0.0.1", 30000, 111),
+                    l("0.0.0.0", 6379, 222),
+                    // Line 2 is an established connection (01): not a listener.
+                    l("10.0.0.5", 8080, 444),
+                ],
+            ),
+            (
+                TCP6,
+                vec![
+                    l("::1", 8080, 555),
+                    l("::", 6379, 666),
+                    l("::ffff:127.0.0.1", 9090, 777),
+                ],
+            ),
+        ];
+        for (text, want) in table {
+            assert_eq!(parse_listeners(text), want);
+        }
+    }
+
+    #[test]
+    fn picks_the_listener_the_kernel_would_pick() {
+        let mut all = parse_listeners(TCP);
+        all.extend(parse_listeners(TCP6));
+        let inodes = |peer: &str| -> Vec<u64> {
+            answering(&all, peer.parse().unwrap())
+                .iter()
+                .map(|l| l.inode)
+                .collect()
+        };
+        // Exact address first.
+        assert_eq!(inodes("127.0.0.1:30000"), vec![111]);
+        assert_eq!(inodes("10.0.0.5:8080"), vec![444]);
+        assert_eq!(inodes("[::1]:8080"), vec![555]);
+        // An IPv4-mapped listener answers its IPv4 address.
+        assert_eq!(inodes("127.0.0.1:9090"), vec![777]);
+        // Wildcards: the IPv4 one for IPv4, the IPv6 one for IPv6.
+        assert_eq!(inodes("127.0.0.1:6379"), vec![222]);
+        assert_eq!(inodes("[::1]:6379"), vec![666]);
+        // Nothing bound to 127.0.0.1:8080 or a wildcard on 8080.
+        assert_eq!(inodes("127.0.0.1:8080"), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn redacts_secret_flags_in_commands() {
+        assert_eq!(
+            redact_command("vllm serve m --api-key sk-123 --port 8000"),
+            "vllm serve m --api-key <redacted> --port 8000"
+        );
+        assert_eq!(
+            redact_command("redis-server --requirepass=hunter2"),
+            "redis-server --requirepass=<redacted>"
+        );
+        assert_eq!(redact_command("redis-server *:6379"), "redis-server *:6379");
+        assert!(redact_command(&"x".repeat(300)).ends_with("..."));
+    }
+
+    fn free_port() -> u16 {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    }
+
+    #[test]
+    fn a_listener_of_this_process_is_up_for_a_tree_that_holds_it() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let me = std::process::id();
+        let t = Duration::from_secs(2);
+        let out = probe("127.0.0.1", port, Some(&[me]), t);
+        assert!(out.is_up(), "{out:?}");
+        assert!(out.detail().contains(&format!("pid {me}")), "{out:?}");
+        // A wildcard host is reached on loopback.
+        assert!(probe("0.0.0.0", port, Some(&[me]), t).is_up());
+        assert!(probe("localhost", port, None, t).is_up());
+        assert_eq!(listener_pids(port), vec![me]);
+    }
+
+    #[test]
+    fn a_listener_outside_the_tree_is_foreign() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let me = std::process::id();
+        // A tree whose one pid does not exist holds no socket.
+        let out = probe("127.0.0.1", port, Some(&[u32::MAX]), Duration::from_secs(2));
+        match &out {
+            ProbeOutcome::Foreign { detail } => {
+                assert!(
+                    detail.starts_with(&format!("port {port} is answered by pid {me} (")),
+                    "{detail}"
+                );
+                assert!(detail.ends_with("not by the watched process"), "{detail}");
+            }
+            other => panic!("expected Foreign, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn refused_is_not_yet_and_a_bad_name_is_a_fault() {
+        let port = free_port();
+        let out = probe("127.0.0.1", port, None, Duration::from_secs(2));
+        assert_eq!(
+            out,
+            ProbeOutcome::NotYet {
+                detail: format!("connection refused by 127.0.0.1:{port}")
+            }
+        );
+        let out = probe("nonexistent.invalid", port, None, Duration::from_secs(5));
+        assert!(matches!(out, ProbeOutcome::Fault { .. }), "{out:?}");
+        assert!(
+            out.detail()
+                .starts_with("cannot resolve host 'nonexistent.invalid'"),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn connect_errors_are_sorted_into_not_yet_and_fault() {
+        let a: SocketAddr = "10.1.2.3:80".parse().unwrap();
+        let t = Duration::from_secs(2);
+        let e = |k: io::ErrorKind| classify(&io::Error::from(k), a, t);
+        assert_eq!(
+            e(io::ErrorKind::TimedOut),
+            Err("no answer from 10.1.2.3:80 within 2.0s".into())
+        );
+        assert!(e(io::ErrorKind::ConnectionRefused).is_err());
+        assert_eq!(
+            e(io::ErrorKind::NetworkUnreachable),
+            Ok("network unreachable for 10.1.2.3:80".into())
+        );
+        assert!(e(io::ErrorKind::PermissionDenied).is_ok());
     }
 }
