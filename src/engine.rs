@@ -258,7 +258,10 @@ pub fn watch(
                 let seen = shown_probe.iter_mut().find(|(k, _)| k == kind);
                 let changed = seen.as_ref().is_none_or(|(_, s)| *s != shape);
                 if changed {
-                    progress.note(&format!("{}: {}", kind.as_str(), outcome.detail()), at(Instant::now()));
+                    progress.note(
+                        &format!("{}: {}", kind.as_str(), outcome.detail()),
+                        at(Instant::now()),
+                    );
                     match seen {
                         Some((_, s)) => *s = shape,
                         None => shown_probe.push((*kind, shape)),
@@ -551,7 +554,9 @@ fn write_observation(w: &mut dyn Write, at: Duration, obs: &Observation) {
         }
         Observation::Probe { kind, outcome } => {
             let (state, latency) = match outcome {
-                crate::probe::ProbeOutcome::Up { latency, .. } => ("up", Some(latency.as_secs_f64() * 1000.0)),
+                crate::probe::ProbeOutcome::Up { latency, .. } => {
+                    ("up", Some(latency.as_secs_f64() * 1000.0))
+                }
                 crate::probe::ProbeOutcome::NotYet { .. } => ("not_yet", None),
                 crate::probe::ProbeOutcome::Foreign { .. } => ("foreign", None),
                 crate::probe::ProbeOutcome::Fault { .. } => ("fault", None),

@@ -267,7 +267,9 @@ fn resolve_probes(
     };
     if let Some(u) = &http {
         if !u.starts_with("http://") {
-            bail!("--http '{u}': only http:// URLs (or a /path on the server's address) are supported");
+            bail!(
+                "--http '{u}': only http:// URLs (or a /path on the server's address) are supported"
+            );
         }
     }
     plan.http = http;

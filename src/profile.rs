@@ -146,9 +146,10 @@ const BUILTIN: [&str; 10] = [
 
 /// The TOML text of the built-in profile called `name`, as embedded.
 pub fn builtin_source(name: &str) -> Option<&'static str> {
-    BUILTIN.iter().copied().find(|t| {
-        toml::from_str::<Profile>(t).is_ok_and(|p| p.name == name)
-    })
+    BUILTIN
+        .iter()
+        .copied()
+        .find(|t| toml::from_str::<Profile>(t).is_ok_and(|p| p.name == name))
 }
 
 /// Where a profile came from.

@@ -51,7 +51,10 @@ pub fn profiles(action: Option<ProfilesAction>, files: &[PathBuf]) -> Result<i32
                 probes_of(&p)
             );
             if p.detect.is_empty() {
-                println!("  note: no detect patterns: it is used only with --profile {}", p.name);
+                println!(
+                    "  note: no detect patterns: it is used only with --profile {}",
+                    p.name
+                );
             }
             if p.ready.is_empty() && p.ready_probes.is_empty() && p.until.as_deref() != Some("exit")
             {

@@ -58,7 +58,10 @@ fn status_text(s: &Status, at: Duration) -> String {
         .gpu_mib
         .map(|m| format!(" gpu {}", format_mib(m)))
         .unwrap_or_default();
-    format!("{phase}{progress} {}{alive}{gpu}{last}", format_duration(at))
+    format!(
+        "{phase}{progress} {}{alive}{gpu}{last}",
+        format_duration(at)
+    )
 }
 
 fn format_mib(m: u64) -> String {
@@ -251,10 +254,7 @@ pub fn render_final(o: &Outcome, teardown: Option<&str>) -> String {
     }
     for p in &o.probes {
         let when = match p.ready_s {
-            Some(r) => format!(
-                "ready at {}",
-                format_duration(Duration::from_secs_f64(r))
-            ),
+            Some(r) => format!("ready at {}", format_duration(Duration::from_secs_f64(r))),
             None => "never ready".to_string(),
         };
         let gap = match (p.kind.as_str(), o.request_gap_s) {

@@ -4,6 +4,9 @@
 //! - the host does not resolve → `Fault` ("cannot resolve host ...");
 //! - refused, reset, or no answer within the timeout → `NotYet`;
 //! - permission denied, network or host unreachable, any other connect error → `Fault`;
+//! - a local host with a `tree`, whose listener this machine's socket table already shows: judged
+//!   by its owner (below) without connecting, so servers that log every connection are not
+//!   flooded;
 //! - connected, and the host is not local or no `tree` is given → `Up`;
 //! - connected to a local host with a `tree`: the listener answering that address is looked up in
 //!   `/proc/net/tcp` and `/proc/net/tcp6` (socket inode), then in `/proc/PID/fd` (`socket:[inode]`).
@@ -31,6 +34,31 @@ pub fn probe(host: &str, port: u16, tree: Option<&[u32]>, timeout: Duration) -> 
         Ok(a) => a,
         Err(detail) => return ProbeOutcome::Fault { detail },
     };
+    // A listener this machine's socket table already shows is judged without connecting: a
+    // server that logs every connection (Postgres: "incomplete startup packet") must not get a
+    // line per probe. Only when the table shows none (nothing listens yet, or the server is in
+    // another network namespace) does the probe connect, and a refused connect logs nothing.
+    if let (Some(tree), Some(first)) = (tree, addrs.first()) {
+        if is_local(first.ip()) {
+            let ip = match first.ip() {
+                IpAddr::V4(v4) if v4.is_unspecified() => IpAddr::from([127, 0, 0, 1]),
+                IpAddr::V6(v6) if v6.is_unspecified() => {
+                    IpAddr::from(std::net::Ipv6Addr::LOCALHOST)
+                }
+                ip => ip,
+            };
+            let peer = SocketAddr::new(ip, port);
+            let listed = read_listeners().is_ok_and(|l| !answering(&l, peer).is_empty());
+            if listed {
+                return judge_owner(
+                    peer,
+                    tree,
+                    format!("{} listens", show(peer)),
+                    start.elapsed(),
+                );
+            }
+        }
+    }
     let (stream, latency) = match connect_any(host, port, &addrs, start + timeout, timeout) {
         Ok(c) => c,
         Err(outcome) => return outcome,
@@ -52,6 +80,12 @@ pub fn probe(host: &str, port: u16, tree: Option<&[u32]>, timeout: Duration) -> 
             latency,
         };
     }
+    judge_owner(peer, tree, accepts, latency)
+}
+
+/// Up when the tree holds the listener answering `peer`; otherwise who does.
+fn judge_owner(peer: SocketAddr, tree: &[u32], accepts: String, latency: Duration) -> ProbeOutcome {
+    let port = peer.port();
     match owner(peer, tree) {
         Owner::Tree(pid) => ProbeOutcome::Up {
             detail: format!("{accepts}, held by pid {pid} of the watched process tree"),
