@@ -694,7 +694,7 @@ impl Judge {
         self.phase_since = at;
         self.timeline.push(PhaseAt {
             phase: name.clone(),
-            at_s: at.as_secs_f64(),
+            at_s: round_ms(at.as_secs_f64()),
         });
         self.last_progress_at = at;
         events.push(Event::Phase { phase: name, at });
@@ -994,7 +994,13 @@ impl Judge {
             }
         }
         let ok = exit.is_some_and(|e| e.code == Some(0));
-        let cause = self.line_cause(ok);
+        // A fatal line names the cause over an evidence line even of a more specific signature:
+        // evidence (a launcher's own traceback after a worker died) only says what followed.
+        let cause = if ok {
+            self.line_cause(true)
+        } else {
+            self.line_cause(true).or_else(|| self.line_cause(false))
+        };
         if let Some(ev) = cause {
             let reason =
                 self.failure_reason(&ev, &format!("then exited with {status}{after_ready}"));

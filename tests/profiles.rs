@@ -406,15 +406,15 @@ const CASES: &[Case] = &[
     Case {
         profile: "pytorch",
         // A worker killed by SIGKILL: the profile names it (`Signal 9 (SIGKILL) received by PID`,
-        // `failed (exitcode: -9)`), but on exit the judge ranks the launcher's own traceback
-        // (python_exception, evidence) above it by contract precedence, so sigkill is secondary.
+        // `failed (exitcode: -9)`, fatal); the launcher's own traceback that follows is only
+        // evidence (python_exception), so it is secondary.
         fixture: "worker_sigkill.log",
         then: "1",
         extra: JOB,
         verdict: "failed",
-        signature: Some("python_exception"),
-        secondary: &["sigkill"],
-        line: Some("Traceback (most recent call last):"),
+        signature: Some("sigkill"),
+        secondary: &["python_exception"],
+        line: Some("failed (exitcode: -9)"),
         phase: Some("training"),
         timeline: &[],
     },
