@@ -809,10 +809,11 @@ impl Judge {
         }
         if let Some(s) = self.stall_window() {
             if at >= self.last_progress_at + s {
-                let what = if self.log_ever_seen {
-                    "no new log line, progress or CPU use"
-                } else {
-                    "no log and no CPU use"
+                let what = match (self.log_ever_seen, self.gpu.is_some()) {
+                    (true, false) => "no new log line, progress or CPU use",
+                    (true, true) => "no new log line, progress, CPU use or GPU memory growth",
+                    (false, false) => "no log and no CPU use",
+                    (false, true) => "no log, no CPU use and no GPU memory growth",
                 };
                 let reason = format!(
                     "stalled: {what} for {}{}{}",

@@ -31,6 +31,11 @@ enum Step {
     Oom(u64),
     Log(u64, LogState),
     Tick(u64),
+    /// A probe result: 'u' up, 'n' not yet, 'x' foreign (someone else's port), 'f' fault.
+    Probe(u64, ProbeKind, char),
+    /// An sd_notify datagram.
+    Notify(u64, &'static str),
+    Gpu(u64, u64),
 }
 
 fn ms(v: u64) -> Duration {
@@ -104,6 +109,25 @@ fn run(config: JudgeConfig, steps: &[Step]) -> Judgement {
             ),
             Step::Log(at, s) => feed(&mut j, at, Observation::Log(s)),
             Step::Tick(at) => feed(&mut j, at, Observation::Tick),
+            Step::Probe(at, kind, what) => {
+                let detail = format!("{what} at {at}");
+                let outcome = match what {
+                    'u' => ProbeOutcome::Up {
+                        detail,
+                        latency: ms(3),
+                    },
+                    'n' => ProbeOutcome::NotYet { detail },
+                    'x' => ProbeOutcome::Foreign { detail },
+                    _ => ProbeOutcome::Fault { detail },
+                };
+                feed(&mut j, at, Observation::Probe { kind, outcome })
+            }
+            Step::Notify(at, text) => feed(
+                &mut j,
+                at,
+                Observation::Notify(crate::probe::notify::parse(text.as_bytes())),
+            ),
+            Step::Gpu(at, mib) => feed(&mut j, at, Observation::GpuMemory(mib)),
         }
     }
     // Let time run out: tick through every remaining deadline.
@@ -620,4 +644,253 @@ fn after_a_verdict_nothing_changes_and_no_deadline_is_asked() {
             .is_empty()
     );
     assert_eq!(j.verdict().unwrap().verdict, Verdict::Succeeded);
+}
+
+#[test]
+fn probes_table() {
+    use ProbeKind::{Http, Notify as Ntf, Port, Request};
+    let http = vec![(Http, "http://127.0.0.1:8000/health".to_string())];
+    let with = |probes: &[(ProbeKind, String)], lines: bool| {
+        let mut c = cfg(Mode::UntilReady);
+        c.ready_probes = probes.to_vec();
+        if !lines {
+            c.ready_conditions.clear();
+        }
+        c
+    };
+    let http_request = vec![
+        (Http, "http://127.0.0.1:8000/health".to_string()),
+        (Request, "http://127.0.0.1:8000/v1/completions".to_string()),
+    ];
+    let notify = vec![(Ntf, "NOTIFY_SOCKET".to_string())];
+    let no_stall = |mut c: JudgeConfig| {
+        c.stall = None;
+        c
+    };
+    let port = vec![(Port, "127.0.0.1:6379".to_string())];
+    let cases: Vec<(&str, JudgeConfig, Vec<Step>, Verdict, u64)> = vec![
+        (
+            "the ready line alone is not enough while health answers 503",
+            with(&http, true),
+            vec![
+                Started(0),
+                Probe(100, Http, 'n'),
+                Line(500, "READY"),
+                Probe(800, Http, 'n'),
+                Probe(1200, Http, 'u'),
+            ],
+            Verdict::Ready,
+            1200,
+        ),
+        (
+            "health 200 alone is not enough before the ready line",
+            with(&http, true),
+            vec![Started(0), Probe(100, Http, 'u'), Line(700, "READY")],
+            Verdict::Ready,
+            700,
+        ),
+        (
+            "a probe alone can be the readiness condition",
+            with(&http, false),
+            vec![Started(0), Probe(100, Http, 'n'), Probe(300, Http, 'u')],
+            Verdict::Ready,
+            300,
+        ),
+        (
+            "health up, request lagging: ready when the request returns tokens",
+            with(&http_request, false),
+            vec![
+                Started(0),
+                Probe(100, Http, 'u'),
+                Probe(150, Request, 'n'),
+                Probe(2000, Request, 'u'),
+            ],
+            Verdict::Ready,
+            2000,
+        ),
+        (
+            "someone else on the port is never ready",
+            with(&port, false),
+            vec![Started(0), Probe(100, Port, 'x'), Probe(4_000, Port, 'x')],
+            Verdict::Stalled,
+            10_000,
+        ),
+        (
+            "repeated faults of firedup's own probe are a monitor error, fast",
+            with(&http, true),
+            vec![
+                Started(0),
+                Probe(250, Http, 'f'),
+                Probe(500, Http, 'f'),
+                Probe(750, Http, 'f'),
+            ],
+            Verdict::MonitorError,
+            750,
+        ),
+        (
+            "a fault between answers does not add up",
+            with(&http, true),
+            vec![
+                Started(0),
+                Probe(250, Http, 'f'),
+                Probe(500, Http, 'f'),
+                Probe(750, Http, 'n'),
+                Probe(1000, Http, 'f'),
+                Line(1100, "READY"),
+                Probe(1250, Http, 'u'),
+            ],
+            Verdict::Ready,
+            1250,
+        ),
+        (
+            "a fatal line wins over a probe coming up",
+            with(&http, false),
+            vec![
+                Started(0),
+                Line(100, "torch.OutOfMemoryError: CUDA out of memory."),
+                Probe(200, Http, 'u'),
+            ],
+            Verdict::Failed,
+            1600,
+        ),
+        (
+            "sd_notify READY=1",
+            with(&notify, false),
+            vec![
+                Started(0),
+                Notify(100, "STATUS=loading"),
+                Notify(900, "READY=1"),
+            ],
+            Verdict::Ready,
+            900,
+        ),
+        (
+            "EXTEND_TIMEOUT_USEC moves the start deadline",
+            no_stall(with(&notify, false)),
+            vec![
+                Started(0),
+                Notify(50_000, "EXTEND_TIMEOUT_USEC=30000000"),
+                Notify(70_000, "READY=1"),
+            ],
+            Verdict::Ready,
+            70_000,
+        ),
+        (
+            "without the extension the deadline holds",
+            no_stall(with(&notify, false)),
+            vec![Started(0), Notify(50_000, "STATUS=still loading")],
+            Verdict::TimedOut,
+            60_000,
+        ),
+        (
+            "growing GPU memory is progress against the stall window",
+            with(&[], true),
+            vec![
+                Started(0),
+                Gpu(4000, 1000),
+                Gpu(8000, 9000),
+                Gpu(12_000, 20_000),
+                Gpu(16_000, 40_000),
+                Line(19_000, "READY"),
+            ],
+            Verdict::Ready,
+            19_000,
+        ),
+        (
+            "GPU memory that does not grow is no progress",
+            with(&[], true),
+            vec![
+                Started(0),
+                Gpu(4000, 1000),
+                Gpu(8000, 1000),
+                Gpu(12_000, 1000),
+            ],
+            Verdict::Stalled,
+            14_000,
+        ),
+    ];
+    for (name, config, steps, verdict, at) in cases {
+        let j = run(config, &steps);
+        assert_eq!(j.verdict, verdict, "{name}: {}", j.reason);
+        if name.starts_with("someone else") {
+            assert!(
+                j.reason.contains("port 127.0.0.1:6379 (x at"),
+                "{}",
+                j.reason
+            );
+        }
+        assert_eq!(j.at, ms(at), "{name}: {}", j.reason);
+    }
+}
+
+#[test]
+fn probe_reports_carry_both_readiness_times_and_why_it_waited() {
+    let mut c = cfg(Mode::UntilReady);
+    c.ready_conditions.clear();
+    c.stall = None;
+    c.ready_probes = vec![
+        (ProbeKind::Http, "http://h/health".into()),
+        (ProbeKind::Request, "http://h/v1/completions".into()),
+    ];
+    let j = run(
+        c.clone(),
+        &[
+            Started(0),
+            Probe(1000, ProbeKind::Http, 'u'),
+            Probe(3500, ProbeKind::Request, 'u'),
+        ],
+    );
+    let ready: Vec<Option<f64>> = j.probes.iter().map(|p| p.ready_s).collect();
+    assert_eq!(ready, vec![Some(1.0), Some(3.5)]);
+    assert_eq!(j.probes[0].latency_ms, Some(3.0));
+    // Timed out: the reason says which condition was missing and what the probe saw last.
+    let j = run(
+        c,
+        &[
+            Started(0),
+            Probe(1000, ProbeKind::Http, 'u'),
+            Probe(2000, ProbeKind::Request, 'n'),
+        ],
+    );
+    assert_eq!(j.verdict, Verdict::TimedOut);
+    assert!(
+        j.reason
+            .contains("still waiting for: request http://h/v1/completions (n at 2000)"),
+        "{}",
+        j.reason
+    );
+}
+
+#[test]
+fn a_phase_budget_bounds_one_phase() {
+    let mut c = cfg(Mode::UntilReady);
+    c.phase_budgets = vec![("capture_cuda_graph".into(), ms(5000))];
+    c.stall = None;
+    let j = run(
+        c.clone(),
+        &[
+            Started(0),
+            Line(100, "Load weight begin"),
+            Line(20_000, "Capture cuda graph begin"),
+            Line(24_000, "Capturing batches 3/36"),
+        ],
+    );
+    assert_eq!(j.verdict, Verdict::TimedOut);
+    assert_eq!(j.at, ms(25_000));
+    assert!(
+        j.reason.contains("phase capture_cuda_graph") && j.reason.contains("budget of 5.0s"),
+        "{}",
+        j.reason
+    );
+    // The budget does not apply to other phases: a long weight load is fine.
+    let j = run(
+        c,
+        &[
+            Started(0),
+            Line(100, "Load weight begin"),
+            Line(20_000, "Capture cuda graph begin"),
+            Line(23_000, "READY"),
+        ],
+    );
+    assert_eq!(j.verdict, Verdict::Ready);
 }
