@@ -995,13 +995,7 @@ impl Judge {
             }
         }
         let ok = exit.is_some_and(|e| e.code == Some(0));
-        // A fatal line names the cause over an evidence line even of a more specific signature:
-        // evidence (a launcher's own traceback after a worker died) only says what followed.
-        let cause = if ok {
-            self.line_cause(true)
-        } else {
-            self.line_cause(true).or_else(|| self.line_cause(false))
-        };
+        let cause = self.line_cause(ok);
         if let Some(ev) = cause {
             let reason =
                 self.failure_reason(&ev, &format!("then exited with {status}{after_ready}"));
@@ -1045,10 +1039,22 @@ impl Judge {
 
     /// The line evidence that names the cause: the most specific hit. With `fatal_only`, evidence
     /// lines (a bare traceback) do not count.
+    ///
+    /// Evidence only counts up to the first fatal line: what comes on or before it can be the
+    /// cause ("could not access the configuration file: Permission denied"), what comes after is a
+    /// consequence (a launcher's own traceback after its worker was killed).
     fn line_cause(&self, fatal_only: bool) -> Option<Evidence> {
+        let first_fatal = self
+            .evidence
+            .iter()
+            .filter(|e| e.hit.strength == Strength::Fatal)
+            .map(|e| e.line.number)
+            .min();
         let mut best: Option<&Evidence> = None;
         for e in &self.evidence {
-            if fatal_only && e.hit.strength != Strength::Fatal {
+            let counts = e.hit.strength == Strength::Fatal
+                || (!fatal_only && first_fatal.is_none_or(|n| e.line.number <= n));
+            if !counts {
                 continue;
             }
             let better = match best {

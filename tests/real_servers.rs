@@ -161,6 +161,28 @@ impl Drop for StopGuard<'_> {
     }
 }
 
+/// Redis and Postgres are ready only once their port is listening, held by the watched tree.
+fn assert_port_probe_held_by_tree(r: &Run, port: &str) {
+    let probes = r.json["probes"].as_array().expect("probes in the JSON");
+    assert_eq!(probes.len(), 1, "{}", r.explain());
+    let p = &probes[0];
+    assert_eq!(p["kind"], "port", "{}", r.explain());
+    assert!(
+        p["target"].as_str().unwrap().ends_with(&format!(":{port}")),
+        "{}",
+        r.explain()
+    );
+    assert!(p["ready_s"].as_f64().is_some(), "{}", r.explain());
+    assert!(
+        p["last"]
+            .as_str()
+            .unwrap()
+            .contains("of the watched process tree"),
+        "{}",
+        r.explain()
+    );
+}
+
 fn free_port() -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().port()
@@ -224,6 +246,7 @@ fn redis_ready_answers_ping_and_stop_frees_the_port() {
         "{}",
         r.explain()
     );
+    assert_port_probe_held_by_tree(&r, &port);
     let mut ping = Command::new("redis-cli");
     ping.args(["-p", &port, "ping"]);
     let p = run_bounded(ping, Duration::from_secs(30));
@@ -439,6 +462,14 @@ fn postgres_ready_and_stop() {
             .contains("database system is ready to accept connections"),
         "{}",
         r.explain()
+    );
+    assert_port_probe_held_by_tree(&r, &port);
+    // The port probe reads the socket table instead of connecting once Postgres listens, so
+    // Postgres does not log a line per probe.
+    let log = std::fs::read_to_string(r.json["log"].as_str().unwrap()).unwrap();
+    assert!(
+        !log.contains("incomplete startup packet"),
+        "the port probe made Postgres log connections:\n{log}"
     );
     guard.stop();
     let port: u16 = port.parse().unwrap();
