@@ -247,6 +247,8 @@ pub struct Judge {
     phase_since: Duration,
     notify_status: Option<String>,
     gpu: Option<GpuReport>,
+    /// The last line that satisfied a ready condition.
+    ready_line: Option<LineRef>,
 }
 
 const MAX_SHAPES: usize = 65_536;
@@ -299,6 +301,7 @@ impl Judge {
             phase_since: Duration::ZERO,
             notify_status: None,
             gpu: None,
+            ready_line: None,
             cfg,
         }
     }
@@ -549,9 +552,10 @@ impl Judge {
             self.first_fatal_at = Some(at);
             self.decisive_context = self.before.iter().map(|l| l.text.clone()).collect();
         }
-        for r in class.ready {
-            if let Some(seen) = self.ready_seen.get_mut(r) {
+        for r in &class.ready {
+            if let Some(seen) = self.ready_seen.get_mut(*r) {
                 *seen = true;
+                self.ready_line = Some(line.clone());
             }
         }
         self.check_ready(at, events);
@@ -575,15 +579,15 @@ impl Judge {
         if self.cfg.hold.is_none() {
             let mut conds: Vec<String> = self.cfg.ready_conditions.clone();
             for p in &self.probes {
-                conds.push(format!("{} {} ({})", p.kind.as_str(), p.target, p.last));
+                conds.push(format!("{} {}", p.kind.as_str(), p.target));
             }
             let reason = format!(
                 "ready after {}: {}",
                 format_duration(at),
                 describe_conditions(&conds)
             );
-            // The decisive line is the line that completed readiness, or the last line seen.
-            let line = self.last_line.clone();
+            // The decisive line is the last ready line seen (not the access-log line of a probe).
+            let line = self.ready_line.clone().or_else(|| self.last_line.clone());
             self.decide(
                 at,
                 Verdict::Ready,
@@ -692,6 +696,8 @@ impl Judge {
     fn enter_phase(&mut self, at: Duration, name: String, events: &mut Vec<Event>) {
         self.phase = Some(name.clone());
         self.phase_since = at;
+        // A fraction belongs to the phase that printed it.
+        self.progress = None;
         self.timeline.push(PhaseAt {
             phase: name.clone(),
             at_s: round_ms(at.as_secs_f64()),

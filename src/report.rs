@@ -149,7 +149,17 @@ impl Progress for TerminalProgress {
             }
             self.bar.set_position((p * 100.0).round() as u64);
         }
-        let mut msg = status_text(s, at);
+        // The bar already names the phase and shows the fraction.
+        let mut msg = if self.phase.is_some() {
+            let s = Status {
+                phase: Some(String::new()),
+                progress: None,
+                ..s.clone()
+            };
+            status_text(&s, at).trim_start().to_string()
+        } else {
+            status_text(s, at)
+        };
         if let Some(w) = s.waiting_for.first().filter(|_| s.waiting_for.len() == 1) {
             msg = format!("{msg} | waiting for {}", truncate(w, 80));
         }
