@@ -260,7 +260,15 @@ time.sleep(30)
     assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
     let n = probe(&r.json, "notify");
     assert!(n["ready_s"].as_f64().unwrap() >= 2.5, "{}", r.explain());
-    assert!(r.json["reason"].as_str().unwrap().contains("READY=1"));
+    assert_eq!(n["last"], "READY=1", "{}", r.explain());
+    assert!(
+        r.json["reason"]
+            .as_str()
+            .unwrap()
+            .contains("notify NOTIFY_SOCKET"),
+        "{}",
+        r.explain()
+    );
 }
 
 /// A stand-in `nvidia-smi` that reports, for the pid the server wrote into `gpu.txt`, the memory
