@@ -419,13 +419,28 @@ fn notify_socket_path() -> Result<PathBuf> {
     Ok(dir.join("notify.sock"))
 }
 
-/// GPU memory still held by the torn-down tree's processes, where nvidia-smi can tell.
+/// How long teardown waits for the driver to release the GPU memory of the stopped processes
+/// (nvidia-smi lists a process's memory for a moment after the process is gone).
+const GPU_RELEASE_WAIT: Duration = Duration::from_secs(10);
+
+/// GPU memory still held by the torn-down tree's processes, where nvidia-smi can tell: waits,
+/// bounded, for it to be released, and reports what is left.
 fn gpu_after_teardown(outcome: &mut Outcome, report: &StopReport) {
     let Some(gpu) = outcome.gpu.as_mut() else {
         return;
     };
-    if let Ok(Some(mib)) = crate::probe::gpu::tree_memory_mib(&report.targeted) {
-        gpu.after_teardown_mib = Some(mib);
+    let deadline = std::time::Instant::now() + GPU_RELEASE_WAIT;
+    loop {
+        match crate::probe::gpu::tree_memory_mib(&report.targeted) {
+            Ok(Some(mib)) => {
+                gpu.after_teardown_mib = Some(mib);
+                if mib == 0 || std::time::Instant::now() >= deadline {
+                    return;
+                }
+            }
+            _ => return,
+        }
+        std::thread::sleep(Duration::from_millis(250));
     }
 }
 
