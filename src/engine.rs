@@ -1,38 +1,26 @@
-//! The event loop: the imperative shell around the judge.
+//! The judge loop: the imperative shell around the judge.
 //!
-//! Theory of operation: everything that can happen is turned into a wake-up on one channel: inotify
-//! events for the log's directory and the run directory (through `notify`), the pidfd of the watched
-//! process becoming readable (a thread blocked in `poll`), and the channel's own timeout, set to the
-//! earliest of the judge's next deadline, the next resource sample and a slow safety-net poll (for
-//! file systems without inotify). On every wake the loop reads what is new in the log, classifies
-//! each line, and feeds the judge timestamped observations; it stops at the first verdict. When the
-//! process exits, the log is read to its end (and a partial last line flushed) before the exit is
-//! observed, so a fatal line written just before death is never missed.
-//!
-//! Probes (port, HTTP, real request, GPU memory) run on the prober's thread and sd_notify messages
-//! are received on a thread of their own; both send observations on the same channel. They are fed
-//! to the judge only after the log has been read up to that moment, so a fatal line written before
-//! the health endpoint answered is judged first.
+//! Theory of operation: a [`Source`] turns what happens to the server into timestamped
+//! observations: [`crate::observe::LocalObserver`] on this machine (inotify, pidfd, the prober,
+//! sd_notify), or the remote client, which receives them from a `firedup __agent` over SSH. The
+//! loop classifies each log line, feeds the judge, reports phases, notes and status, and sleeps
+//! until the source signals or the judge's next deadline, whichever is first. It stops at the
+//! first verdict.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use notify::{RecursiveMode, Watcher};
 
-use crate::follow::{FollowEvent, LogFollower};
 use crate::judge::{Event, Judge, Judgement, Observation, Status};
-use crate::lines::clean_text;
+use crate::observe::{LocalObserver, ObserveSettings, describe_state};
 use crate::plan::Plan;
 use crate::probe::ProbeKind;
 use crate::probe::notify::NotifySocket;
-use crate::process;
 use crate::rundir::RunDir;
-use crate::verdict::{ExitInfo, Outcome};
+use crate::verdict::Outcome;
 
 /// What to watch.
 #[derive(Debug, Clone, Default)]
@@ -72,280 +60,135 @@ impl Progress for NoProgress {
     fn finish(&mut self) {}
 }
 
-enum Wake {
-    Fs,
-    ProcessGone,
-    /// An observation from the prober or the sd_notify thread.
-    Obs(Observation),
+/// Something the source saw.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Seen {
+    Obs(Duration, Observation),
+    /// A note about the watch itself (lost contact, reconnected).
+    Note(Duration, String),
 }
 
-const SAFETY_POLL: Duration = Duration::from_secs(1);
-const EXIT_RECORD_WAIT: Duration = Duration::from_secs(2);
+/// Where observations come from.
+pub trait Source {
+    /// Appends what was seen since the last call; never blocks.
+    fn collect(&mut self, out: &mut Vec<Seen>);
+    /// Blocks until something may have happened, or `until`.
+    fn wait(&mut self, until: Instant);
+    /// The source's clock: time since launch (or attach) by the server side's reckoning.
+    fn now(&self) -> Duration;
+    /// The latest instant at which the source wants to be collected again.
+    fn next_wake(&self) -> Instant;
+    /// Whether the judge may be ticked now (false while the source cannot see: a lost link).
+    fn can_tick(&self) -> bool {
+        true
+    }
+}
 
-/// Watches `target` under `plan` until the verdict. `events` receives an NDJSON stream of
+/// The local observer as a source.
+struct Local {
+    observer: LocalObserver,
+    start: Instant,
+    buf: Vec<(Duration, Observation)>,
+}
+
+impl Source for Local {
+    fn collect(&mut self, out: &mut Vec<Seen>) {
+        self.observer.collect(&mut self.buf);
+        out.extend(self.buf.drain(..).map(|(at, o)| Seen::Obs(at, o)));
+    }
+    fn wait(&mut self, until: Instant) {
+        self.observer.wait(until)
+    }
+    fn now(&self) -> Duration {
+        self.start.elapsed()
+    }
+    fn next_wake(&self) -> Instant {
+        self.observer.next_wake()
+    }
+}
+
+/// How often CPU time and reads are sampled for a stall window (a tenth of it, 1 to 10 s).
+pub fn sample_interval(plan: &Plan) -> Duration {
+    plan.judge
+        .stall
+        .map(|s| (s / 10).clamp(Duration::from_secs(1), Duration::from_secs(10)))
+        .unwrap_or(Duration::from_secs(10))
+}
+
+/// Watches a local `target` under `plan` until the verdict. `events` receives an NDJSON stream of
 /// observations and judge events when given.
 pub fn watch(
     plan: &Plan,
     target: &Target,
     progress: &mut dyn Progress,
-    mut events: Option<&mut dyn Write>,
+    events: Option<&mut dyn Write>,
 ) -> Result<Outcome> {
     let start = Instant::now();
-    let (tx, rx) = mpsc::channel::<Wake>();
+    let settings = ObserveSettings {
+        line_cap: plan.line_cap,
+        from_end: plan.from_end,
+        resume: None,
+        probes: plan.probes.clone(),
+        sample_every: sample_interval(plan),
+    };
+    let mut source = Local {
+        observer: LocalObserver::new(target, &settings, start),
+        start,
+        buf: Vec::new(),
+    };
+    let j = judge_loop(plan, &target.log, &mut source, progress, events);
+    Ok(outcome(j, target))
+}
+
+/// Feeds the judge from `source` until the verdict, reporting to `progress` on the way.
+pub fn judge_loop(
+    plan: &Plan,
+    log: &std::path::Path,
+    source: &mut dyn Source,
+    progress: &mut dyn Progress,
+    mut events: Option<&mut dyn Write>,
+) -> Judgement {
     let mut judge = Judge::new(plan.judge.clone());
-    let mut follower = LogFollower::new(&target.log, plan.line_cap);
-    if plan.from_end {
-        follower.skip_existing();
-    }
-
-    // File system events: the log's directory (or its nearest existing ancestor) and the run dir.
-    let fs_tx = tx.clone();
-    let mut watcher = notify::recommended_watcher(move |_res: notify::Result<notify::Event>| {
-        let _ = fs_tx.send(Wake::Fs);
-    })
-    .ok();
-    let mut watched_dir: Option<PathBuf> = None;
-    rearm(&mut watcher, &mut watched_dir, &target.log);
-    if let (Some(w), Some(run)) = (watcher.as_mut(), target.run.as_ref()) {
-        let _ = w.watch(&run.path, RecursiveMode::NonRecursive);
-    }
-
-    let stop_flag = Arc::new(AtomicBool::new(false));
-    let oom_baseline = target.pid.and_then(process::cgroup_oom_kills);
     let mut out = PendingEvents {
         judge_events: Vec::new(),
         probe_shapes: Vec::new(),
     };
-    let mut pending_obs: Vec<Observation> = Vec::new();
     let mut shown_probe: Vec<(ProbeKind, String)> = Vec::new();
-    if !plan.probes.is_empty() || (plan.probes.gpu && target.pid.is_some()) {
-        let tx = tx.clone();
-        crate::prober::spawn(
-            plan.probes.clone(),
-            target.pid,
-            stop_flag.clone(),
-            move |o| tx.send(Wake::Obs(o)).is_ok(),
-        );
-    }
-    if let Some(sock) = target.notify.clone() {
-        let tx = tx.clone();
-        let stop = stop_flag.clone();
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                if let Some(m) = sock.recv(Duration::from_millis(500)) {
-                    if tx.send(Wake::Obs(Observation::Notify(m))).is_err() {
-                        return;
-                    }
-                }
-            }
-        });
-    }
-    let at = |i: Instant| i.duration_since(start);
-
-    let feed = |judge: &mut Judge,
-                obs: Observation,
-                now: Duration,
-                sink: &mut Option<&mut dyn Write>,
-                out: &mut PendingEvents| {
-        if let Some(w) = sink.as_deref_mut() {
-            // A probe repeating what it said last time is not news for the event stream.
-            let news = match &obs {
-                Observation::Probe { kind, outcome } => out.probe_news(*kind, outcome.detail()),
-                _ => true,
-            };
-            if news {
-                write_observation(w, now, &obs);
-            }
-        }
-        let evs = judge.observe(now, obs);
-        if let Some(w) = sink.as_deref_mut() {
-            for e in &evs {
-                write_event(w, e);
-            }
-        }
-        out.judge_events.extend(evs);
-    };
-
-    match (&target.spawn_error, target.pid) {
-        (Some(reason), _) => feed(
-            &mut judge,
-            Observation::SpawnFailed {
-                reason: reason.clone(),
-            },
-            at(Instant::now()),
-            &mut events,
-            &mut out,
-        ),
-        (None, Some(pid)) => {
-            if process::is_alive(pid, target.start_ticks) {
-                feed(
-                    &mut judge,
-                    Observation::Started { pid },
-                    at(Instant::now()),
-                    &mut events,
-                    &mut out,
-                );
-                let tx = tx.clone();
-                let stop = stop_flag.clone();
-                std::thread::spawn(move || {
-                    process::wait_for_exit(pid, Duration::from_millis(500), &|| {
-                        stop.load(Ordering::Relaxed)
-                    });
-                    let _ = tx.send(Wake::ProcessGone);
-                });
-            } else {
-                let _ = tx.send(Wake::ProcessGone);
-            }
-        }
-        (None, None) => {}
-    }
-
-    let sample_every = plan
-        .judge
-        .stall
-        .map(|s| (s / 10).clamp(Duration::from_secs(1), Duration::from_secs(10)))
-        .unwrap_or(Duration::from_secs(10));
-    let mut next_sample = Instant::now();
-    let mut process_gone_at: Option<Instant> = None;
-    let mut exit_reported = false;
-    let mut buf = Vec::new();
-    let mut more = true;
-
+    let mut seen = Vec::new();
     loop {
-        // Read everything new in the log.
-        while more || !buf.is_empty() {
-            more = follower.poll(&mut buf);
-            let now = at(Instant::now());
-            for ev in buf.drain(..) {
-                match ev {
-                    FollowEvent::Line(raw) => {
-                        let text = clean_text(&raw.bytes);
-                        let class = plan.classifier.classify(&text);
-                        feed(
-                            &mut judge,
-                            Observation::Line {
-                                number: raw.number,
-                                text,
-                                class,
-                            },
-                            now,
-                            &mut events,
-                            &mut out,
-                        );
-                    }
-                    FollowEvent::State(s) => {
-                        progress.note(&describe_state(&s, follower.path()), now);
-                        feed(&mut judge, Observation::Log(s), now, &mut events, &mut out);
-                    }
-                }
-            }
+        source.collect(&mut seen);
+        for s in seen.drain(..) {
             if judge.verdict().is_some() {
                 break;
             }
-            if !more {
-                break;
-            }
-        }
-        rearm(&mut watcher, &mut watched_dir, &target.log);
-
-        // Probe results and sd_notify messages, judged after the log up to now.
-        for obs in pending_obs.drain(..) {
-            if judge.verdict().is_some() {
-                break;
-            }
-            if let Observation::Probe { kind, outcome } = &obs {
-                let shape = shape_of(outcome.detail());
-                let seen = shown_probe.iter_mut().find(|(k, _)| k == kind);
-                let changed = seen.as_ref().is_none_or(|(_, s)| *s != shape);
-                if changed {
-                    progress.note(
-                        &format!("{}: {}", kind.as_str(), outcome.detail()),
-                        at(Instant::now()),
-                    );
-                    match seen {
-                        Some((_, s)) => *s = shape,
-                        None => shown_probe.push((*kind, shape)),
-                    }
+            let (at, mut obs) = match s {
+                Seen::Note(at, text) => {
+                    progress.note(&text, at);
+                    continue;
                 }
-            }
-            feed(&mut judge, obs, at(Instant::now()), &mut events, &mut out);
-        }
-
-        // The process is gone: drain the log, then learn the exit status.
-        if let (Some(gone), false) = (process_gone_at, exit_reported) {
-            if judge.verdict().is_none() {
-                let record = target.run.as_ref().and_then(|r| r.exit());
-                let waited = gone.elapsed();
-                if record.is_some() || target.run.is_none() || waited >= EXIT_RECORD_WAIT {
-                    let mut rest = Vec::new();
-                    follower.finish(&mut rest);
-                    let now = at(Instant::now());
-                    for ev in rest {
-                        if let FollowEvent::Line(raw) = ev {
-                            let text = clean_text(&raw.bytes);
-                            let class = plan.classifier.classify(&text);
-                            feed(
-                                &mut judge,
-                                Observation::Line {
-                                    number: raw.number,
-                                    text,
-                                    class,
-                                },
-                                now,
-                                &mut events,
-                                &mut out,
-                            );
+                Seen::Obs(at, obs) => (at, obs),
+            };
+            match &mut obs {
+                Observation::Line { text, class, .. } => *class = plan.classifier.classify(text),
+                Observation::Log(state) => progress.note(&describe_state(state, log), at),
+                Observation::Probe { kind, outcome } => {
+                    let shape = shape_of(outcome.detail());
+                    let known = shown_probe.iter_mut().find(|(k, _)| k == kind);
+                    if known.as_ref().is_none_or(|(_, s)| *s != shape) {
+                        progress.note(&format!("{}: {}", kind.as_str(), outcome.detail()), at);
+                        match known {
+                            Some((_, s)) => *s = shape,
+                            None => shown_probe.push((*kind, shape)),
                         }
                     }
-                    let exit: Option<ExitInfo> = record.and_then(|r| r.exit);
-                    if exit.and_then(|e| e.effective_signal()) == Some(9) {
-                        if let Some(evidence) = oom_evidence(&oom_baseline, target.pid) {
-                            feed(
-                                &mut judge,
-                                Observation::OomEvidence(evidence),
-                                now,
-                                &mut events,
-                                &mut out,
-                            );
-                        }
-                    }
-                    feed(
-                        &mut judge,
-                        Observation::Exited(exit),
-                        now,
-                        &mut events,
-                        &mut out,
-                    );
-                    exit_reported = true;
                 }
+                _ => {}
             }
+            feed(&mut judge, obs, at, &mut events, &mut out);
         }
-
-        // Resource usage: CPU time and reads of the tree are progress evidence.
-        if let Some(pid) = target.pid {
-            if process_gone_at.is_none() && Instant::now() >= next_sample {
-                let (cpu, read) = process::tree_usage(pid);
-                feed(
-                    &mut judge,
-                    Observation::Usage {
-                        cpu_ticks: cpu,
-                        read_bytes: read,
-                    },
-                    at(Instant::now()),
-                    &mut events,
-                    &mut out,
-                );
-                next_sample = Instant::now() + sample_every;
-            }
+        if source.can_tick() {
+            feed(&mut judge, Observation::Tick, source.now(), &mut events, &mut out);
         }
-
-        feed(
-            &mut judge,
-            Observation::Tick,
-            at(Instant::now()),
-            &mut events,
-            &mut out,
-        );
         for e in out.judge_events.drain(..) {
             match e {
                 Event::Phase { phase, at } => progress.phase(&phase, at),
@@ -354,45 +197,45 @@ pub fn watch(
             }
         }
         if let Some(j) = judge.verdict().cloned() {
-            stop_flag.store(true, Ordering::Relaxed);
             progress.finish();
-            return Ok(outcome(j, target));
+            return j;
         }
-        let now = Instant::now();
-        progress.status(&judge.status(at(now)), at(now));
-
+        let now = source.now();
+        progress.status(&judge.status(now), now);
         // Sleep until something happens or the next deadline.
-        let mut wake_at = now + SAFETY_POLL;
-        if let Some(d) = judge.next_deadline() {
-            wake_at = wake_at.min(start + d);
+        let mut wake_at = source.next_wake();
+        if let (Some(d), true) = (judge.next_deadline(), source.can_tick()) {
+            let until = d.saturating_sub(now);
+            wake_at = wake_at.min(Instant::now() + until);
         }
-        if target.pid.is_some() && process_gone_at.is_none() {
-            wake_at = wake_at.min(next_sample);
-        }
-        if process_gone_at.is_some() && !exit_reported {
-            wake_at = wake_at.min(now + Duration::from_millis(20));
-        }
-        let timeout = wake_at.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(timeout) {
-            Ok(Wake::ProcessGone) => {
-                process_gone_at.get_or_insert_with(Instant::now);
-            }
-            Ok(Wake::Obs(o)) => pending_obs.push(o),
-            Ok(Wake::Fs) | Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => {}
-        }
-        // Coalesce a burst of wake-ups into one read.
-        while let Ok(w) = rx.try_recv() {
-            match w {
-                Wake::ProcessGone => {
-                    process_gone_at.get_or_insert_with(Instant::now);
-                }
-                Wake::Obs(o) => pending_obs.push(o),
-                Wake::Fs => {}
-            }
-        }
-        more = true;
+        source.wait(wake_at);
     }
+}
+
+fn feed(
+    judge: &mut Judge,
+    obs: Observation,
+    now: Duration,
+    sink: &mut Option<&mut dyn Write>,
+    out: &mut PendingEvents,
+) {
+    if let Some(w) = sink.as_deref_mut() {
+        // A probe repeating what it said last time is not news for the event stream.
+        let news = match &obs {
+            Observation::Probe { kind, outcome } => out.probe_news(*kind, outcome.detail()),
+            _ => true,
+        };
+        if news {
+            write_observation(w, now, &obs);
+        }
+    }
+    let evs = judge.observe(now, obs);
+    if let Some(w) = sink.as_deref_mut() {
+        for e in &evs {
+            write_event(w, e);
+        }
+    }
+    out.judge_events.extend(evs);
 }
 
 struct PendingEvents {
@@ -424,7 +267,8 @@ fn shape_of(text: &str) -> String {
     text.chars().filter(|c| !c.is_ascii_digit()).collect()
 }
 
-fn outcome(j: Judgement, target: &Target) -> Outcome {
+/// The verdict object for a judgement of `target`.
+pub fn outcome(j: Judgement, target: &Target) -> Outcome {
     Outcome {
         verdict: j.verdict,
         signature: j.signature,
@@ -453,71 +297,6 @@ fn request_gap(probes: &[crate::verdict::ProbeReport]) -> Option<f64> {
     let req = at("request")?;
     let health = at("http").or_else(|| at("port"))?;
     Some(((req - health) * 1000.0).round() / 1000.0)
-}
-
-/// Watches the log's directory, or its nearest existing ancestor until the directory appears.
-fn rearm(
-    watcher: &mut Option<notify::RecommendedWatcher>,
-    current: &mut Option<PathBuf>,
-    log: &Path,
-) {
-    let Some(w) = watcher.as_mut() else { return };
-    let mut dir = log.parent().map(Path::to_path_buf);
-    while let Some(d) = &dir {
-        if d.is_dir() {
-            break;
-        }
-        dir = d.parent().map(Path::to_path_buf);
-    }
-    if dir != *current {
-        if let Some(old) = current.take() {
-            let _ = w.unwatch(&old);
-        }
-        if let Some(d) = &dir {
-            if w.watch(d, RecursiveMode::NonRecursive).is_ok() {
-                *current = Some(d.clone());
-            }
-        }
-    }
-}
-
-fn oom_evidence(baseline: &Option<(String, u64)>, pid: Option<u32>) -> Option<String> {
-    if let Some((path, before)) = baseline {
-        if let Some(after) = process::cgroup_oom_kills_at(path) {
-            if after > *before {
-                return Some(format!("{path} counted {} OOM kill(s)", after - before));
-            }
-        }
-    }
-    // The kernel log names the victim.
-    let pid = pid?;
-    let text = std::process::Command::new("dmesg")
-        .arg("--notime")
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&text.stdout);
-    let needle = format!("Killed process {pid} ");
-    text.lines()
-        .rev()
-        .find(|l| l.contains(&needle))
-        .map(|l| l.trim().to_string())
-}
-
-fn describe_state(s: &crate::judge::LogState, path: &Path) -> String {
-    use crate::judge::LogState::*;
-    match s {
-        Missing { dir_exists: true } => format!("log {} does not exist (yet)", path.display()),
-        Missing { dir_exists: false } => {
-            format!("log {} does not exist, nor its directory", path.display())
-        }
-        Readable => format!("following {}", path.display()),
-        Truncated => format!(
-            "log {} was truncated; reading from its start",
-            path.display()
-        ),
-        Rotated => format!("log {} was rotated; following the new file", path.display()),
-        Unreadable(r) => format!("cannot read log {}: {r}", path.display()),
-    }
 }
 
 fn write_observation(w: &mut dyn Write, at: Duration, obs: &Observation) {

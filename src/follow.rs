@@ -63,6 +63,33 @@ impl LogFollower {
         }
     }
 
+    /// Resumes where an earlier follower of the same file left off: at byte `offset` (a line
+    /// boundary, see [`LogFollower::resume_point`]) with line number `next_line`. A file now
+    /// shorter than `offset` is treated as truncated on the next poll.
+    pub fn resume_at(&mut self, offset: u64, next_line: u64) {
+        if let Ok(meta) = std::fs::metadata(&self.path) {
+            if meta.is_file() {
+                if let Ok(mut f) = File::open(&self.path) {
+                    if meta.len() >= offset && f.seek(SeekFrom::Start(offset)).is_ok() {
+                        self.identity = Some((meta.dev(), meta.ino()));
+                        self.offset = offset;
+                        self.file = Some(f);
+                        self.splitter.set_next_number(next_line);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Where a new follower would resume to produce exactly the lines not yet emitted: the byte
+    /// offset of the last line boundary and the number of the next line.
+    pub fn resume_point(&self) -> (u64, u64) {
+        (
+            self.offset.saturating_sub(self.splitter.held_bytes()),
+            self.splitter.next_number(),
+        )
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

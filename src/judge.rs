@@ -92,7 +92,7 @@ impl JudgeConfig {
 }
 
 /// State of the log file as the follower sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum LogState {
     Missing { dir_exists: bool },
     Readable,
@@ -101,12 +101,15 @@ pub enum LogState {
     Unreadable(String),
 }
 
-/// One thing the shell saw.
-#[derive(Debug, Clone, PartialEq)]
+/// One thing the shell saw. Serializable: the remote agent streams these.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Observation {
     Line {
         number: u64,
         text: String,
+        /// Filled by whoever judges (the classifier is theirs), not sent over the wire.
+        #[serde(skip)]
         class: LineClass,
     },
     Log(LogState),

@@ -29,6 +29,7 @@ pub mod follow;
 pub mod judge;
 pub mod launch;
 pub mod lines;
+pub mod observe;
 pub mod plan;
 pub mod probe;
 pub mod prober;

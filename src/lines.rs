@@ -92,6 +92,17 @@ impl LineSplitter {
         self.number
     }
 
+    /// Bytes fed since the last line boundary (held or dropped past the cap): the stream offset
+    /// minus this is where a new splitter can resume and produce the same lines.
+    pub fn held_bytes(&self) -> u64 {
+        self.buf.len() as u64 + self.dropped
+    }
+
+    /// Continues the numbering of an earlier splitter (resuming at one of its line boundaries).
+    pub fn set_next_number(&mut self, number: u64) {
+        self.number = number.max(1);
+    }
+
     /// Starts over (the file was truncated or replaced), keeping the line numbering of the new file.
     pub fn reset(&mut self) {
         self.buf.clear();

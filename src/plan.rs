@@ -49,7 +49,7 @@ pub struct WatchOptions {
 }
 
 /// The probes a watch runs, resolved to concrete targets.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ProbePlan {
     /// Host and port to connect to.
     pub port: Option<(String, u16)>,

@@ -28,7 +28,8 @@ mod testserver;
 pub use crate::profile::ProbeKind;
 
 /// What one probe found.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ProbeOutcome {
     /// The condition holds (port listening and ours; health 2xx; request returned tokens).
     Up { detail: String, latency: Duration },

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 
 /// One datagram from the command, parsed.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct NotifyMessage {
     pub ready: bool,
     pub stopping: bool,

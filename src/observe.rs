@@ -1,0 +1,376 @@
+//! The local observer: everything that happens to a watched server on this machine, turned into
+//! timestamped observations. It judges nothing (the judge does); the engine feeds what it returns
+//! to the judge, and the remote agent (`firedup __agent`) streams it to a firedup elsewhere.
+//!
+//! Sources, all waking one channel: inotify events (through `notify`) on the log's directory, or
+//! its nearest existing ancestor until the directory appears, and on the run directory (where
+//! `exit.json` lands); the watched pid's pidfd becoming readable (a thread blocked in `poll`); the
+//! prober's results (port, HTTP, real request, GPU memory) and sd_notify messages; and a slow
+//! safety-net poll (NFS and other file systems give no inotify events).
+//!
+//! Order matters and is kept: on each [`LocalObserver::collect`] the log is read first, then the
+//! probe results that arrived meanwhile, so a fatal line written before the health endpoint
+//! answered is observed first. When the process is gone, the log is read to its end and a partial
+//! last line flushed, then the supervisor's exit record is awaited (bounded) and only then the exit
+//! is observed: a fatal line written just before death is never missed.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use notify::{RecursiveMode, Watcher};
+
+use crate::engine::Target;
+use crate::follow::{FollowEvent, LogFollower};
+use crate::judge::{LogState, Observation};
+use crate::lines::clean_text;
+use crate::plan::ProbePlan;
+use crate::process;
+use crate::verdict::ExitInfo;
+
+enum Wake {
+    Fs,
+    ProcessGone,
+    /// An observation from the prober or the sd_notify thread.
+    Obs(Observation),
+}
+
+/// The safety-net poll, for file systems without inotify.
+pub const SAFETY_POLL: Duration = Duration::from_secs(1);
+const EXIT_RECORD_WAIT: Duration = Duration::from_secs(2);
+
+/// What the observer needs besides the target.
+#[derive(Debug, Clone)]
+pub struct ObserveSettings {
+    pub line_cap: usize,
+    pub from_end: bool,
+    /// Resume following at (byte offset, next line number) instead of the start.
+    pub resume: Option<(u64, u64)>,
+    pub probes: ProbePlan,
+    /// How often CPU time and reads of the tree are sampled.
+    pub sample_every: Duration,
+}
+
+/// Observes one local target.
+pub struct LocalObserver {
+    start: Instant,
+    target: Target,
+    rx: Receiver<Wake>,
+    follower: LogFollower,
+    watcher: Option<notify::RecommendedWatcher>,
+    watched_dir: Option<PathBuf>,
+    stop: Arc<AtomicBool>,
+    oom_baseline: Option<(String, u64)>,
+    pending: Vec<Observation>,
+    process_gone_at: Option<Instant>,
+    exit_reported: bool,
+    next_sample: Instant,
+    sample_every: Duration,
+}
+
+impl std::fmt::Debug for LocalObserver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalObserver")
+            .field("log", &self.target.log)
+            .field("pid", &self.target.pid)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalObserver {
+    /// Sets up the sources; `start` is time zero of the observations.
+    pub fn new(target: &Target, settings: &ObserveSettings, start: Instant) -> LocalObserver {
+        let (tx, rx) = mpsc::channel::<Wake>();
+        let mut follower = LogFollower::new(&target.log, settings.line_cap);
+        if let Some((offset, line)) = settings.resume {
+            follower.resume_at(offset, line);
+        } else if settings.from_end {
+            follower.skip_existing();
+        }
+        let fs_tx = tx.clone();
+        let mut watcher =
+            notify::recommended_watcher(move |_res: notify::Result<notify::Event>| {
+                let _ = fs_tx.send(Wake::Fs);
+            })
+            .ok();
+        let mut watched_dir = None;
+        rearm(&mut watcher, &mut watched_dir, &target.log);
+        if let (Some(w), Some(run)) = (watcher.as_mut(), target.run.as_ref()) {
+            let _ = w.watch(&run.path, RecursiveMode::NonRecursive);
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut pending = Vec::new();
+        match (&target.spawn_error, target.pid) {
+            (Some(reason), _) => pending.push(Observation::SpawnFailed {
+                reason: reason.clone(),
+            }),
+            (None, Some(pid)) => {
+                if process::is_alive(pid, target.start_ticks) {
+                    pending.push(Observation::Started { pid });
+                    spawn_exit_watch(pid, tx.clone(), stop.clone());
+                } else {
+                    let _ = tx.send(Wake::ProcessGone);
+                }
+            }
+            (None, None) => {}
+        }
+        if !settings.probes.is_empty() || (settings.probes.gpu && target.pid.is_some()) {
+            let tx = tx.clone();
+            crate::prober::spawn(
+                settings.probes.clone(),
+                target.pid,
+                stop.clone(),
+                move |o| tx.send(Wake::Obs(o)).is_ok(),
+            );
+        }
+        if let Some(sock) = target.notify.clone() {
+            spawn_notify(sock, tx.clone(), stop.clone());
+        }
+        LocalObserver {
+            start,
+            oom_baseline: target.pid.and_then(process::cgroup_oom_kills),
+            target: target.clone(),
+            rx,
+            follower,
+            watcher,
+            watched_dir,
+            stop,
+            pending,
+            process_gone_at: None,
+            exit_reported: false,
+            next_sample: Instant::now(),
+            sample_every: settings.sample_every,
+        }
+    }
+
+    fn now(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    /// Whether the process's end has been observed (nothing more will come but log lines).
+    pub fn ended(&self) -> bool {
+        self.exit_reported
+    }
+
+    /// Where a follower would resume to emit exactly the lines not yet observed.
+    pub fn resume_point(&self) -> (u64, u64) {
+        self.follower.resume_point()
+    }
+
+    /// Appends everything observed since the last call, stamped with the time since `start`.
+    /// Never blocks (beyond reading what is there).
+    pub fn collect(&mut self, out: &mut Vec<(Duration, Observation)>) {
+        // Start-up facts first (started, spawn failure), then the log, then probe results.
+        let (early, later): (Vec<Observation>, Vec<Observation>) =
+            std::mem::take(&mut self.pending).into_iter().partition(|o| {
+                matches!(
+                    o,
+                    Observation::Started { .. } | Observation::SpawnFailed { .. }
+                )
+            });
+        self.pending = later;
+        for o in early {
+            out.push((self.now(), o));
+        }
+        let mut buf = Vec::new();
+        loop {
+            let more = self.follower.poll(&mut buf);
+            let now = self.now();
+            for ev in buf.drain(..) {
+                out.push((now, follow_observation(ev)));
+            }
+            if !more {
+                break;
+            }
+        }
+        rearm(&mut self.watcher, &mut self.watched_dir, &self.target.log);
+        for o in std::mem::take(&mut self.pending) {
+            out.push((self.now(), o));
+        }
+        // The process is gone: drain the log, then learn the exit status.
+        if let (Some(gone), false) = (self.process_gone_at, self.exit_reported) {
+            let record = self.target.run.as_ref().and_then(|r| r.exit());
+            if record.is_some()
+                || self.target.run.is_none()
+                || gone.elapsed() >= EXIT_RECORD_WAIT
+            {
+                let mut rest = Vec::new();
+                self.follower.finish(&mut rest);
+                let now = self.now();
+                for ev in rest {
+                    if let FollowEvent::Line(_) = ev {
+                        out.push((now, follow_observation(ev)));
+                    }
+                }
+                let exit: Option<ExitInfo> = record.and_then(|r| r.exit);
+                if exit.and_then(|e| e.effective_signal()) == Some(9) {
+                    if let Some(evidence) = oom_evidence(&self.oom_baseline, self.target.pid) {
+                        out.push((now, Observation::OomEvidence(evidence)));
+                    }
+                }
+                out.push((now, Observation::Exited(exit)));
+                self.exit_reported = true;
+            }
+        }
+        // Resource usage: CPU time and reads of the tree are progress evidence.
+        if let Some(pid) = self.target.pid {
+            if self.process_gone_at.is_none() && Instant::now() >= self.next_sample {
+                let (cpu, read) = process::tree_usage(pid);
+                out.push((
+                    self.now(),
+                    Observation::Usage {
+                        cpu_ticks: cpu,
+                        read_bytes: read,
+                    },
+                ));
+                self.next_sample = Instant::now() + self.sample_every;
+            }
+        }
+    }
+
+    /// The latest instant at which the observer wants to be collected again.
+    pub fn next_wake(&self) -> Instant {
+        let now = Instant::now();
+        let mut at = now + SAFETY_POLL;
+        if self.target.pid.is_some() && self.process_gone_at.is_none() {
+            at = at.min(self.next_sample);
+        }
+        if self.process_gone_at.is_some() && !self.exit_reported {
+            at = at.min(now + Duration::from_millis(20));
+        }
+        at
+    }
+
+    /// Blocks until a source signals something or `until`, whichever is first.
+    pub fn wait(&mut self, until: Instant) {
+        let timeout = until.saturating_duration_since(Instant::now());
+        match self.rx.recv_timeout(timeout) {
+            Ok(w) => self.take(w),
+            Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => {}
+        }
+        // Coalesce a burst of wake-ups into one read.
+        while let Ok(w) = self.rx.try_recv() {
+            self.take(w);
+        }
+    }
+
+    fn take(&mut self, w: Wake) {
+        match w {
+            Wake::ProcessGone => {
+                self.process_gone_at.get_or_insert_with(Instant::now);
+            }
+            Wake::Obs(o) => self.pending.push(o),
+            Wake::Fs => {}
+        }
+    }
+}
+
+impl Drop for LocalObserver {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+fn follow_observation(ev: FollowEvent) -> Observation {
+    match ev {
+        FollowEvent::Line(raw) => Observation::Line {
+            number: raw.number,
+            text: clean_text(&raw.bytes),
+            class: Default::default(),
+        },
+        FollowEvent::State(s) => Observation::Log(s),
+    }
+}
+
+fn spawn_exit_watch(pid: u32, tx: Sender<Wake>, stop: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        process::wait_for_exit(pid, Duration::from_millis(500), &|| {
+            stop.load(Ordering::Relaxed)
+        });
+        let _ = tx.send(Wake::ProcessGone);
+    });
+}
+
+fn spawn_notify(
+    sock: Arc<crate::probe::notify::NotifySocket>,
+    tx: Sender<Wake>,
+    stop: Arc<AtomicBool>,
+) {
+    std::thread::spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            if let Some(m) = sock.recv(Duration::from_millis(500)) {
+                if tx.send(Wake::Obs(Observation::Notify(m))).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+}
+
+/// Watches the log's directory, or its nearest existing ancestor until the directory appears.
+fn rearm(
+    watcher: &mut Option<notify::RecommendedWatcher>,
+    current: &mut Option<PathBuf>,
+    log: &Path,
+) {
+    let Some(w) = watcher.as_mut() else { return };
+    let mut dir = log.parent().map(Path::to_path_buf);
+    while let Some(d) = &dir {
+        if d.is_dir() {
+            break;
+        }
+        dir = d.parent().map(Path::to_path_buf);
+    }
+    if dir != *current {
+        if let Some(old) = current.take() {
+            let _ = w.unwatch(&old);
+        }
+        if let Some(d) = &dir {
+            if w.watch(d, RecursiveMode::NonRecursive).is_ok() {
+                *current = Some(d.clone());
+            }
+        }
+    }
+}
+
+fn oom_evidence(baseline: &Option<(String, u64)>, pid: Option<u32>) -> Option<String> {
+    if let Some((path, before)) = baseline {
+        if let Some(after) = process::cgroup_oom_kills_at(path) {
+            if after > *before {
+                return Some(format!("{path} counted {} OOM kill(s)", after - before));
+            }
+        }
+    }
+    // The kernel log names the victim.
+    let pid = pid?;
+    let text = std::process::Command::new("dmesg")
+        .arg("--notime")
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&text.stdout);
+    let needle = format!("Killed process {pid} ");
+    text.lines()
+        .rev()
+        .find(|l| l.contains(&needle))
+        .map(|l| l.trim().to_string())
+}
+
+/// A log state change, in words, for the progress display.
+pub fn describe_state(s: &LogState, path: &Path) -> String {
+    use crate::judge::LogState::*;
+    match s {
+        Missing { dir_exists: true } => format!("log {} does not exist (yet)", path.display()),
+        Missing { dir_exists: false } => {
+            format!("log {} does not exist, nor its directory", path.display())
+        }
+        Readable => format!("following {}", path.display()),
+        Truncated => format!(
+            "log {} was truncated; reading from its start",
+            path.display()
+        ),
+        Rotated => format!("log {} was rotated; following the new file", path.display()),
+        Unreadable(r) => format!("cannot read log {}: {r}", path.display()),
+    }
+}
