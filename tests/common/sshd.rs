@@ -642,6 +642,8 @@ pub struct NetLink {
 struct LinkState {
     frozen: bool,
     latency_ms: u32,
+    /// The userspace delay line used for latency where netem is missing.
+    delayer: Option<Delayer>,
 }
 
 impl NetLink {
@@ -739,8 +741,12 @@ impl NetLink {
         self.apply();
     }
 
-    /// Adds `ms` to the link's round trip (netem delay on the client side's egress).
-    /// Panics when netem is not available; see `latency_supported`.
+    /// Adds `ms` to the link's round trip: the packets from the client to the server are
+    /// delayed by `ms` (the way back is not). With netem (`latency_supported()`): a netem qdisc
+    /// on the root side's veth end. Without it (kernels without sch_netem, e.g. the CI VM): the
+    /// traffic between the two addresses is routed (/32 routes) over a pair of tun devices, one
+    /// in each namespace, joined by a delay line in this process; the TCP connections already
+    /// established move over to it. `FDT_LATENCY=tun` forces the latter.
     pub fn add_latency(&self, ms: u32) {
         self.state.lock().unwrap().latency_ms += ms;
         self.apply();
@@ -752,25 +758,42 @@ impl NetLink {
     }
 
     fn apply(&self) {
-        let st = self.state.lock().unwrap();
+        let mut st = self.state.lock().unwrap();
         let ns = self.ns.as_str();
-        let (root_q, ns_q): (Vec<String>, Vec<String>) = if st.frozen {
-            (vec!["blackhole".into()], vec!["blackhole".into()])
-        } else if st.latency_ms > 0 {
+        let netem = latency_supported() && std::env::var("FDT_LATENCY").as_deref() != Ok("tun");
+        let mut root_q: Vec<String> = vec![];
+        let mut ns_q: Vec<String> = vec![];
+        if st.frozen {
+            root_q = vec!["blackhole".into()];
+            ns_q = vec!["blackhole".into()];
+        } else if st.latency_ms > 0 && netem {
             let d = format!("{}ms", st.latency_ms);
-            (
-                vec![
-                    "netem".into(),
-                    "delay".into(),
-                    d,
-                    "limit".into(),
-                    "100000".into(),
-                ],
-                vec![],
-            )
+            root_q = ["netem", "delay", &d, "limit", "100000"]
+                .map(String::from)
+                .to_vec();
+        }
+        if netem || st.latency_ms == 0 {
+            if let Some(d) = st.delayer.take() {
+                // Routes first, so that no packet goes to a closed tun.
+                self.delayer_routes(&d, false);
+                drop(d);
+            }
         } else {
-            (vec![], vec![])
-        };
+            if st.delayer.is_none() {
+                let d = Delayer::new(
+                    &self.ns,
+                    &format!("{}c", &self.root_dev[..self.root_dev.len() - 1]),
+                    &format!("{}d", &self.root_dev[..self.root_dev.len() - 1]),
+                );
+                self.delayer_routes(&d, true);
+                st.delayer = Some(d);
+            }
+            let d = st.delayer.as_ref().unwrap();
+            d.shared.delay_ms.store(st.latency_ms, Ordering::SeqCst);
+        }
+        if let Some(d) = &st.delayer {
+            d.shared.frozen.store(st.frozen, Ordering::SeqCst);
+        }
         let set = |prefix: &[&str], dev: &str, q: &[String]| {
             let mut del: Vec<&str> = prefix.to_vec();
             del.extend(["tc", "qdisc", "del", "dev", dev, "root"]);
@@ -790,6 +813,191 @@ impl NetLink {
         set(&[], &self.root_dev, &root_q);
         set(&["ip", "netns", "exec", ns], &self.ns_dev, &ns_q);
     }
+
+    /// Adds (or deletes) the /32 routes that send the traffic between the two addresses over
+    /// the delayer's tun devices instead of the veth.
+    fn delayer_routes(&self, d: &Delayer, add: bool) {
+        let verb = if add { "add" } else { "del" };
+        let (ra, na) = (
+            format!("{}/32", self.ns_addr),
+            format!("{}/32", self.root_addr),
+        );
+        let root = [
+            "ip",
+            "route",
+            verb,
+            &ra,
+            "dev",
+            &d.root_dev,
+            "src",
+            &self.root_addr,
+        ];
+        let ns = [
+            "ip",
+            "netns",
+            "exec",
+            &self.ns,
+            "ip",
+            "route",
+            verb,
+            &na,
+            "dev",
+            &d.ns_dev,
+            "src",
+            &self.ns_addr,
+        ];
+        if add {
+            must(&root);
+            must(&ns);
+        } else {
+            let _ = run_bounded(
+                Command::new(root[0]).args(&root[1..]),
+                Duration::from_secs(10),
+            );
+            let _ = run_bounded(Command::new(ns[0]).args(&ns[1..]), Duration::from_secs(10));
+        }
+    }
+}
+
+/// A delay line between two tun devices: `root_dev` in the root namespace and `ns_dev` in the
+/// link's namespace. Packets read from `root_dev` (sent by the client towards the server) are
+/// written into `ns_dev` `delay_ms` later; those read from `ns_dev` go back at once. Frozen: all
+/// dropped. The devices belong to this process's file descriptors: they go with it.
+#[derive(Debug)]
+struct Delayer {
+    root_dev: String,
+    ns_dev: String,
+    shared: std::sync::Arc<DelayShared>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+#[derive(Debug, Default)]
+struct DelayShared {
+    delay_ms: AtomicU32,
+    frozen: std::sync::atomic::AtomicBool,
+    stop: std::sync::atomic::AtomicBool,
+}
+
+fn tun_open(name: &str) -> std::fs::File {
+    use std::os::fd::AsRawFd;
+    #[repr(C)]
+    struct IfReq {
+        name: [u8; 16],
+        flags: libc::c_short,
+        _pad: [u8; 22],
+    }
+    const TUNSETIFF: libc::c_ulong = 0x400454ca;
+    const IFF_TUN: libc::c_short = 0x0001;
+    const IFF_NO_PI: libc::c_short = 0x1000;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/net/tun")
+        .unwrap_or_else(|e| panic!("/dev/net/tun: {e}"));
+    let mut req = IfReq {
+        name: [0; 16],
+        flags: IFF_TUN | IFF_NO_PI,
+        _pad: [0; 22],
+    };
+    assert!(name.len() < 16);
+    req.name[..name.len()].copy_from_slice(name.as_bytes());
+    // SAFETY: TUNSETIFF reads and writes a struct ifreq, which IfReq lays out.
+    let r = unsafe { libc::ioctl(f.as_raw_fd(), TUNSETIFF as _, &mut req as *mut IfReq) };
+    assert!(
+        r == 0,
+        "TUNSETIFF {name}: {}",
+        std::io::Error::last_os_error()
+    );
+    f
+}
+
+impl Delayer {
+    fn new(ns: &str, root_dev: &str, ns_dev: &str) -> Delayer {
+        let a = tun_open(root_dev);
+        let b = tun_open(ns_dev);
+        must(&["ip", "link", "set", "dev", ns_dev, "netns", ns]);
+        must(&["ip", "link", "set", "dev", root_dev, "up"]);
+        must(&[
+            "ip", "netns", "exec", ns, "ip", "link", "set", "dev", ns_dev, "up",
+        ]);
+        let shared = std::sync::Arc::new(DelayShared::default());
+        let (a2, b2) = (a.try_clone().unwrap(), b.try_clone().unwrap());
+        let threads = vec![
+            pump(a, b2, shared.clone(), true),
+            pump(b, a2, shared.clone(), false),
+        ];
+        Delayer {
+            root_dev: root_dev.to_string(),
+            ns_dev: ns_dev.to_string(),
+            shared,
+            threads,
+        }
+    }
+}
+
+impl Drop for Delayer {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Moves packets from `from` to `to`, after the delay when `delayed`. Returns when told to stop
+/// (within 100 ms).
+fn pump(
+    from: std::fs::File,
+    to: std::fs::File,
+    shared: std::sync::Arc<DelayShared>,
+    delayed: bool,
+) -> std::thread::JoinHandle<()> {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let (tx, rx) = mpsc::channel::<(Instant, Vec<u8>)>();
+    let writer = std::thread::spawn(move || {
+        let mut to = to;
+        for (due, pkt) in rx {
+            // Emulated propagation time, not synchronisation.
+            let now = Instant::now();
+            if due > now {
+                std::thread::sleep(due - now);
+            }
+            let _ = to.write(&pkt);
+        }
+    });
+    std::thread::spawn(move || {
+        let mut from = from;
+        let mut buf = vec![0u8; 65536];
+        while !shared.stop.load(Ordering::SeqCst) {
+            let mut pfd = libc::pollfd {
+                fd: from.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            if unsafe { libc::poll(&mut pfd, 1, 100) } <= 0 {
+                continue;
+            }
+            let Ok(n) = from.read(&mut buf) else { break };
+            if shared.frozen.load(Ordering::SeqCst) {
+                continue;
+            }
+            let delay = if delayed {
+                Duration::from_millis(shared.delay_ms.load(Ordering::SeqCst) as u64)
+            } else {
+                Duration::ZERO
+            };
+            if tx
+                .send((Instant::now() + delay, buf[..n].to_vec()))
+                .is_err()
+            {
+                break;
+            }
+        }
+        drop(tx);
+        let _ = writer.join();
+    })
 }
 
 impl Drop for NetLink {
@@ -800,6 +1008,16 @@ impl Drop for NetLink {
                 Duration::from_secs(10),
             );
         };
+        if let Some(d) = self
+            .state
+            .get_mut()
+            .map(|s| s.delayer.take())
+            .ok()
+            .flatten()
+        {
+            self.delayer_routes(&d, false);
+            drop(d);
+        }
         // Deleting one end deletes the pair; the namespace goes when its last process does.
         quiet(&["ip", "link", "del", &self.root_dev]);
         quiet(&["ip", "netns", "del", &self.ns]);
