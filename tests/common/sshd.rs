@@ -7,7 +7,11 @@
 //! `NetLink::new()` makes a network namespace joined to the root namespace by a veth pair on a
 //! private /30; `Sshd::start_in(&link)` runs sshd inside it, on the namespace's address, so that
 //! `link.freeze()` (every packet silently dropped, both ways: no RST, no FIN, like a frozen
-//! network), `link.thaw()` and `link.add_latency(ms)` act on the real TCP connection.
+//! network), `link.thaw()` and `link.add_latency(ms)` act on the real TCP connection. Latency is
+//! a netem qdisc where the kernel has sch_netem; where it has not (this VM and CI: no netem, no
+//! loadable modules), the traffic is routed over a tun pair joined by a delay line in the test
+//! process (see `add_latency`). `freeze` needs only the `blackhole` qdisc, built into every
+//! kernel with traffic control.
 //!
 //! Everything is torn down on Drop (processes killed, namespace and veth deleted, temp dir
 //! removed), also when the test panics.
@@ -15,11 +19,15 @@
 //! Observed behaviour worth knowing (OpenSSH 9.2, Debian 12):
 //! - `stop()` sends SIGTERM to the listening sshd only. Its per-connection children (one per
 //!   established connection, e.g. a ControlMaster's) are not killed: they keep serving their
-//!   sessions, like `systemctl restart ssh` on a real host. Drop kills them all (they carry
-//!   `FDT_SSHD_TAG` in their environment, and so do the users' commands, via `SetEnv`).
+//!   sessions, like `systemctl restart ssh` on a real host. Drop kills them all: sshd's processes are found by
+//!   their open `sshd.log` (-E), the users' commands by `FDT_SSHD_TAG` in their environment
+//!   (`SetEnv`); sshd's own environment is overwritten by its setproctitle.
+//! - The per-connection sshd calls setsid(), and so do the users' commands (each its own
+//!   session): none of them is in the test's or the listener's process group.
 //! - A frozen link is noticed by ssh only through its own keepalives: with
 //!   `ServerAliveInterval=1 ServerAliveCountMax=2` ssh exits 255 with "Timeout, server ... not
-//!   responding" about 3 s after the freeze; without them it hangs.
+//!   responding" 2.2-2.3 s after the freeze; without them it hangs. A new connection during the
+//!   freeze ends in "Connection timed out" (ConnectTimeout), never "refused".
 use std::io::{BufRead, BufReader, Read};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
