@@ -527,8 +527,8 @@ impl Sshd {
     /// Starts it again, with the same keys, port and configs.
     pub fn restart(&mut self) {
         self.stop();
-        // The old listener's port is free once it exited (SO_REUSEADDR); a retry covers a
-        // port taken in the meantime on loopback, which would be a harness failure anyway.
+        // The old listener's port is free once it exited (sshd sets SO_REUSEADDR, so the
+        // connections kept from before don't block it).
         if let Err(e) = self.spawn_and_wait() {
             self.kill_all();
             panic!("sshd did not restart: {e}");
