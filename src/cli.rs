@@ -96,7 +96,7 @@ pub struct JudgeArgs {
 }
 
 impl JudgeArgs {
-    fn options(&self, from_end: bool) -> WatchOptions {
+    pub(crate) fn options(&self, from_end: bool) -> WatchOptions {
         WatchOptions {
             until_exit: self.until == Until::Exit,
             profile: self.profile.clone(),
@@ -120,7 +120,7 @@ impl JudgeArgs {
 }
 
 /// Options recorded at launch, with the flags given now taking precedence.
-fn overlay(recorded: WatchOptions, now: WatchOptions) -> WatchOptions {
+pub(crate) fn overlay(recorded: WatchOptions, now: WatchOptions) -> WatchOptions {
     fn vec_or<T>(now: Vec<T>, rec: Vec<T>) -> Vec<T> {
         if now.is_empty() { rec } else { now }
     }
@@ -144,6 +144,26 @@ fn overlay(recorded: WatchOptions, now: WatchOptions) -> WatchOptions {
         phase_timeouts: vec_or(now.phase_timeouts, recorded.phase_timeouts),
         env: now.env,
     }
+}
+
+/// Where the server runs, when not here.
+#[derive(Debug, Args, Clone)]
+pub struct RemoteArgs {
+    /// Run or watch on this SSH host (as you write it for ssh: an alias of ~/.ssh/config,
+    /// user@host). firedup copies itself to ~/.cache/firedup/bin there on first use.
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+    /// How long to wait for the first SSH connection.
+    #[arg(
+        long = "connect-timeout",
+        value_name = "DURATION",
+        default_value = "10s"
+    )]
+    pub connect_timeout: String,
+    /// After losing contact with the host, how long to keep reconnecting before `monitor_error`
+    /// (the server keeps running there).
+    #[arg(long = "reconnect-for", value_name = "DURATION", default_value = "5m")]
+    pub reconnect_for: String,
 }
 
 #[derive(Debug, Subcommand)]
@@ -174,6 +194,8 @@ pub enum Command {
         /// Grace between SIGTERM and SIGKILL when stopping the server.
         #[arg(long, value_name = "DURATION", default_value = "10s")]
         grace: String,
+        #[command(flatten)]
+        remote: RemoteArgs,
         /// The command and its arguments.
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<String>,
@@ -193,12 +215,16 @@ pub enum Command {
         /// Only judge lines written from now on (default: read the log from its start).
         #[arg(long = "from-end")]
         from_end: bool,
+        #[command(flatten)]
+        remote: RemoteArgs,
     },
     /// Stop a run: SIGTERM to its group, grace, SIGKILL, then verify nothing of it is left.
     Stop {
         run_id: String,
         #[arg(long, value_name = "DURATION", default_value = "10s")]
         grace: String,
+        #[command(flatten)]
+        remote: RemoteArgs,
     },
     /// List the server profiles; `profiles show NAME` prints one, `profiles check FILE` validates yours.
     Profiles {
@@ -212,6 +238,8 @@ pub enum Command {
     Ps {
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        remote: RemoteArgs,
     },
     /// Print a run's log.
     Logs {
@@ -222,9 +250,18 @@ pub enum Command {
         /// Keep printing new lines until the run ends.
         #[arg(long, short)]
         follow: bool,
+        #[command(flatten)]
+        remote: RemoteArgs,
     },
     #[command(name = "__supervise", hide = true)]
     Supervise { run_dir: PathBuf },
+    /// The remote side of a watch over SSH (reads its spec on stdin).
+    #[command(name = "__agent", hide = true)]
+    Agent,
+    #[command(name = "__remote-launch", hide = true)]
+    RemoteLaunch,
+    #[command(name = "__meta", hide = true)]
+    Meta { run_id: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -265,17 +302,49 @@ fn dispatch(cli: Cli) -> Result<i32> {
             keep,
             notify,
             grace,
+            remote,
             command,
-        } => run(&judge, log, &env, cwd, then, keep, notify, &grace, command),
+        } => match remote.host.clone() {
+            Some(host) => crate::remote::commands::run(
+                &judge, &remote, &host, log, &env, cwd, then, keep, notify, &grace, command,
+            ),
+            None => run(&judge, log, &env, cwd, then, keep, notify, &grace, command),
+        },
         Command::Watch {
             judge,
             run_id,
             log,
             pid,
             from_end,
-        } => watch(&judge, run_id, log, pid, from_end),
-        Command::Stop { run_id, grace } => stop(&run_id, &grace),
-        Command::Ps { json } => ps(json),
+            remote,
+        } => match remote.host.clone() {
+            Some(host) => {
+                crate::remote::commands::watch(&judge, &remote, &host, run_id, log, pid, from_end)
+            }
+            None => watch(&judge, run_id, log, pid, from_end),
+        },
+        Command::Stop {
+            run_id,
+            grace,
+            remote,
+        } => match &remote.host {
+            Some(host) => crate::remote::commands::passthrough(
+                &remote,
+                host,
+                &["stop", &run_id, "--grace", &grace],
+            ),
+            None => stop(&run_id, &grace),
+        },
+        Command::Ps { json, remote } => match &remote.host {
+            Some(host) => {
+                let mut args = vec!["ps"];
+                if json {
+                    args.push("--json");
+                }
+                crate::remote::commands::passthrough(&remote, host, &args)
+            }
+            None => ps(json),
+        },
         Command::Profiles {
             action,
             profile_file,
@@ -284,16 +353,32 @@ fn dispatch(cli: Cli) -> Result<i32> {
             run_id,
             meaningful,
             follow,
-        } => logs(&run_id, meaningful, follow),
+            remote,
+        } => match &remote.host {
+            Some(host) => {
+                let mut args = vec!["logs", run_id.as_str()];
+                if meaningful {
+                    args.push("--meaningful");
+                }
+                if follow {
+                    args.push("--follow");
+                }
+                crate::remote::commands::passthrough(&remote, host, &args)
+            }
+            None => logs(&run_id, meaningful, follow),
+        },
         Command::Supervise { run_dir } => launch::supervise(&run_dir),
+        Command::Agent => crate::agent::run(),
+        Command::RemoteLaunch => crate::agent::remote_launch(),
+        Command::Meta { run_id } => crate::agent::meta(&run_id),
     }
 }
 
-fn grace_flag(g: &str) -> Result<Duration> {
+pub(crate) fn grace_flag(g: &str) -> Result<Duration> {
     parse_duration(g).map_err(|e| anyhow::anyhow!("--grace: {e}"))
 }
 
-fn open_events(path: &Option<PathBuf>) -> Result<Option<Box<dyn Write>>> {
+pub(crate) fn open_events(path: &Option<PathBuf>) -> Result<Option<Box<dyn Write>>> {
     Ok(match path {
         None => None,
         Some(p) if p.as_os_str() == "-" => Some(Box::new(std::io::stderr())),
@@ -494,7 +579,11 @@ fn describe_stop(r: &StopReport) -> String {
     }
 }
 
-fn run_then(cmd: &str, o: &Outcome, address: Option<&crate::profile::Address>) -> Result<i32> {
+pub(crate) fn run_then(
+    cmd: &str,
+    o: &Outcome,
+    address: Option<&crate::profile::Address>,
+) -> Result<i32> {
     let mut c = std::process::Command::new("sh");
     c.arg("-c")
         .arg(cmd)
@@ -517,7 +606,12 @@ fn run_then(cmd: &str, o: &Outcome, address: Option<&crate::profile::Address>) -
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
 }
 
-fn print_outcome(json: bool, o: &Outcome, teardown: Option<&str>, then: Option<(&str, i32)>) {
+pub(crate) fn print_outcome(
+    json: bool,
+    o: &Outcome,
+    teardown: Option<&str>,
+    then: Option<(&str, i32)>,
+) {
     if json {
         let mut v = serde_json::to_value(o).unwrap_or_default();
         if let (Some((cmd, code)), Some(map)) = (then, v.as_object_mut()) {

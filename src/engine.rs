@@ -187,7 +187,13 @@ pub fn judge_loop(
             feed(&mut judge, obs, at, &mut events, &mut out);
         }
         if source.can_tick() {
-            feed(&mut judge, Observation::Tick, source.now(), &mut events, &mut out);
+            feed(
+                &mut judge,
+                Observation::Tick,
+                source.now(),
+                &mut events,
+                &mut out,
+            );
         }
         for e in out.judge_events.drain(..) {
             match e {
@@ -287,6 +293,7 @@ pub fn outcome(j: Judgement, target: &Target) -> Outcome {
         request_gap_s: request_gap(&j.probes),
         probes: j.probes,
         gpu: j.gpu,
+        host: None,
     }
 }
 

@@ -67,6 +67,8 @@ pub struct JudgeConfig {
     pub probe_fault_limit: u32,
     /// Per-phase budgets: being in the phase longer than this is `timed_out`.
     pub phase_budgets: Vec<(String, Duration)>,
+    /// Where the probes run from, for reports (`local`, `remote HOST`).
+    pub probe_origin: String,
 }
 
 impl JudgeConfig {
@@ -87,6 +89,7 @@ impl JudgeConfig {
             ready_probes: Vec::new(),
             probe_fault_limit: 3,
             phase_budgets: Vec::new(),
+            probe_origin: "local".into(),
         }
     }
 }
@@ -356,7 +359,7 @@ impl Judge {
             .map(|p| ProbeReport {
                 kind: p.kind.as_str().to_string(),
                 target: p.target.clone(),
-                from: "local".into(),
+                from: self.cfg.probe_origin.clone(),
                 ready_s: p.first_up.map(|d| round_ms(d.as_secs_f64())),
                 last: p.last.clone(),
                 latency_ms: p

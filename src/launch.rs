@@ -23,8 +23,8 @@ use crate::process;
 use crate::rundir::{ExitRecord, ProcessRecord, RunDir, RunMeta, now_unix};
 use crate::secrets::shown_value;
 
-/// What to launch.
-#[derive(Debug, Clone)]
+/// What to launch (also sent, as JSON on stdin, to a remote firedup: never on a command line).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct LaunchSpec {
     pub command: Vec<String>,
     pub cwd: Option<PathBuf>,

@@ -21,6 +21,7 @@
 //! assert_eq!(outcome.verdict, firedup::verdict::Verdict::Ready);
 //! ```
 
+pub mod agent;
 pub mod classify;
 pub mod cli;
 pub mod duration;
@@ -36,8 +37,10 @@ pub mod prober;
 pub mod process;
 pub mod profile;
 pub mod profiles_cmd;
+pub mod remote;
 pub mod report;
 pub mod rundir;
 pub mod secrets;
 pub mod stop;
 pub mod verdict;
+pub mod wire;

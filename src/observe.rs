@@ -164,12 +164,14 @@ impl LocalObserver {
     pub fn collect(&mut self, out: &mut Vec<(Duration, Observation)>) {
         // Start-up facts first (started, spawn failure), then the log, then probe results.
         let (early, later): (Vec<Observation>, Vec<Observation>) =
-            std::mem::take(&mut self.pending).into_iter().partition(|o| {
-                matches!(
-                    o,
-                    Observation::Started { .. } | Observation::SpawnFailed { .. }
-                )
-            });
+            std::mem::take(&mut self.pending)
+                .into_iter()
+                .partition(|o| {
+                    matches!(
+                        o,
+                        Observation::Started { .. } | Observation::SpawnFailed { .. }
+                    )
+                });
         self.pending = later;
         for o in early {
             out.push((self.now(), o));
@@ -192,10 +194,7 @@ impl LocalObserver {
         // The process is gone: drain the log, then learn the exit status.
         if let (Some(gone), false) = (self.process_gone_at, self.exit_reported) {
             let record = self.target.run.as_ref().and_then(|r| r.exit());
-            if record.is_some()
-                || self.target.run.is_none()
-                || gone.elapsed() >= EXIT_RECORD_WAIT
-            {
+            if record.is_some() || self.target.run.is_none() || gone.elapsed() >= EXIT_RECORD_WAIT {
                 let mut rest = Vec::new();
                 self.follower.finish(&mut rest);
                 let now = self.now();

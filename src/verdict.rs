@@ -358,6 +358,9 @@ pub struct Outcome {
     /// GPU memory of the watched tree, where nvidia-smi exists (additive field).
     #[serde(default)]
     pub gpu: Option<GpuReport>,
+    /// The SSH host the server runs on, for `--host` (additive field; absent for local runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 #[cfg(test)]

@@ -1,0 +1,197 @@
+//! `firedup __agent`: the remote side of a watch over SSH. It reads an [`AgentSpec`] on stdin,
+//! observes the target with the same [`LocalObserver`] a local watch uses (so probes run from the
+//! server's own machine), and streams what it sees as [`WireEvent`]s on stdout until the process's
+//! exit was observed. It judges nothing: the local firedup does, so a reconnect resumes the
+//! judgement where it was. If the link drops, the next write fails and the agent exits; the
+//! server and its log are untouched.
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use crate::engine::Target;
+use crate::judge::Observation;
+use crate::observe::{LocalObserver, ObserveSettings};
+use crate::rundir::{RunDir, now_unix};
+use crate::wire::{AgentSpec, Resume, WireEvent};
+
+/// Heartbeats keep a quiet link visibly alive.
+pub const HEARTBEAT: Duration = Duration::from_secs(1);
+
+/// Runs the agent; returns its exit code.
+pub fn run() -> Result<i32> {
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .context("cannot read the agent spec on stdin")?;
+    let spec: AgentSpec = serde_json::from_str(&line).context("bad agent spec")?;
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    match serve(&spec, &mut out) {
+        Ok(()) => Ok(0),
+        // A write that fails means the other end is gone: nothing more to do.
+        Err(_) => Ok(0),
+    }
+}
+
+fn send(out: &mut dyn Write, e: &WireEvent) -> std::io::Result<()> {
+    writeln!(out, "{}", e.to_line())
+}
+
+/// Streams observations of `spec`'s target to `out` until the process ended (or `out` fails).
+pub fn serve(spec: &AgentSpec, out: &mut dyn Write) -> std::io::Result<()> {
+    let target = match target_of(spec) {
+        Ok(t) => t,
+        Err(e) => {
+            send(
+                out,
+                &WireEvent::Error {
+                    message: format!("{e:#}"),
+                },
+            )?;
+            return out.flush();
+        }
+    };
+    let t0 = spec
+        .t0_unix
+        .or_else(|| {
+            target
+                .run
+                .as_ref()
+                .and_then(|r| r.meta().ok())
+                .map(|m| m.started_at)
+        })
+        .unwrap_or_else(now_unix);
+    send(
+        out,
+        &WireEvent::Hello {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            t0_unix: t0,
+            log: target.log.display().to_string(),
+            pid: target.pid,
+        },
+    )?;
+    out.flush()?;
+    let settings = ObserveSettings {
+        line_cap: spec.line_cap,
+        from_end: spec.from_end,
+        resume: spec.resume.map(|r| (r.offset, r.line)),
+        probes: spec.probes.clone(),
+        sample_every: Duration::from_millis(spec.sample_every_ms.max(100)),
+    };
+    let start = Instant::now();
+    // Observation times are seconds since time zero by this host's clock.
+    let offset = now_unix() - t0;
+    let mut observer = LocalObserver::new(&target, &settings, start);
+    let mut seq = spec.resume.map(|r| r.seq).unwrap_or(0);
+    let mut last_mark: Option<Resume> = spec.resume;
+    let mut next_heartbeat = Instant::now();
+    let mut buf = Vec::new();
+    loop {
+        observer.collect(&mut buf);
+        for (at, obs) in buf.drain(..) {
+            let s = if matches!(obs, Observation::Line { .. }) {
+                seq += 1;
+                seq
+            } else {
+                0
+            };
+            let t = offset + at.as_secs_f64();
+            send(out, &WireEvent::Obs { t, seq: s, obs })?;
+        }
+        let (offset_b, line) = observer.resume_point();
+        let mark = Resume {
+            offset: offset_b,
+            line,
+            seq,
+        };
+        if last_mark != Some(mark) {
+            send(out, &WireEvent::Mark(mark))?;
+            last_mark = Some(mark);
+        }
+        if observer.ended() {
+            send(out, &WireEvent::End)?;
+            return out.flush();
+        }
+        if Instant::now() >= next_heartbeat {
+            let t = offset + start.elapsed().as_secs_f64();
+            send(out, &WireEvent::Heartbeat { t })?;
+            next_heartbeat = Instant::now() + HEARTBEAT;
+        }
+        out.flush()?;
+        observer.wait(observer.next_wake().min(next_heartbeat));
+    }
+}
+
+fn target_of(spec: &AgentSpec) -> Result<Target> {
+    if let Some(id) = &spec.run_id {
+        let run = RunDir::open(id)?;
+        let meta = run.meta()?;
+        let proc_rec = run.process();
+        Ok(Target {
+            log: PathBuf::from(&meta.log),
+            pid: proc_rec.map(|p| p.pid),
+            start_ticks: proc_rec.map(|p| p.start_ticks).filter(|t| *t != 0),
+            spawn_error: run.exit().and_then(|e| e.spawn_error),
+            run_id: run.id.clone(),
+            run: Some(run),
+            notify: None,
+        })
+    } else {
+        let log = spec
+            .log
+            .clone()
+            .context("the agent needs a run id or a log path")?;
+        let start_ticks = spec
+            .pid
+            .and_then(|p| crate::process::stat(p).map(|s| s.start_ticks));
+        Ok(Target {
+            log,
+            pid: spec.pid,
+            start_ticks,
+            ..Default::default()
+        })
+    }
+}
+
+/// What `firedup __remote-launch` answers (JSON on stdout).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct RemoteLaunched {
+    pub run_id: String,
+    pub log: String,
+    pub pid: Option<u32>,
+    pub spawn_error: Option<String>,
+}
+
+/// `firedup __remote-launch`: launches the [`crate::launch::LaunchSpec`] read on stdin, under the
+/// supervisor, exactly as a local `firedup run` does, and answers with the run's id, log and pid.
+pub fn remote_launch() -> Result<i32> {
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+        .context("cannot read the launch spec on stdin")?;
+    let spec: crate::launch::LaunchSpec = serde_json::from_str(&text).context("bad launch spec")?;
+    let launched = crate::launch::launch(&spec)?;
+    let (pid, spawn_error) = match &launched.started {
+        Ok(p) => (Some(p.pid), None),
+        Err(e) => (None, Some(e.clone())),
+    };
+    let answer = RemoteLaunched {
+        run_id: launched.run.id.clone(),
+        log: launched.log.display().to_string(),
+        pid,
+        spawn_error,
+    };
+    println!("{}", serde_json::to_string(&answer)?);
+    Ok(0)
+}
+
+/// `firedup __meta RUN_ID`: prints a run's `meta.json` (the local firedup judges a remote run the
+/// way it was launched).
+pub fn meta(run_id: &str) -> Result<i32> {
+    let run = RunDir::open(run_id)?;
+    println!("{}", serde_json::to_string(&run.meta()?)?);
+    Ok(0)
+}

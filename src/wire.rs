@@ -1,0 +1,148 @@
+//! What the remote agent and the local firedup say to each other over SSH: one JSON object per
+//! line.
+//!
+//! Local → agent (stdin, once): an [`AgentSpec`]: what to watch, the probes to run there, where
+//! to resume the log. Agent → local (stdout): `hello`, then observations stamped with seconds
+//! since the watch's time zero (by the remote clock, so the remote server's timing is judged, not
+//! the link's), a `mark` after each batch of log lines (the byte offset of the last line boundary,
+//! the next line number and the next line sequence number: where a new agent resumes so that no
+//! line is lost or doubled), a `heartbeat` every second (a silent link is detected by its absence),
+//! and `end` after the process's exit was observed.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::judge::Observation;
+use crate::plan::ProbePlan;
+
+/// Where to resume following the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resume {
+    pub offset: u64,
+    pub line: u64,
+    /// Sequence number of the next log line segment.
+    pub seq: u64,
+}
+
+/// What the agent watches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentSpec {
+    /// A run id of the agent's host (its run directory gives log, pid and exit record).
+    pub run_id: Option<String>,
+    /// The log, when attaching by path.
+    pub log: Option<PathBuf>,
+    pub pid: Option<u32>,
+    pub line_cap: usize,
+    pub from_end: bool,
+    pub resume: Option<Resume>,
+    pub probes: ProbePlan,
+    pub sample_every_ms: u64,
+    /// Time zero of the watch as a Unix time by the agent host's clock; `None`: the run's launch
+    /// time, or now when attaching by path.
+    pub t0_unix: Option<f64>,
+}
+
+/// One message from the agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "k", rename_all = "snake_case")]
+pub enum WireEvent {
+    Hello {
+        version: String,
+        /// Time zero of this watch (Unix time, agent host clock).
+        t0_unix: f64,
+        log: String,
+        pid: Option<u32>,
+    },
+    Obs {
+        /// Seconds since time zero.
+        t: f64,
+        /// For log lines: the segment's sequence number (for exactly-once delivery); else 0.
+        seq: u64,
+        obs: Observation,
+    },
+    Mark(Resume),
+    Heartbeat {
+        t: f64,
+    },
+    /// The agent could not start watching (the run id is unknown, ...).
+    Error {
+        message: String,
+    },
+    End,
+}
+
+impl WireEvent {
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| "{\"k\":\"end\"}".into())
+    }
+    pub fn parse(line: &str) -> Result<WireEvent, String> {
+        serde_json::from_str(line).map_err(|e| format!("bad message from the agent: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::judge::LogState;
+    use crate::probe::{ProbeKind, ProbeOutcome};
+    use crate::verdict::ExitInfo;
+
+    #[test]
+    fn every_message_round_trips() {
+        let table = vec![
+            WireEvent::Hello {
+                version: "0.1.0".into(),
+                t0_unix: 1.5,
+                log: "/l".into(),
+                pid: Some(4),
+            },
+            WireEvent::Obs {
+                t: 0.25,
+                seq: 7,
+                obs: Observation::Line {
+                    number: 3,
+                    text: "a \"quoted\" line\twith ünïcode".into(),
+                    class: Default::default(),
+                },
+            },
+            WireEvent::Obs {
+                t: 1.0,
+                seq: 0,
+                obs: Observation::Log(LogState::Missing { dir_exists: false }),
+            },
+            WireEvent::Obs {
+                t: 1.0,
+                seq: 0,
+                obs: Observation::Exited(Some(ExitInfo::signal(9, false))),
+            },
+            WireEvent::Obs {
+                t: 2.0,
+                seq: 0,
+                obs: Observation::Probe {
+                    kind: ProbeKind::Http,
+                    outcome: ProbeOutcome::Up {
+                        detail: "HTTP 200".into(),
+                        latency: std::time::Duration::from_millis(3),
+                    },
+                },
+            },
+            WireEvent::Mark(Resume {
+                offset: 10,
+                line: 2,
+                seq: 8,
+            }),
+            WireEvent::Heartbeat { t: 3.0 },
+            WireEvent::Error {
+                message: "no run x".into(),
+            },
+            WireEvent::End,
+        ];
+        for e in table {
+            let line = e.to_line();
+            assert!(!line.contains('\n'), "{line}");
+            assert_eq!(WireEvent::parse(&line).unwrap(), e, "{line}");
+        }
+        assert!(WireEvent::parse("{\"k\":\"nope\"}").is_err());
+    }
+}

@@ -1,0 +1,517 @@
+//! firedup over SSH against a real sshd (tests/common/sshd.rs): launch and watch on the "remote"
+//! host (this machine, reached through sshd as another login), the seed case, transport faults
+//! that must end in `monitor_error` at once, a killed SSH master and a frozen link that firedup
+//! must survive with every log line reported exactly once, and arguments that must reach the
+//! remote command exactly.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::sshd::{NetLink, Sshd, netns_or_skip};
+use common::{Env, Run};
+
+/// Runs firedup with the host's ssh config and a state dir of its own on the remote side.
+fn fd(env: &Env, sshd: &Sshd, args: &[&str]) -> Run {
+    let remote_state = env.path("remote-state");
+    env.cmd_json(
+        args,
+        &[
+            ("FIREDUP_SSH_CONFIG", sshd.config_path().to_str().unwrap()),
+            ("FIREDUP_REMOTE_STATE_DIR", remote_state.to_str().unwrap()),
+        ],
+    )
+}
+
+fn json_lines(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+#[test]
+fn run_over_ssh_is_ready_and_stop_ps_logs_work_there() {
+    let sshd = Sshd::start();
+    let env = Env::new();
+    let server = env.script(
+        "server.sh",
+        "echo 'Load weight begin'; sleep 0.3; echo 'fired up and ready to roll'; sleep 60",
+    );
+    let r = fd(
+        &env,
+        &sshd,
+        &[
+            "run",
+            "--json",
+            "--host",
+            "fdtest",
+            "--ready-line",
+            "ready to roll",
+            "--",
+            &server,
+        ],
+    );
+    assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
+    assert_eq!(r.json["host"], "fdtest");
+    assert_eq!(r.json["server_running"], true);
+    let id = r.run_id().to_string();
+    let pid = r.json["pid"].as_u64().unwrap();
+    assert!(common::alive(pid), "the remote server is not running");
+    // The log lives on the remote side, in the remote state dir.
+    assert!(
+        r.json["log"]
+            .as_str()
+            .unwrap()
+            .starts_with(env.path("remote-state").to_str().unwrap()),
+        "{}",
+        r.explain()
+    );
+    let ps = fd(&env, &sshd, &["ps", "--json", "--host", "fdtest"]);
+    assert_eq!(ps.code, 0, "{}", ps.explain());
+    assert!(ps.stdout.contains(&id), "{}", ps.stdout);
+    let logs = fd(&env, &sshd, &["logs", "--host", "fdtest", &id]);
+    assert!(
+        logs.stdout.contains("fired up and ready to roll"),
+        "{}",
+        logs.explain()
+    );
+    let stop = fd(&env, &sshd, &["stop", "--host", "fdtest", &id]);
+    assert_eq!(stop.code, 0, "{}", stop.explain());
+    assert!(!common::alive(pid), "still running after stop --host");
+}
+
+#[test]
+fn a_failure_over_ssh_is_named_and_the_server_stopped() {
+    let sshd = Sshd::start();
+    let env = Env::new();
+    let server = env.script(
+        "oom.sh",
+        "echo 'Capture cuda graph begin'; echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.'; exit 1",
+    );
+    let r = fd(
+        &env,
+        &sshd,
+        &[
+            "run",
+            "--json",
+            "--host",
+            "fdtest",
+            "--ready-line",
+            "never",
+            "--",
+            &server,
+        ],
+    );
+    assert_eq!((r.code, r.verdict()), (1, "failed"), "{}", r.explain());
+    assert_eq!(r.signature(), Some("cuda_oom"), "{}", r.explain());
+    assert_eq!(r.json["exit"]["code"], 1, "{}", r.explain());
+}
+
+#[test]
+fn a_missing_remote_command_never_started() {
+    let sshd = Sshd::start();
+    let env = Env::new();
+    let r = fd(
+        &env,
+        &sshd,
+        &[
+            "run",
+            "--json",
+            "--host",
+            "fdtest",
+            "--ready-line",
+            "x",
+            "--",
+            "no-such-server-binary",
+        ],
+    );
+    assert_eq!(
+        (r.code, r.verdict()),
+        (5, "never_started"),
+        "{}",
+        r.explain()
+    );
+    assert!(
+        r.json["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no-such-server-binary"),
+        "{}",
+        r.explain()
+    );
+}
+
+#[test]
+fn the_seed_case_over_ssh_is_never_started_not_a_wait() {
+    let sshd = Sshd::start();
+    let env = Env::new();
+    let started = Instant::now();
+    let r = fd(
+        &env,
+        &sshd,
+        &[
+            "watch",
+            "--json",
+            "--host",
+            "fdtest",
+            "--log",
+            "/path/that/never/appears.log",
+            "--log-grace",
+            "2s",
+            "--ready-line",
+            "READY",
+        ],
+    );
+    assert_eq!(
+        (r.code, r.verdict()),
+        (5, "never_started"),
+        "{}",
+        r.explain()
+    );
+    assert!(
+        r.json["reason"]
+            .as_str()
+            .unwrap()
+            .contains("/path/that/never/appears.log was never created"),
+        "{}",
+        r.explain()
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn transport_failures_are_monitor_errors_at_once_each_with_its_reason() {
+    let sshd = Sshd::start();
+    let env = Env::new();
+    let cases: Vec<(std::path::PathBuf, &str)> = vec![
+        (sshd.config_with_wrong_host_key(), "host key does not match"),
+        (sshd.config_without_client_key(), "authentication failed"),
+    ];
+    for (config, want) in cases {
+        let started = Instant::now();
+        let r = env.cmd_json(
+            &[
+                "watch",
+                "--json",
+                "--host",
+                "fdtest",
+                "--log",
+                "/tmp/x.log",
+                "--ready-line",
+                "R",
+            ],
+            &[("FIREDUP_SSH_CONFIG", config.to_str().unwrap())],
+        );
+        assert_eq!(
+            (r.code, r.verdict()),
+            (7, "monitor_error"),
+            "{}",
+            r.explain()
+        );
+        let reason = r.json["reason"].as_str().unwrap();
+        assert!(reason.contains(want), "{want}: {reason}");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{want}: took {:?}",
+            started.elapsed()
+        );
+    }
+    // Nothing listens on the port: refused, at once.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let r = env.cmd_json(
+        &[
+            "run",
+            "--json",
+            "--host",
+            &format!("root@127.0.0.1:{port}"),
+            "--ready-line",
+            "R",
+            "--",
+            "true",
+        ],
+        &[("FIREDUP_SSH_CONFIG", sshd.config_path().to_str().unwrap())],
+    );
+    assert_eq!(
+        (r.code, r.verdict()),
+        (7, "monitor_error"),
+        "{}",
+        r.explain()
+    );
+}
+
+#[test]
+fn arguments_reach_the_remote_command_exactly() {
+    let sshd = Sshd::start();
+    let env = Env::new();
+    let dump = env.script(
+        "dump.sh",
+        &format!(
+            "python3 -c 'import json,sys; open(\"{}\",\"w\").write(json.dumps(sys.argv[1:]))' \"$@\"\necho DONE",
+            env.path("argv.json").display()
+        ),
+    );
+    let tricky = [
+        "two words",
+        "it's \"quoted\"",
+        "$(touch /tmp/firedup-injected)",
+        "; rm -rf /nonexistent",
+        "back\\slash",
+        "new\nline",
+        "ünïcødé ✓",
+        "",
+        "*",
+    ];
+    let mut args = vec![
+        "run",
+        "--json",
+        "--host",
+        "fdtest",
+        "--until",
+        "exit",
+        "--",
+        dump.as_str(),
+    ];
+    args.extend(tricky.iter());
+    let r = fd(&env, &sshd, &args);
+    assert_eq!((r.code, r.verdict()), (0, "succeeded"), "{}", r.explain());
+    let got: Vec<String> =
+        serde_json::from_str(&std::fs::read_to_string(env.path("argv.json")).unwrap()).unwrap();
+    assert_eq!(got, tricky, "arguments changed on the way");
+    assert!(!Path::new("/tmp/firedup-injected").exists(), "a $() ran");
+}
+
+/// A server that prints numbered lines slowly, then the ready line.
+fn counting_server(env: &Env, n: u32, every: &str) -> String {
+    env.script(
+        "count.sh",
+        &format!("i=1; while [ $i -le {n} ]; do echo \"step $i of {n}\"; i=$((i+1)); sleep {every}; done; echo READY; sleep 60"),
+    )
+}
+
+/// Every `step K of N` line appears exactly once among the observed lines.
+fn assert_each_line_once(events: &Path, n: u32) {
+    let mut seen = vec![0u32; n as usize + 1];
+    for e in json_lines(events) {
+        if e["kind"] == "line" {
+            if let Some(k) = e["text"]
+                .as_str()
+                .and_then(|t| t.strip_prefix("step "))
+                .and_then(|t| t.split(' ').next())
+                .and_then(|k| k.parse::<usize>().ok())
+            {
+                seen[k] += 1;
+            }
+        }
+    }
+    let wrong: Vec<(usize, u32)> = seen
+        .iter()
+        .enumerate()
+        .skip(1)
+        .filter(|(_, c)| **c != 1)
+        .map(|(k, c)| (k, *c))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "lines not seen exactly once (line, times): {wrong:?}"
+    );
+}
+
+#[test]
+fn a_killed_ssh_master_is_lost_contact_then_resumed_without_losing_or_doubling_lines() {
+    let sshd = Sshd::start();
+    let env = Env::new();
+    let server = counting_server(&env, 40, "0.1");
+    let events = env.path("events.ndjson");
+    let config = sshd.config_path();
+    let killer = {
+        let config = config.clone();
+        std::thread::spawn(move || {
+            // Kill this test's ControlMaster(s) once the watch is under way.
+            std::thread::sleep(Duration::from_millis(1500));
+            let _ = std::process::Command::new("pkill")
+                .args(["-9", "-f", &format!("ssh .*-F {}", config.display())])
+                .status();
+        })
+    };
+    let r = fd(
+        &env,
+        &sshd,
+        &[
+            "run",
+            "--json",
+            "--host",
+            "fdtest",
+            "--ready-line",
+            "READY",
+            "--events",
+            events.to_str().unwrap(),
+            "--then",
+            "true",
+            "--",
+            &server,
+        ],
+    );
+    killer.join().unwrap();
+    assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
+    assert!(
+        r.stderr.contains("lost contact with fdtest"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("reconnected to fdtest"), "{}", r.stderr);
+    assert_each_line_once(&events, 40);
+}
+
+#[test]
+fn a_frozen_link_is_lost_contact_never_still_starting_and_the_verdict_is_the_servers() {
+    if !netns_or_skip("a_frozen_link_is_lost_contact") {
+        return;
+    }
+    let link = NetLink::new();
+    let sshd = Sshd::start_in(&link);
+    let env = Env::new();
+    // 60 lines over 6 s; the link is frozen from ~1.5 s to ~5 s: lines written meanwhile must
+    // arrive after the thaw, each exactly once.
+    let server = counting_server(&env, 60, "0.1");
+    let events = env.path("events.ndjson");
+    let child = {
+        let remote_state = env.path("remote-state");
+        let mut c = env.cmd();
+        c.env("FIREDUP_SSH_CONFIG", sshd.config_path())
+            .env("FIREDUP_REMOTE_STATE_DIR", &remote_state)
+            .args([
+                "run",
+                "--json",
+                "--host",
+                "fdtest",
+                "--ready-line",
+                "READY",
+                "--events",
+                events.to_str().unwrap(),
+                "--then",
+                "true",
+                "--",
+                &server,
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        c.spawn().unwrap()
+    };
+    wait_for_lines(&events, 5);
+    link.freeze();
+    std::thread::sleep(Duration::from_millis(3500));
+    link.thaw();
+    let out = wait_output(child, Duration::from_secs(60));
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let json: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_default();
+    assert_eq!(
+        json["verdict"], "ready",
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
+    assert!(stderr.contains("lost contact with fdtest"), "{stderr}");
+    assert!(!stderr.contains("stalled"), "{stderr}");
+    assert_each_line_once(&events, 60);
+}
+
+#[test]
+fn contact_not_regained_in_time_is_monitor_error_and_the_server_keeps_running() {
+    if !netns_or_skip("contact_not_regained_in_time") {
+        return;
+    }
+    let link = NetLink::new();
+    let sshd = Sshd::start_in(&link);
+    let env = Env::new();
+    let server = env.script("slow.sh", "echo starting; sleep 8; echo READY; sleep 60");
+    let remote_state = env.path("remote-state");
+    let mut c = env.cmd();
+    c.env("FIREDUP_SSH_CONFIG", sshd.config_path())
+        .env("FIREDUP_REMOTE_STATE_DIR", &remote_state)
+        .args([
+            "run",
+            "--json",
+            "--host",
+            "fdtest",
+            "--ready-line",
+            "READY",
+            "--reconnect-for",
+            "2s",
+            "--events",
+            env.path("events.ndjson").to_str().unwrap(),
+            "--",
+            &server,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = c.spawn().unwrap();
+    wait_for_lines(&env.path("events.ndjson"), 1);
+    link.freeze();
+    let out = wait_output(child, Duration::from_secs(30));
+    link.thaw();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let json: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_default();
+    assert_eq!(
+        json["verdict"],
+        "monitor_error",
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        json["reason"]
+            .as_str()
+            .unwrap()
+            .contains("lost contact with fdtest"),
+        "{stdout}"
+    );
+    assert_eq!(out.status.code(), Some(7));
+    // The server was left running; a later watch by run id gets the server's verdict.
+    let id = json["run_id"].as_str().unwrap().to_string();
+    let r = fd(&env, &sshd, &["watch", "--json", "--host", "fdtest", &id]);
+    assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
+    let stop = fd(&env, &sshd, &["stop", "--host", "fdtest", &id]);
+    assert_eq!(stop.code, 0, "{}", stop.explain());
+}
+
+/// Waits (bounded) until the event stream shows `n` log lines: the watch is under way.
+fn wait_for_lines(events: &Path, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while json_lines(events)
+        .iter()
+        .filter(|e| e["kind"] == "line")
+        .count()
+        < n
+    {
+        assert!(Instant::now() < deadline, "the watch never got under way");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn wait_output(mut child: std::process::Child, limit: Duration) -> std::process::Output {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Ok(Some(_)) = child.try_wait() {
+            return child.wait_with_output().unwrap();
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "firedup did not finish within {limit:?}\nstdout: {}\nstderr: {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
