@@ -334,20 +334,10 @@ fn a_killed_ssh_master_is_lost_contact_then_resumed_without_losing_or_doubling_l
     let server = counting_server(&env, 40, "0.1");
     let events = env.path("events.ndjson");
     let config = sshd.config_path();
-    let killer = {
-        let config = config.clone();
-        std::thread::spawn(move || {
-            // Kill this test's ControlMaster(s) once the watch is under way.
-            std::thread::sleep(Duration::from_millis(1500));
-            let _ = std::process::Command::new("pkill")
-                .args(["-9", "-f", &format!("ssh .*-F {}", config.display())])
-                .status();
-        })
-    };
-    let r = fd(
-        &env,
-        &sshd,
-        &[
+    let mut c = env.cmd();
+    c.env("FIREDUP_SSH_CONFIG", &config)
+        .env("FIREDUP_REMOTE_STATE_DIR", env.path("remote-state"))
+        .args([
             "run",
             "--json",
             "--host",
@@ -360,16 +350,24 @@ fn a_killed_ssh_master_is_lost_contact_then_resumed_without_losing_or_doubling_l
             "true",
             "--",
             &server,
-        ],
-    );
-    killer.join().unwrap();
-    assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
-    assert!(
-        r.stderr.contains("lost contact with fdtest"),
-        "{}",
-        r.stderr
-    );
-    assert!(r.stderr.contains("reconnected to fdtest"), "{}", r.stderr);
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = c.spawn().unwrap();
+    wait_for_lines(&events, 5);
+    // Kill this test's ControlMaster once the watch is under way.
+    let killed = std::process::Command::new("pkill")
+        .args(["-9", "-f", &format!("ssh .*-F {}", config.display())])
+        .status()
+        .unwrap();
+    assert!(killed.success(), "no ControlMaster to kill");
+    let out = wait_output(child, Duration::from_secs(60));
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let json: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_default();
+    assert_eq!(json["verdict"], "ready", "{stdout}\n{stderr}");
+    assert!(stderr.contains("lost contact with fdtest"), "{stderr}");
+    assert!(stderr.contains("reconnected to fdtest"), "{stderr}");
     assert_each_line_once(&events, 40);
 }
 
@@ -514,4 +512,240 @@ fn wait_output(mut child: std::process::Child, limit: Duration) -> std::process:
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+#[test]
+fn probes_run_on_the_host_and_the_report_says_so() {
+    let sshd = Sshd::start();
+    let env = Env::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let r = fd(
+        &env,
+        &sshd,
+        &[
+            "run",
+            "--json",
+            "--host",
+            "fdtest",
+            "--port",
+            &port,
+            "--http",
+            "/",
+            "--then",
+            "true",
+            "--",
+            "python3",
+            "-m",
+            "http.server",
+            &port,
+            "--bind",
+            "127.0.0.1",
+        ],
+    );
+    assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
+    let probes = r.json["probes"].as_array().unwrap();
+    assert_eq!(probes.len(), 2, "{}", r.explain());
+    for p in probes {
+        assert_eq!(p["from"], "remote fdtest", "{}", r.explain());
+        assert!(p["ready_s"].as_f64().is_some(), "{}", r.explain());
+    }
+    assert!(
+        probes[0]["last"]
+            .as_str()
+            .unwrap()
+            .contains("of the watched process tree"),
+        "the port owner was not checked on the host: {}",
+        r.explain()
+    );
+}
+
+#[test]
+fn secrets_reach_the_server_but_no_report_and_no_command_line() {
+    let sshd = Sshd::start();
+    let env = Env::new();
+    let seen = env.path("seen-token");
+    let server = env.script(
+        "secret.sh",
+        &format!(
+            "printf '%s' \"$HF_TOKEN\" > {}; for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done > {}; echo READY; sleep 60",
+            seen.display(),
+            env.path("cmdlines").display()
+        ),
+    );
+    let events = env.path("events.ndjson");
+    let r = fd(
+        &env,
+        &sshd,
+        &[
+            "run",
+            "--json",
+            "--host",
+            "fdtest",
+            "--env",
+            "HF_TOKEN=hf_s3cr3t_value",
+            "--ready-line",
+            "READY",
+            "--events",
+            events.to_str().unwrap(),
+            "--then",
+            "true",
+            "--",
+            &server,
+        ],
+    );
+    assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
+    assert_eq!(
+        common::file_text(&seen),
+        "hf_s3cr3t_value",
+        "the server did not get it"
+    );
+    for (what, text) in [
+        ("stdout", r.stdout.clone()),
+        ("stderr", r.stderr.clone()),
+        ("events", common::file_text(&events)),
+        (
+            "command lines on the host",
+            // The host is this machine here: leave out the local firedup's own command line
+            // (the user typed the value there themselves).
+            common::file_text(&env.path("cmdlines"))
+                .lines()
+                .filter(|l| !l.contains("--env HF_TOKEN="))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+    ] {
+        assert!(!text.contains("hf_s3cr3t_value"), "the secret is in {what}");
+    }
+    let metas: Vec<_> = walk(&env.path("remote-state"))
+        .into_iter()
+        .filter(|p| p.ends_with("meta.json"))
+        .collect();
+    assert_eq!(metas.len(), 1);
+    let meta = common::file_text(&metas[0]);
+    assert!(
+        !meta.contains("hf_s3cr3t_value") && meta.contains("HF_TOKEN"),
+        "{meta}"
+    );
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_server_crashing_while_the_link_is_down_is_judged_after_the_thaw() {
+    if !netns_or_skip("the_server_crashing_while_the_link_is_down") {
+        return;
+    }
+    let link = NetLink::new();
+    let sshd = Sshd::start_in(&link);
+    let env = Env::new();
+    let go = env.path("crash-now");
+    let server = env.script(
+        "crash.sh",
+        &format!(
+            "echo 'Load weight begin'; while [ ! -f {} ]; do sleep 0.05; done; echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB.'; exit 1",
+            go.display()
+        ),
+    );
+    let events = env.path("events.ndjson");
+    let mut c = env.cmd();
+    c.env("FIREDUP_SSH_CONFIG", sshd.config_path())
+        .env("FIREDUP_REMOTE_STATE_DIR", env.path("remote-state"))
+        .args([
+            "run",
+            "--json",
+            "--host",
+            "fdtest",
+            "--ready-line",
+            "READY",
+            "--events",
+            events.to_str().unwrap(),
+            "--",
+            &server,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = c.spawn().unwrap();
+    wait_for_lines(&events, 1);
+    link.freeze();
+    // The server dies while firedup cannot see it.
+    std::fs::write(&go, "").unwrap();
+    std::thread::sleep(Duration::from_millis(4000));
+    link.thaw();
+    let out = wait_output(child, Duration::from_secs(60));
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let json: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_default();
+    assert_eq!(json["verdict"], "failed", "{stdout}\n{stderr}");
+    assert_eq!(json["signature"], "cuda_oom", "{stdout}");
+    assert_eq!(json["exit"]["code"], 1, "{stdout}");
+    assert!(stderr.contains("lost contact with fdtest"), "{stderr}");
+}
+
+#[test]
+fn sshd_killed_and_restarted_mid_watch_is_survived() {
+    let mut sshd = Sshd::start();
+    let env = Env::new();
+    let server = counting_server(&env, 50, "0.1");
+    let events = env.path("events.ndjson");
+    let mut c = env.cmd();
+    c.env("FIREDUP_SSH_CONFIG", sshd.config_path())
+        .env("FIREDUP_REMOTE_STATE_DIR", env.path("remote-state"))
+        .args([
+            "run",
+            "--json",
+            "--host",
+            "fdtest",
+            "--ready-line",
+            "READY",
+            "--events",
+            events.to_str().unwrap(),
+            "--then",
+            "true",
+            "--",
+            &server,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = c.spawn().unwrap();
+    wait_for_lines(&events, 5);
+    // Every sshd process, the established connection's too: the link breaks.
+    // sshd stopped, the established connection's sshd too (the link breaks), but not the
+    // server, which runs in a session of its own on the host.
+    sshd.stop();
+    for pid in sshd.pids() {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if comm.starts_with("sshd") {
+            let _ = std::process::Command::new("kill")
+                .args(["-9", &pid.to_string()])
+                .status();
+        }
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    sshd.restart();
+    let out = wait_output(child, Duration::from_secs(60));
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let json: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_default();
+    assert_eq!(json["verdict"], "ready", "{stdout}\n{stderr}");
+    assert!(stderr.contains("lost contact with fdtest"), "{stderr}");
+    assert!(stderr.contains("reconnected to fdtest"), "{stderr}");
+    assert_each_line_once(&events, 50);
 }
