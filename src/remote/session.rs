@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use openssh::{KnownHosts, Session, SessionBuilder};
+use openssh::{ControlPersist, KnownHosts, Session, SessionBuilder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::HostSpec;
@@ -45,7 +45,13 @@ pub async fn connect(host: &HostSpec) -> Result<Session, String> {
     let mut b = SessionBuilder::default();
     b.known_hosts_check(KnownHosts::Add)
         .connect_timeout(host.connect_timeout)
-        .server_alive_interval(Duration::from_secs(1));
+        .server_alive_interval(Duration::from_secs(1))
+        // If firedup dies holding the connection, its master exits once idle instead of
+        // lingering. (openssh's cleaning of old control dirs is not used: it races with other
+        // firedups running at the same time and removes their live sockets.)
+        .control_persist(ControlPersist::IdleFor(
+            std::num::NonZeroUsize::new(10).expect("non-zero"),
+        ));
     if let Some(c) = &host.config_file {
         b.config_file(c);
     }
