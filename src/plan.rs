@@ -57,6 +57,10 @@ pub struct ProbePlan {
     pub http: Option<String>,
     /// Base URL and request shape of the real request.
     pub request: Option<(String, RequestKind)>,
+    /// The API key the real request sends (the server's own `--api-key`, or `FIREDUP_API_KEY`,
+    /// `VLLM_API_KEY`, `OPENAI_API_KEY`); never shown.
+    #[serde(default)]
+    pub request_key: Option<String>,
     pub notify: bool,
     /// Sample GPU memory of the tree (where nvidia-smi exists).
     pub gpu: bool,
@@ -295,6 +299,11 @@ fn resolve_probes(
             ),
         };
         plan.request = Some((base, kind));
+        plan.request_key = crate::profile::flag_value(command, &["--api-key".to_string()])
+            .or_else(|| env("FIREDUP_API_KEY"))
+            .or_else(|| env("VLLM_API_KEY"))
+            .or_else(|| env("OPENAI_API_KEY"))
+            .filter(|k| !k.is_empty());
     }
     Ok((plan, address))
 }

@@ -54,7 +54,12 @@ fn run(plan: &ProbePlan, pid: Option<u32>, stop: &AtomicBool, send: &dyn Fn(Obse
         }
         if let Some((base, kind)) = &plan.request {
             if !request_up && (plan.http.is_none() || http_up) {
-                let o = probe::request::probe(base, *kind, probe::REQUEST_TIMEOUT);
+                let o = probe::request::probe_with_key(
+                    base,
+                    *kind,
+                    probe::REQUEST_TIMEOUT,
+                    plan.request_key.as_deref(),
+                );
                 request_up = o.is_up();
                 if !probe(ProbeKind::Request, o) {
                     return;

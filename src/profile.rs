@@ -547,7 +547,7 @@ fn with_flags(mut addr: Address, e: &EndpointSpec, command: &[String]) -> Addres
 }
 
 /// The value of the last occurrence of any of `flags` in `command`.
-fn flag_value(command: &[String], flags: &[String]) -> Option<String> {
+pub fn flag_value(command: &[String], flags: &[String]) -> Option<String> {
     let mut found = None;
     let mut i = 0;
     while i < command.len() {

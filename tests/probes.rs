@@ -108,6 +108,37 @@ fn health_503_then_200_and_a_lagging_real_request_detected_from_the_command_line
 }
 
 #[test]
+fn the_real_request_sends_the_servers_own_api_key_and_never_shows_it() {
+    let env = Env::new();
+    let vllm = fake_vllm(&env);
+    let port = free_port().to_string();
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--timeout",
+        "20s",
+        "--ready-request",
+        "--then",
+        "true",
+        "--",
+        &vllm,
+        "serve",
+        "m",
+        "--port",
+        &port,
+        "--api-key",
+        "sk-firedup-test-key",
+    ]);
+    assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
+    assert!(probe(&r.json, "request")["ready_s"].as_f64().is_some());
+    assert!(
+        !r.stdout.contains("sk-firedup-test-key") && !r.stderr.contains("sk-firedup-test-key"),
+        "{}",
+        r.explain()
+    );
+}
+
+#[test]
 fn log_says_ready_but_health_never_does_is_not_ready() {
     let env = Env::new();
     let vllm = fake_vllm(&env);

@@ -30,6 +30,17 @@ const BODY_LIMIT: u64 = 1 << 20;
 /// Sends a tiny deterministic request to the server at `base_url` (`http://host:port`) and is `Up`
 /// only when it returns at least one token.
 pub fn probe(base_url: &str, kind: RequestKind, timeout: Duration) -> ProbeOutcome {
+    probe_with_key(base_url, kind, timeout, None)
+}
+
+/// [`probe`] for a server that wants an API key (`Authorization: Bearer KEY`). The key is never
+/// shown in a detail.
+pub fn probe_with_key(
+    base_url: &str,
+    kind: RequestKind,
+    timeout: Duration,
+    api_key: Option<&str>,
+) -> ProbeOutcome {
     let base = base_url.trim_end_matches('/');
     let start = Instant::now();
     let target = match Target::parse(base) {
@@ -43,6 +54,7 @@ pub fn probe(base_url: &str, kind: RequestKind, timeout: Duration) -> ProbeOutco
         agent: agent(timeout),
         deadline: start + timeout,
         timeout,
+        api_key: api_key.map(str::to_string),
     };
     let result = match kind {
         RequestKind::Openai => openai(&client, base),
@@ -142,6 +154,7 @@ struct Client {
     agent: ureq::Agent,
     deadline: Instant,
     timeout: Duration,
+    api_key: Option<String>,
 }
 
 /// A 2xx answer, parsed.
@@ -174,22 +187,28 @@ impl Client {
             });
         }
         let t0 = Instant::now();
+        let auth = self.api_key.as_ref().map(|k| format!("Bearer {k}"));
         let sent = match body {
-            None => self
-                .agent
-                .get(url)
-                .config()
-                .timeout_global(Some(left))
-                .build()
-                .call(),
-            Some(b) => self
-                .agent
-                .post(url)
-                .header("content-type", "application/json")
-                .config()
-                .timeout_global(Some(left))
-                .build()
-                .send(b.to_string()),
+            None => {
+                let mut req = self.agent.get(url);
+                if let Some(a) = &auth {
+                    req = req.header("authorization", a);
+                }
+                req.config().timeout_global(Some(left)).build().call()
+            }
+            Some(b) => {
+                let mut req = self
+                    .agent
+                    .post(url)
+                    .header("content-type", "application/json");
+                if let Some(a) = &auth {
+                    req = req.header("authorization", a);
+                }
+                req.config()
+                    .timeout_global(Some(left))
+                    .build()
+                    .send(b.to_string())
+            }
         };
         let mut response = sent.map_err(|e| error_outcome(&e, &target, self.timeout))?;
         let code = response.status().as_u16();
