@@ -127,6 +127,8 @@ impl LogFollower {
                 self.drain_open(out);
                 if self.file.is_some() {
                     self.flush_partial(out);
+                    // A file created at this path later is a new file: numbered from 1.
+                    self.splitter.reset();
                 }
                 self.file = None;
                 self.identity = None;
@@ -315,6 +317,30 @@ mod tests {
             states(&out).last(),
             Some(LogState::Missing { .. })
         ));
+    }
+
+    #[test]
+    fn a_file_recreated_after_deletion_is_numbered_from_one() {
+        // Found by the `follow` fuzz target: the new file's lines were numbered on from the old one.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        std::fs::write(&path, b"one\ntwo\n").unwrap();
+        let mut f = LogFollower::new(&path, 1024);
+        let mut out = Vec::new();
+        f.poll(&mut out);
+        std::fs::remove_file(&path).unwrap();
+        f.poll(&mut out);
+        std::fs::write(&path, b"fresh\n").unwrap();
+        out.clear();
+        f.poll(&mut out);
+        let numbered: Vec<(u64, String)> = out
+            .iter()
+            .filter_map(|e| match e {
+                FollowEvent::Line(l) => Some((l.number, String::from_utf8_lossy(&l.bytes).into())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(numbered, vec![(1, "fresh".to_string())]);
     }
 
     #[test]
