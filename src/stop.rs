@@ -141,6 +141,11 @@ mod tests {
         let daemon: u32 = line.trim().parse().unwrap();
         leader.wait().unwrap();
         assert!(process::is_alive(daemon, None));
+        assert_eq!(
+            process::tree(pid),
+            vec![daemon],
+            "the tree outlives its root"
+        );
         let report = stop_tree(pid, ticks, Duration::from_secs(2));
         assert_eq!(report.targeted, vec![daemon]);
         assert!(report.survivors.is_empty(), "{report:?}");
