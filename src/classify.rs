@@ -410,6 +410,9 @@ mod tests {
             assert!(class.hits.is_empty());
         }
         let took = started.elapsed();
-        assert!(took < std::time::Duration::from_secs(2), "{took:?} for 50k lines");
+        assert!(
+            took < std::time::Duration::from_secs(2),
+            "{took:?} for 50k lines"
+        );
     }
 }
