@@ -177,11 +177,14 @@ impl Classifier {
             patterns.push(p.clone());
             slots.push(Slot::Phase(i));
         }
-        let set = RegexSet::new(&patterns).map_err(|e| PatternError {
-            origin: "pattern set".into(),
-            pattern: String::new(),
-            message: e.to_string(),
-        })?;
+        let set = regex::RegexSetBuilder::new(&patterns)
+            .dfa_size_limit(64 << 20)
+            .build()
+            .map_err(|e| PatternError {
+                origin: "pattern set".into(),
+                pattern: String::new(),
+                message: e.to_string(),
+            })?;
         Ok(Classifier {
             set,
             slots,
@@ -392,6 +395,24 @@ mod tests {
             err.to_string()
                 .starts_with("invalid regex in --ready-line '(unclosed'"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn a_flood_of_lines_is_classified_quickly() {
+        // Found by tests/faults.rs (a storm of 1 M progress lines): with the regex crate's
+        // default DFA cache the catalog's set thrashed it and fell back to the PikeVM, ~60 us a
+        // line (1 M lines took over a minute); with a large enough cache it is ~1 us.
+        let (_, c) = builtin();
+        let started = std::time::Instant::now();
+        for i in 0..50_000 {
+            let class = c.classify(&format!("Capturing batches {i}/50000"));
+            assert!(class.hits.is_empty());
+        }
+        let took = started.elapsed();
+        assert!(
+            took < std::time::Duration::from_secs(2),
+            "{took:?} for 50k lines"
         );
     }
 }

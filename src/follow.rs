@@ -103,7 +103,14 @@ impl LogFollower {
     pub fn poll(&mut self, out: &mut Vec<FollowEvent>) -> bool {
         match std::fs::metadata(&self.path) {
             Ok(meta) if meta.is_dir() => {
+                // The file that was here is gone: read what it still holds, then let it go, so
+                // that it is not reported readable again on every poll.
                 self.drain_open(out);
+                if self.file.take().is_some() {
+                    self.flush_partial(out);
+                    self.splitter.reset();
+                    self.identity = None;
+                }
                 self.set_state(
                     LogState::Unreadable("the log path is a directory".into()),
                     out,
@@ -154,6 +161,8 @@ impl LogFollower {
                 self.drain_open(out);
                 if self.file.is_some() {
                     self.flush_partial(out);
+                    // A file created at this path later is a new file: numbered from 1.
+                    self.splitter.reset();
                 }
                 self.file = None;
                 self.identity = None;
@@ -342,6 +351,53 @@ mod tests {
             states(&out).last(),
             Some(LogState::Missing { .. })
         ));
+    }
+
+    #[test]
+    fn a_file_recreated_after_deletion_is_numbered_from_one() {
+        // Found by the `follow` fuzz target: the new file's lines were numbered on from the old one.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        std::fs::write(&path, b"one\ntwo\n").unwrap();
+        let mut f = LogFollower::new(&path, 1024);
+        let mut out = Vec::new();
+        f.poll(&mut out);
+        std::fs::remove_file(&path).unwrap();
+        f.poll(&mut out);
+        std::fs::write(&path, b"fresh\n").unwrap();
+        out.clear();
+        f.poll(&mut out);
+        let numbered: Vec<(u64, String)> = out
+            .iter()
+            .filter_map(|e| match e {
+                FollowEvent::Line(l) => Some((l.number, String::from_utf8_lossy(&l.bytes).into())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(numbered, vec![(1, "fresh".to_string())]);
+    }
+
+    #[test]
+    fn a_log_replaced_by_a_directory_stays_unreadable() {
+        // Found by tests/faults.rs (log/replaced_by_a_directory): the old file, still open, was
+        // reported readable again on every poll, so the log never stayed unreadable long enough
+        // for `monitor_error`.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        std::fs::write(&path, b"loading\n").unwrap();
+        let mut f = LogFollower::new(&path, 1024);
+        let mut out = Vec::new();
+        f.poll(&mut out);
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        out.clear();
+        f.poll(&mut out);
+        assert!(matches!(states(&out).last(), Some(LogState::Unreadable(_))));
+        for _ in 0..3 {
+            out.clear();
+            f.poll(&mut out);
+            assert!(!states(&out).contains(&LogState::Readable), "{out:?}");
+        }
     }
 
     #[test]

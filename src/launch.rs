@@ -221,10 +221,18 @@ pub fn supervise(run_path: &Path) -> Result<i32> {
         .stdin(Stdio::null())
         .stdout(Stdio::from(log))
         .stderr(Stdio::from(log_err));
-    // SAFETY: setsid is async-signal-safe.
+    // SAFETY: setsid and sigaction (through signal) are async-signal-safe.
     unsafe {
         cmd.pre_exec(|| {
             libc::setsid();
+            // A command starts with default signal dispositions, whatever firedup inherited: a
+            // firedup started as a background job (`firedup run ... &`) has SIGINT and SIGQUIT
+            // ignored, and the server would inherit that.
+            for sig in 1..32 {
+                if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+                    libc::signal(sig, libc::SIG_DFL);
+                }
+            }
             Ok(())
         });
     }

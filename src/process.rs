@@ -72,15 +72,18 @@ pub fn all_processes() -> Vec<(u32, ProcStat)> {
 }
 
 /// The pids of `root` and every descendant, plus every process in `root`'s session (a grandchild
-/// that re-parented to init but kept the session is still part of the server).
+/// that re-parented to init but kept the session is still part of the server, also after `root`
+/// itself has exited).
 pub fn tree(root: u32) -> Vec<u32> {
     let procs = all_processes();
     let mut members: HashSet<u32> = HashSet::new();
     members.insert(root);
+    // Once the root has exited and been reaped, its session lives on in what it left behind (a
+    // pid is not reused while it is a live process's session id).
     let root_session = procs
         .iter()
         .find(|(p, _)| *p == root)
-        .map(|(_, s)| s.session);
+        .map_or(Some(root), |(_, s)| Some(s.session));
     loop {
         let before = members.len();
         for (pid, s) in &procs {
