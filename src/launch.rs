@@ -198,6 +198,38 @@ pub fn describe_spawn_error(program: &str, e: &std::io::Error) -> String {
     }
 }
 
+/// The file `program` names, as execvp would find it (PATH for a bare name).
+fn resolve_program(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        return Some(PathBuf::from(program));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+/// A regular file that is neither an ELF binary, nor a `#!` script, nor text: what the kernel
+/// refuses with ENOEXEC and a shell would choke on. Shebang-less text scripts are left to run as
+/// the shell runs them.
+fn is_binary_without_format(path: &Path) -> bool {
+    use std::io::Read;
+    let Ok(mut f) = fs::File::open(path) else {
+        return false;
+    };
+    if !f.metadata().is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let mut head = [0u8; 512];
+    let n = f.read(&mut head).unwrap_or(0);
+    let head = &head[..n];
+    if head.starts_with(b"\x7fELF") || head.starts_with(b"#!") || head.is_empty() {
+        return false;
+    }
+    head.iter()
+        .any(|&b| b == 0 || (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c | 0x1b)))
+}
+
 /// The supervisor's body (`firedup __supervise RUN_DIR`). Never returns on success paths.
 pub fn supervise(run_path: &Path) -> Result<i32> {
     let run = RunDir {
@@ -215,6 +247,21 @@ pub fn supervise(run_path: &Path) -> Result<i32> {
     // SAFETY: plain prctl call with integer arguments.
     unsafe {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
+    if let Some(path) = resolve_program(&meta.command[0]) {
+        if is_binary_without_format(&path) {
+            // execvp would hand it to /bin/sh as a script (its ENOEXEC fallback), which then
+            // fails on garbage with a syntax error: say what it is instead.
+            let e = std::io::Error::from_raw_os_error(libc::ENOEXEC);
+            let reason = describe_spawn_error(&meta.command[0], &e);
+            run.write_exit(&ExitRecord {
+                exit: None,
+                spawn_error: Some(reason.clone()),
+                ended_at: now_unix(),
+            })?;
+            println!("failed {reason}");
+            return Ok(0);
+        }
     }
     let mut cmd = Command::new(&meta.command[0]);
     cmd.args(&meta.command[1..])

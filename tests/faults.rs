@@ -377,9 +377,7 @@ fn cases() -> Vec<Case> {
                     0o755,
                 )
             },
-            Some(
-                "bug: ENOEXEC falls back to /bin/sh (execvp), which runs the binary as a script: `exited` (sh's syntax error, code 2) instead of `never_started`",
-            ),
+            None,
         ),
         exec_case(
             "exec/directory",
