@@ -191,7 +191,7 @@ pub fn describe_spawn_error(program: &str, e: &std::io::Error) -> String {
         }
         Some(libc::ENOEXEC) => {
             format!(
-                "cannot execute {program}: exec format error (a script without a #! line, or a binary for another machine)"
+                "cannot execute {program}: exec format error (not a program for this machine, nor a script with a #! line)"
             )
         }
         _ => format!("cannot execute {program}: {e}"),
