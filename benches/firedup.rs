@@ -37,8 +37,7 @@ use regex::RegexSet;
 
 const READY: &str = "firedup-bench: the server is fired up and ready to roll";
 const NEVER: &str = "firedup-bench: this line is never written";
-const FATAL: &str =
-    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB";
+const FATAL: &str = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB";
 const END: &str = "firedup-bench: end of log";
 
 fn main() {
@@ -176,7 +175,9 @@ fn tempdir(tag: &str) -> PathBuf {
 
 fn firedup() -> Command {
     let mut c = Command::new(firedup_bin());
-    c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    c.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
     c
 }
 
@@ -203,7 +204,11 @@ fn cpu_ns(pid: u32) -> u64 {
     tasks
         .filter_map(|e| e.ok())
         .filter_map(|e| fs::read_to_string(e.path().join("schedstat")).ok())
-        .filter_map(|t| t.split_whitespace().next().and_then(|v| v.parse::<u64>().ok()))
+        .filter_map(|t| {
+            t.split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+        })
         .sum()
 }
 
@@ -225,6 +230,19 @@ fn status_kb(pid: &str, key: &str) -> Option<u64> {
         .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
 }
 
+/// Peak RSS (VmHWM, KiB) of a running process, polled every 5 ms until it exits. (wait4's
+/// ru_maxrss would count the harness's own RSS at fork time.)
+fn watch_hwm(pid: u32) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let mut peak = 0;
+        while let Some(v) = status_kb(&pid.to_string(), "VmHWM:") {
+            peak = peak.max(v);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        peak
+    })
+}
+
 fn pss_kb(pid: u32) -> u64 {
     fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
         .ok()
@@ -240,12 +258,16 @@ fn machine() {
     let cpu = fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_string()))
+            t.lines().find_map(|l| {
+                l.strip_prefix("model name")
+                    .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
+            })
         })
         .unwrap_or_default();
     let kernel = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
     println!("# firedup benchmarks");
     println!("machine: {cores} cores, {cpu}, kernel {}", kernel.trim());
     println!("binary:  {}", firedup_bin().display());
@@ -303,23 +325,37 @@ fn child_many() {
     let n = env_num("FIREDUP_BENCH_WATCHES", 200.0) as usize;
     let window = env_num("FIREDUP_BENCH_WATCH_S", 10.0);
     let dir = PathBuf::from(std::env::var("FIREDUP_BENCH_MANY_DIR").unwrap());
+    let shared_plan = std::env::var_os("FIREDUP_BENCH_MANY_SHARED").is_some();
+    let opts = WatchOptions {
+        ready_lines: vec![READY.into()],
+        profile: Some("generic".into()),
+        no_probe: true,
+        stall: Some("off".into()),
+        timeout: Some("off".into()),
+        ..Default::default()
+    };
+    // One plan for all (its log path only names the log in messages), or one per watch.
+    let one = std::sync::Arc::new(plan::resolve(&opts, &[], "shared.log", false).unwrap());
     let mut handles = Vec::new();
     let t_setup = Instant::now();
+    let resolved = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     for i in 0..n {
         let log = dir.join(format!("w{i}.log"));
         fs::write(&log, "starting\n").unwrap();
-        let opts = WatchOptions {
-            ready_lines: vec![READY.into()],
-            profile: Some("generic".into()),
-            no_probe: true,
-            stall: Some("off".into()),
-            timeout: Some("off".into()),
-            ..Default::default()
-        };
+        let opts = opts.clone();
+        let one = one.clone();
+        let resolved = resolved.clone();
         let h = std::thread::Builder::new()
             .stack_size(256 * 1024)
             .spawn(move || {
-                let plan = plan::resolve(&opts, &[], &log.display().to_string(), false).unwrap();
+                let plan = if shared_plan {
+                    one
+                } else {
+                    std::sync::Arc::new(
+                        plan::resolve(&opts, &[], &log.display().to_string(), false).unwrap(),
+                    )
+                };
+                resolved.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let target = Target {
                     log,
                     ..Default::default()
@@ -331,8 +367,12 @@ fn child_many() {
             .unwrap();
         handles.push(h);
     }
-    std::thread::sleep(Duration::from_secs(2));
+    // Every plan compiled, then 2 s for the watches to reach their first sleep.
+    while resolved.load(std::sync::atomic::Ordering::SeqCst) < n {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let setup_s = t_setup.elapsed().as_secs_f64();
+    std::thread::sleep(Duration::from_secs(2));
     let me = std::process::id();
     let inotify = fs::read_dir("/proc/self/fd")
         .map(|d| {
@@ -495,7 +535,8 @@ fn kill_writers(bench: &Path) {
 fn bench_latency() {
     let runs = env_num("FIREDUP_BENCH_RUNS", 7.0) as usize;
     let ready_line = format!("[2025-03-01 10:01:00] {READY}!");
-    let (mut w, mut r, mut tg, mut wf, mut rf, mut tgf) = (vec![], vec![], vec![], vec![], vec![], vec![]);
+    let (mut w, mut r, mut tg, mut wf, mut rf, mut tgf) =
+        (vec![], vec![], vec![], vec![], vec![], vec![]);
     for _ in 0..runs {
         w.push(trial_watch_line(&ready_line, 0));
         tg.push(trial_tail_grep(&ready_line, READY));
@@ -507,14 +548,53 @@ fn bench_latency() {
     header(&format!(
         "1. decisive line written → verdict (ms, median of {runs}; [min .. max])"
     ));
-    println!("spreads: watch {} run {} tail|grep {} | fatal: watch {} run(+exit) {} tail|grep {}",
-        spread(&w), spread(&r), spread(&tg), spread(&wf), spread(&rf), spread(&tgf));
+    println!(
+        "spreads: watch {} run {} tail|grep {} | fatal: watch {} run(+exit) {} tail|grep {}",
+        spread(&w),
+        spread(&r),
+        spread(&tg),
+        spread(&wf),
+        spread(&rf),
+        spread(&tgf)
+    );
     let (mw, mr, mtg) = (median(&mut w), median(&mut r), median(&mut tg));
     let (mwf, mrf, mtgf) = (median(&mut wf), median(&mut rf), median(&mut tgf));
-    row("ready line → `watch` exits", mw, "tail -F | grep -m1", mtg, "ms", "≤ tail|grep and ≤ 5 ms", mw <= mtg.max(5.0) && mw <= 5.0);
-    row("ready line → `run` exits", mr, "tail -F | grep -m1", mtg, "ms", "≤ tail|grep and ≤ 5 ms", mr <= mtg.max(5.0) && mr <= 5.0);
-    row("fatal line → `watch` exits (1.5 s settle by design)", mwf, "tail -F | grep -m1", mtgf, "ms", "settle + ≤ 5 ms", mwf <= 1505.0);
-    row("fatal line, then exit → `run` exits", mrf, "tail -F | grep -m1", mtgf, "ms", "(reported)", true);
+    row(
+        "ready line → `watch` exits",
+        mw,
+        "tail -F | grep -m1",
+        mtg,
+        "ms",
+        "≤ tail|grep and ≤ 5 ms",
+        mw <= mtg.max(5.0) && mw <= 5.0,
+    );
+    row(
+        "ready line → `run` exits",
+        mr,
+        "tail -F | grep -m1",
+        mtg,
+        "ms",
+        "≤ tail|grep and ≤ 5 ms",
+        mr <= mtg.max(5.0) && mr <= 5.0,
+    );
+    row(
+        "fatal line → `watch` exits (1.5 s settle by design)",
+        mwf,
+        "tail -F | grep -m1",
+        mtgf,
+        "ms",
+        "settle + ≤ 5 ms",
+        mwf <= 1505.0,
+    );
+    row(
+        "fatal line, then exit → `run` exits",
+        mrf,
+        "tail -F | grep -m1",
+        mtgf,
+        "ms",
+        "(reported)",
+        true,
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -579,10 +659,31 @@ fn bench_exit() {
         l.push(trial_poll_loop(300 + seed % 1000));
     }
     header(&format!("2. process exit → verdict (ms, median of {runs})"));
-    println!("spreads: watch --pid {} run {} loop {}", spread(&w), spread(&r), spread(&l));
+    println!(
+        "spreads: watch --pid {} run {} loop {}",
+        spread(&w),
+        spread(&r),
+        spread(&l)
+    );
     let (mw, mr, ml) = (median(&mut w), median(&mut r), median(&mut l));
-    row("kill -9 → `watch --pid` exits", mw, "while kill -0; sleep 1", ml, "ms", "≤ 5 ms", mw <= 5.0);
-    row("exit → `run` exits (with exit record)", mr, "while kill -0; sleep 1", ml, "ms", "≤ 5 ms", mr <= 5.0);
+    row(
+        "kill -9 → `watch --pid` exits",
+        mw,
+        "while kill -0; sleep 1",
+        ml,
+        "ms",
+        "≤ 5 ms",
+        mw <= 5.0,
+    );
+    row(
+        "exit → `run` exits (with exit record)",
+        mr,
+        "while kill -0; sleep 1",
+        ml,
+        "ms",
+        "≤ 5 ms",
+        mr <= 5.0,
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -613,7 +714,14 @@ fn bench_seed() {
     for _ in 0..runs {
         let t0 = Instant::now();
         let out = Command::new(firedup_bin())
-            .args(["watch", "--json", "--ready-line", "fired up and ready to roll", "--log", missing])
+            .args([
+                "watch",
+                "--json",
+                "--ready-line",
+                "fired up and ready to roll",
+                "--log",
+                missing,
+            ])
             .args(["--log-grace", &format!("{grace}s")])
             .stderr(Stdio::null())
             .output()
@@ -640,7 +748,9 @@ fn bench_seed() {
     let out = fs::read_to_string(&loop_out).unwrap_or_default();
     let err = fs::read_to_string(&loop_err).unwrap_or_default();
     let _ = fs::remove_dir_all(&d);
-    header(&format!("3. the seed case: log never created, no process (s, median of {runs})"));
+    header(&format!(
+        "3. the seed case: log never created, no process (s, median of {runs})"
+    ));
     let m = median(&mut t);
     println!(
         "| `watch --log-grace {grace}s` → never_started | {m:.3} s (grace {grace} s; overhead {:.1} ms) | `until grep -q ..; do sleep 30; done`: no verdict after {bound:.0} s ({}) | — | = grace | {} |",
@@ -671,6 +781,32 @@ fn xorshift(mut x: u64) -> u64 {
 }
 
 /// The classifier and pattern list the engine would use for an sglang server.
+/// What a pattern of the exported list is, in the order `Classifier::new` puts them.
+#[derive(Clone, Copy)]
+enum Kind {
+    Failure(bool),
+    Ready,
+    Noise,
+    Phase,
+}
+
+fn sglang_kinds() -> Vec<Kind> {
+    let prof = profile::by_name("sglang").unwrap();
+    let mut k: Vec<Kind> = builtin_catalog()
+        .signatures
+        .iter()
+        .chain(prof.signatures.iter())
+        .flat_map(|s| {
+            let fatal = s.strength == firedup::classify::Strength::Fatal;
+            s.patterns.iter().map(move |_| Kind::Failure(fatal))
+        })
+        .collect();
+    k.extend(prof.ready.iter().map(|_| Kind::Ready));
+    k.extend(prof.noise.iter().map(|_| Kind::Noise));
+    k.extend(prof.phases.iter().map(|_| Kind::Phase));
+    k
+}
+
 fn sglang_classifier() -> (Classifier, Vec<String>) {
     let opts = WatchOptions {
         profile: Some("sglang".into()),
@@ -699,7 +835,10 @@ fn to_ere(p: &str) -> String {
         Some(rest) => (true, rest),
         None => (false, p),
     };
-    let p = p.replace("(?:", "(").replace("\\d", "[0-9]").replace("*?", "*");
+    let p = p
+        .replace("(?:", "(")
+        .replace("\\d", "[0-9]")
+        .replace("*?", "*");
     if !ci {
         return p;
     }
@@ -775,14 +914,35 @@ fn generate(path: &Path, bytes: u64, with_fatal: bool, classifier: &Classifier) 
     let mut written = 0u64;
     let mut n = 0u64;
     let words = [
-        "scheduler", "batch", "tokens", "prefill", "decode", "cache", "hit", "rate", "throughput",
-        "gen", "req", "running", "queue", "usage", "#new-seq", "#cached-token", "cuda", "graph",
+        "scheduler",
+        "batch",
+        "tokens",
+        "prefill",
+        "decode",
+        "cache",
+        "hit",
+        "rate",
+        "throughput",
+        "gen",
+        "req",
+        "running",
+        "queue",
+        "usage",
+        "#new-seq",
+        "#cached-token",
+        "cuda",
+        "graph",
     ];
     while written < bytes {
         x = xorshift(x);
         n += 1;
         let pick = x % 1000;
-        let ts = format!("[2025-03-01 10:{:02}:{:02} TP{}]", (n / 60) % 60, n % 60, x % 8);
+        let ts = format!(
+            "[2025-03-01 10:{:02}:{:02} TP{}]",
+            (n / 60) % 60,
+            n % 60,
+            x % 8
+        );
         let s = match pick {
             0..=599 => format!("{}\n", calm[(x >> 20) as usize % calm.len()]),
             600..=699 => {
@@ -801,7 +961,12 @@ fn generate(path: &Path, bytes: u64, with_fatal: bool, classifier: &Classifier) 
             }
             700..=799 => format!(
                 "\x1b[32mINFO\x1b[0m 03-01 10:{:02}:{:02} [\x1b[1mengine.py:{}\x1b[0m] Avg prompt throughput: {:.1} tokens/s, Avg generation throughput: {:.1} tokens/s, Running: {} reqs\n",
-                n % 60, (n / 7) % 60, x % 900, (x % 10000) as f64 / 10.0, (x % 7777) as f64 / 10.0, x % 64
+                n % 60,
+                (n / 7) % 60,
+                x % 900,
+                (x % 10000) as f64 / 10.0,
+                (x % 7777) as f64 / 10.0,
+                x % 64
             ),
             800..=879 => format!(
                 "INFO:     127.0.0.1:{} - \"GET /health HTTP/1.1\" 200 OK\n",
@@ -824,7 +989,11 @@ fn generate(path: &Path, bytes: u64, with_fatal: bool, classifier: &Classifier) 
             ),
             960..=989 => format!(
                 "{ts} Prefill batch. #new-seq: {}, #new-token: {}, #cached-token: {}, token usage: 0.{:02}, #running-req: {}, #queue-req: 0\n",
-                x % 32, x % 8192, x % 4096, x % 100, x % 128
+                x % 32,
+                x % 8192,
+                x % 4096,
+                x % 100,
+                x % 128
             ),
             990..=998 => {
                 // a long line: an args dump or a JSON request body
@@ -841,7 +1010,11 @@ fn generate(path: &Path, bytes: u64, with_fatal: bool, classifier: &Classifier) 
                 if with_fatal && !fatal.is_empty() {
                     format!("{}\n", fatal[(x >> 20) as usize % fatal.len()])
                 } else {
-                    format!("{ts} Decode batch. #running-req: {}, gen throughput (token/s): {}\n", x % 64, x % 3000)
+                    format!(
+                        "{ts} Decode batch. #running-req: {}, gen throughput (token/s): {}\n",
+                        x % 64,
+                        x % 3000
+                    )
                 }
             }
         };
@@ -929,6 +1102,39 @@ enum Prefilter<'a> {
     None,
     Unicode(&'a RegexSet),
     Ascii(&'a regex::bytes::RegexSet),
+    /// The proposal: ASCII lines classified by an ASCII bytes set alone (is_match, then matches
+    /// only on a hit) and the progress regexes; other lines by the classifier as now.
+    AsciiFull(&'a regex::bytes::RegexSet, &'a [Kind], &'a Progress),
+}
+
+/// The classifier's progress parser, copied (src/classify.rs).
+struct Progress {
+    percent: regex::Regex,
+    counter: regex::Regex,
+}
+
+impl Progress {
+    fn new() -> Self {
+        Progress {
+            percent: regex::Regex::new(r"(\d{1,3}(?:\.\d+)?)%").unwrap(),
+            counter: regex::Regex::new(r"(?:^|[\s|(\[])(\d+)/(\d+)(?:$|[\s\]|),])").unwrap(),
+        }
+    }
+    fn of(&self, text: &str) -> Option<f64> {
+        if !text.contains('%') && !text.contains('/') {
+            return None;
+        }
+        if let Some(c) = self.percent.captures(text) {
+            let v: f64 = c[1].parse().ok()?;
+            if (0.0..=100.0).contains(&v) {
+                return Some(v / 100.0);
+            }
+        }
+        let c = self.counter.captures(text)?;
+        let n: f64 = c[1].parse().ok()?;
+        let total: f64 = c[2].parse().ok()?;
+        (total > 0.0 && n <= total).then(|| n / total)
+    }
 }
 
 fn fast_pass(path: &Path, classifier: &Classifier, prefilter: Prefilter) -> Counts {
@@ -941,7 +1147,9 @@ fn fast_pass(path: &Path, classifier: &Classifier, prefilter: Prefilter) -> Coun
             return;
         }
         let bytes = &bytes[..bytes.len().min(DEFAULT_LINE_CAP)];
-        let plain = bytes.iter().all(|&b| (0x20..0x7f).contains(&b) || b == b'\t');
+        let plain = bytes
+            .iter()
+            .all(|&b| (0x20..0x7f).contains(&b) || b == b'\t');
         let owned;
         let text: &str = if plain {
             // SAFETY-free: printable ASCII is UTF-8.
@@ -950,8 +1158,35 @@ fn fast_pass(path: &Path, classifier: &Classifier, prefilter: Prefilter) -> Coun
             owned = clean_text(bytes);
             &owned
         };
+        if let Prefilter::AsciiFull(set, kinds, progress) = prefilter {
+            if text.is_ascii() {
+                let mut class = LineClass {
+                    progress: progress.of(text),
+                    ..Default::default()
+                };
+                if set.is_match(text.as_bytes()) {
+                    for i in set.matches(text.as_bytes()).iter() {
+                        match kinds[i] {
+                            Kind::Failure(fatal) => class.hits.push(firedup::classify::Hit {
+                                signature: None,
+                                strength: if fatal {
+                                    firedup::classify::Strength::Fatal
+                                } else {
+                                    firedup::classify::Strength::Evidence
+                                },
+                            }),
+                            Kind::Ready => class.ready.push(0),
+                            Kind::Noise => class.noise = true,
+                            Kind::Phase => class.phase = Some(0),
+                        }
+                    }
+                }
+                counts.add(&class);
+                return;
+            }
+        }
         let candidate = match prefilter {
-            Prefilter::None => true,
+            Prefilter::None | Prefilter::AsciiFull(..) => true,
             Prefilter::Unicode(set) => set.is_match(text),
             // ASCII classes agree with Unicode ones on ASCII text only: other lines always go
             // through the full classifier.
@@ -986,6 +1221,119 @@ fn fast_pass(path: &Path, classifier: &Classifier, prefilter: Prefilter) -> Coun
     counts
 }
 
+/// Where `classify` spends its time: each piece timed alone over the cleaned lines of the log.
+fn profile_classify(path: &Path, classifier: &Classifier, pats: &[String]) {
+    let mut lines = Vec::new();
+    let mut follower = LogFollower::new(path, DEFAULT_LINE_CAP);
+    let mut buf = Vec::new();
+    follower.finish(&mut buf);
+    for ev in buf {
+        if let FollowEvent::Line(raw) = ev {
+            lines.push(clean_text(&raw.bytes));
+        }
+    }
+    let n = lines.len() as f64;
+    let uni = RegexSet::new(pats).unwrap();
+    let uni_big = regex::RegexSetBuilder::new(pats)
+        .dfa_size_limit(512 << 20)
+        .build()
+        .unwrap();
+    let ascii = regex::bytes::RegexSetBuilder::new(pats)
+        .unicode(false)
+        .build()
+        .unwrap();
+    let ascii_big = regex::bytes::RegexSetBuilder::new(pats)
+        .unicode(false)
+        .dfa_size_limit(512 << 20)
+        .build()
+        .unwrap();
+    let percent = regex::Regex::new(r"(\d{1,3}(?:\.\d+)?)%").unwrap();
+    let counter = regex::Regex::new(r"(?:^|[\s|(\[])(\d+)/(\d+)(?:$|[\s\]|),])").unwrap();
+    let with_progress_chars = lines.iter().filter(|l| l.contains(['%', '/'])).count();
+    println!(
+        "\nprofile of Classifier::classify over {} cleaned lines ({} with % or /), µs per line:",
+        lines.len(),
+        with_progress_chars
+    );
+    let piece = |name: &str, f: &mut dyn FnMut(&str) -> usize| {
+        let t0 = Instant::now();
+        let mut k = 0;
+        for l in &lines {
+            k += f(l);
+        }
+        let s = t0.elapsed().as_secs_f64();
+        println!("  {name:70} {:9.2} µs/line  ({k} hits)", s / n * 1e6);
+    };
+    piece("Classifier::classify (all of it)", &mut |l| {
+        classifier.classify(l).hits.len()
+    });
+    piece(
+        "RegexSet::matches, Unicode, default cache (what classify runs)",
+        &mut |l| uni.matches(l).iter().count(),
+    );
+    piece(
+        "RegexSet::matches, Unicode, 512 MiB lazy-DFA cache",
+        &mut |l| uni_big.matches(l).iter().count(),
+    );
+    for mib in [8usize, 32] {
+        let set = regex::RegexSetBuilder::new(pats)
+            .dfa_size_limit(mib << 20)
+            .build()
+            .unwrap();
+        piece(
+            &format!("RegexSet::matches, Unicode, {mib} MiB lazy-DFA cache"),
+            &mut |l| set.matches(l).iter().count(),
+        );
+    }
+    piece("RegexSet::is_match, Unicode", &mut |l| {
+        uni.is_match(l) as usize
+    });
+    piece(
+        "bytes::RegexSet::matches, ASCII (unicode(false))",
+        &mut |l| ascii.matches(l.as_bytes()).iter().count(),
+    );
+    piece(
+        "bytes::RegexSet::matches, ASCII, 512 MiB lazy-DFA cache",
+        &mut |l| ascii_big.matches(l.as_bytes()).iter().count(),
+    );
+    piece("bytes::RegexSet::is_match, ASCII", &mut |l| {
+        ascii.is_match(l.as_bytes()) as usize
+    });
+    piece(
+        "progress regexes (percent, counter) where % or /",
+        &mut |l| {
+            if l.contains(['%', '/']) {
+                percent.captures(l).is_some() as usize + counter.captures(l).is_some() as usize
+            } else {
+                0
+            }
+        },
+    );
+    // The slowest single patterns, alone (one Regex each).
+    let mut per: Vec<(f64, &String)> = pats
+        .iter()
+        .map(|p| {
+            let r = regex::Regex::new(p).unwrap();
+            let t0 = Instant::now();
+            let mut k = 0usize;
+            for l in &lines {
+                k += r.is_match(l) as usize;
+            }
+            std::hint::black_box(k);
+            (t0.elapsed().as_secs_f64() / n * 1e6, p)
+        })
+        .collect();
+    per.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap());
+    let total: f64 = per.iter().map(|p| p.0).sum();
+    println!(
+        "  each pattern alone as a Regex::is_match: total {total:.2} µs/line; the slowest five:"
+    );
+    for (us, p) in per.iter().take(5) {
+        let short: String = p.chars().take(90).collect();
+        println!("    {us:8.2} µs/line  {short}");
+    }
+}
+
 fn time<T>(f: impl FnOnce() -> T) -> (f64, T) {
     let t = Instant::now();
     let v = f();
@@ -1015,7 +1363,11 @@ fn bench_classify() {
     fs::write(&pats_rs, pats.join("\n") + "\n").unwrap();
     fs::write(
         &pats_ere,
-        pats.iter().map(|p| to_ere(p)).collect::<Vec<_>>().join("\n") + "\n",
+        pats.iter()
+            .map(|p| to_ere(p))
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\n",
     )
     .unwrap();
     println!(
@@ -1029,7 +1381,31 @@ fn bench_classify() {
         .unicode(false)
         .build()
         .unwrap();
+    let kinds = sglang_kinds();
+    assert_eq!(kinds.len(), pats.len());
+    let progress = Progress::new();
     let has_rg = Command::new("rg").arg("--version").output().is_ok();
+    // The paths that run the Unicode RegexSet (and the Unicode-mode tools) are ~1000× slower:
+    // they run on the log's first FIREDUP_BENCH_SLOW_MB MB (whole lines).
+    let slow_mb = env_num("FIREDUP_BENCH_SLOW_MB", 4.0);
+    let sample = dir.join("head.log");
+    {
+        let data = fs::read(&log).unwrap();
+        let cut = ((slow_mb * 1e6) as usize).min(data.len());
+        let end = data[cut..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(data.len(), |i| cut + i + 1);
+        fs::write(&sample, &data[..end]).unwrap();
+    }
+    let sample_size = fs::metadata(&sample).unwrap().len() as f64;
+    let slow = [3usize, 4, 5, 6, 8, 10];
+    let path_of = |k: usize| if slow.contains(&k) { &sample } else { &log };
+    let size_of = |k: usize| if slow.contains(&k) { sample_size } else { size };
+    println!(
+        "(slow paths, marked *, run on the first {:.1} MB)",
+        sample_size / 1e6
+    );
     // Warm the page cache.
     engine_pass(&log, Stage::Read, &classifier);
     let names = [
@@ -1040,6 +1416,7 @@ fn bench_classify() {
         "proto A: memchr split + clean only when needed + full classify",
         "proto B: A + RegexSet::is_match prefilter (Unicode, as now)",
         "proto C: A + ASCII bytes::RegexSet::is_match prefilter",
+        "proto D: A + ASCII lines by an ASCII bytes::RegexSet alone",
         "grep -c -E -f (locale as is)",
         "LC_ALL=C grep -c -E -f",
         "rg -c -f",
@@ -1076,63 +1453,176 @@ fn bench_classify() {
             None
         });
         go(3, &mut || {
-            reference = engine_pass(&log, Stage::Classify, &classifier);
+            reference = engine_pass(path_of(3), Stage::Classify, &classifier);
             None
         });
         go(4, &mut || {
-            proto.push(fast_pass(&log, &classifier, Prefilter::None));
+            proto.push(fast_pass(path_of(4), &classifier, Prefilter::None));
             None
         });
         go(5, &mut || {
-            proto.push(fast_pass(&log, &classifier, Prefilter::Unicode(&set)));
+            proto.push(fast_pass(path_of(5), &classifier, Prefilter::Unicode(&set)));
             None
         });
         go(6, &mut || {
-            proto.push(fast_pass(&log, &classifier, Prefilter::Ascii(&ascii_set)));
+            proto.push(fast_pass(
+                path_of(6),
+                &classifier,
+                Prefilter::Ascii(&ascii_set),
+            ));
+            None
+        });
+        go(7, &mut || {
+            fast_pass(
+                &log,
+                &classifier,
+                Prefilter::AsciiFull(&ascii_set, &kinds, &progress),
+            );
             None
         });
         let tool = |cmd: &mut Command| Some(run_tool(cmd).1);
-        go(7, &mut || tool(Command::new("grep").args(["-c", "-E", "-f"]).arg(&pats_ere).arg(&log)));
         go(8, &mut || {
-            tool(Command::new("grep").env("LC_ALL", "C").args(["-c", "-E", "-f"]).arg(&pats_ere).arg(&log))
+            tool(
+                Command::new("grep")
+                    .args(["-c", "-E", "-f"])
+                    .arg(&pats_ere)
+                    .arg(path_of(8)),
+            )
+        });
+        go(9, &mut || {
+            tool(
+                Command::new("grep")
+                    .env("LC_ALL", "C")
+                    .args(["-c", "-E", "-f"])
+                    .arg(&pats_ere)
+                    .arg(&log),
+            )
         });
         if has_rg {
-            go(9, &mut || tool(Command::new("rg").args(["-c", "-f"]).arg(&pats_rs).arg(&log)));
             go(10, &mut || {
-                tool(Command::new("rg").args(["--no-unicode", "-c", "-f"]).arg(&pats_rs).arg(&log))
+                tool(
+                    Command::new("rg")
+                        .args(["-c", "-f"])
+                        .arg(&pats_rs)
+                        .arg(path_of(10)),
+                )
+            });
+            go(11, &mut || {
+                tool(
+                    Command::new("rg")
+                        .args(["--no-unicode", "-c", "-f"])
+                        .arg(&pats_rs)
+                        .arg(&log),
+                )
             });
         }
     }
-    let gbps = |s: f64| size / s / 1e9;
     let med: Vec<f64> = t.iter_mut().map(|v| median(v)).collect();
+    // Throughput of figure k (each on its own file).
+    let g = |k: usize| size_of(k) / med[k] / 1e9;
     header(&format!(
-        "4. classification throughput ({:.0} MB log, GB/s, median of {runs}; locale {locale})",
+        "4. classification throughput ({:.0} MB log, MB/s, median of {runs}; locale {locale})",
         size / 1e6
     ));
-    let (alt, alt_name) = if has_rg { (med[9], "rg -c -f") } else { (med[7], "grep -c -E -f") };
-    let engine = gbps(med[3]);
-    row("engine path: LogFollower → clean_text → Classifier::classify", engine, alt_name, gbps(alt), "GB/s", "≥ rg and > 1 GB/s", engine >= gbps(alt) && engine > 1.0);
-    row("engine path", engine, "grep -c -E -f", gbps(med[7]), "GB/s", "≥ grep", engine >= gbps(med[7]));
+    let (alt, alt_name) = if has_rg {
+        (g(10), "rg -c -f*")
+    } else {
+        (g(8), "grep -c -E -f*")
+    };
+    let engine = g(3);
+    row(
+        "engine path*: LogFollower → clean_text → Classifier::classify",
+        engine * 1e3,
+        alt_name,
+        alt * 1e3,
+        "MB/s",
+        "≥ rg and > 1 GB/s",
+        engine >= alt && engine > 1.0,
+    );
+    row(
+        "engine path*",
+        engine * 1e3,
+        "grep -c -E -f*",
+        g(8) * 1e3,
+        "MB/s",
+        "≥ grep",
+        engine >= g(8),
+    );
+    row(
+        "engine path*",
+        engine * 1e3,
+        "LC_ALL=C grep -c -E -f",
+        g(9) * 1e3,
+        "MB/s",
+        "≥ grep",
+        engine >= g(9),
+    );
     if has_rg {
-        row("engine path", engine, "rg --no-unicode -c -f", gbps(med[10]), "GB/s", "≥ rg", engine >= gbps(med[10]));
+        row(
+            "engine path*",
+            engine * 1e3,
+            "rg --no-unicode -c -f",
+            g(11) * 1e3,
+            "MB/s",
+            "≥ rg",
+            engine >= g(11),
+        );
     }
-    let best = gbps(med[6]);
-    row("proto C (proposed)", best, alt_name, gbps(alt), "GB/s", "≥ rg and > 1 GB/s", best >= gbps(alt) && best > 1.0);
+    let best = g(7);
+    row(
+        "proto D (proposed)",
+        best * 1e3,
+        alt_name,
+        alt * 1e3,
+        "MB/s",
+        "≥ rg and > 1 GB/s",
+        best >= alt && best > 1.0,
+    );
     if has_rg {
-        row("proto C (proposed)", best, "rg --no-unicode -c -f", gbps(med[10]), "GB/s", "≥ rg", best >= gbps(med[10]));
+        row(
+            "proto D (proposed)",
+            best * 1e3,
+            "rg --no-unicode -c -f",
+            g(11) * 1e3,
+            "MB/s",
+            "≥ rg",
+            best >= g(11),
+        );
     }
-    println!("\nstages, median seconds and GB/s (the engine-path rows are cumulative):");
+    println!("\nstages, median seconds and MB/s (the engine-path rows are cumulative):");
     for (i, name) in names.iter().enumerate() {
         if med[i].is_finite() {
-            let c = if tool_counts[i].is_empty() { String::new() } else { format!("  ({} matching lines)", tool_counts[i]) };
-            println!("  {name:64} {:8.3} s  {:7.4} GB/s{c}", med[i], gbps(med[i]));
+            let c = if tool_counts[i].is_empty() {
+                String::new()
+            } else {
+                format!("  ({} matching lines)", tool_counts[i])
+            };
+            let star = if slow.contains(&i) { "*" } else { " " };
+            println!(
+                "  {name:64}{star} {:8.3} s  {:8.1} MB/s{c}",
+                med[i],
+                g(i) * 1e3
+            );
         }
     }
-    println!("counts (engine): {reference:?}");
-    let same = proto.iter().all(|c| *c == reference);
+    profile_classify(&sample, &classifier, &pats);
+    println!("counts (engine, on the sample): {reference:?}");
+    // Proto D ran on the whole log: check it on the sample, against the engine's counts there.
+    proto.push(fast_pass(
+        &sample,
+        &classifier,
+        Prefilter::AsciiFull(&ascii_set, &kinds, &progress),
+    ));
+    let same = proto.iter().all(|c| {
+        let mut c = c.clone();
+        c.lines = reference.lines; // prototypes that skip a line count it without classifying
+        c == reference
+    });
     println!("prototype counts equal the engine's on every run: {same}");
     assert!(same, "the prototype changed a classification: {proto:?}");
-    println!("(grep and rg count \\n-terminated lines with any match; firedup also splits at \\r and strips ANSI first, so its lines differ)");
+    println!(
+        "(grep and rg count \\n-terminated lines with any match; firedup also splits at \\r and strips ANSI first, so its lines differ)"
+    );
     if std::env::var_os("FIREDUP_BENCH_KEEP").is_none() {
         let _ = fs::remove_dir_all(&dir);
     }
@@ -1151,7 +1641,15 @@ fn bench_idle() {
         let log = d.join(format!("quiet{i}.log"));
         fs::write(&log, "server starting\nloading weights\n").unwrap();
         let c = firedup()
-            .args(["watch", "--profile", "generic", "--no-probe", "--ready-line", NEVER, "--log"])
+            .args([
+                "watch",
+                "--profile",
+                "generic",
+                "--no-probe",
+                "--ready-line",
+                NEVER,
+                "--log",
+            ])
             .arg(&log)
             .spawn()
             .unwrap();
@@ -1159,7 +1657,15 @@ fn bench_idle() {
         let v = victim();
         victims.push(v);
         let c = firedup()
-            .args(["watch", "--profile", "generic", "--no-probe", "--ready-line", NEVER, "--log"])
+            .args([
+                "watch",
+                "--profile",
+                "generic",
+                "--no-probe",
+                "--ready-line",
+                NEVER,
+                "--log",
+            ])
             .arg(&log)
             .args(["--pid", &v.to_string()])
             .spawn()
@@ -1174,7 +1680,10 @@ fn bench_idle() {
         procs.push(("tail -F".into(), c, false));
         let c = Command::new("sh")
             .arg("-c")
-            .arg(format!("while sleep 30; do grep -q '{NEVER}' {}; done", log.display()))
+            .arg(format!(
+                "while sleep 30; do grep -q '{NEVER}' {}; done",
+                log.display()
+            ))
             .spawn()
             .unwrap();
         procs.push(("while sleep 30; grep".into(), c, true));
@@ -1216,10 +1725,21 @@ fn bench_idle() {
     for name in ["firedup watch --log", "firedup watch --log --pid"] {
         let mut v = by[name].clone();
         let m = median(&mut v);
-        row(&format!("`{name}`"), m, "tail -F", mt, "%", "≤ 0.1 %", m <= 0.1);
+        row(
+            &format!("`{name}`"),
+            m,
+            "tail -F",
+            mt,
+            "%",
+            "≤ 0.1 %",
+            m <= 0.1,
+        );
     }
     let mut l = by["while sleep 30; grep"].clone();
-    println!("(the `while sleep 30; grep -q` loop: {:.3} % of a core)", median(&mut l));
+    println!(
+        "(the `while sleep 30; grep -q` loop: {:.3} % of a core)",
+        median(&mut l)
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1231,7 +1751,12 @@ fn bench_rss() {
     let dir = bench_dir().join(format!("firedup-bench-rss-{}", std::process::id()));
     fs::create_dir_all(&dir).unwrap();
     let block_path = dir.join("block.log");
-    generate(&block_path, 64 << 20, false, &classifier);
+    generate(
+        &block_path,
+        ((mb * 1e6) as u64).min(64 << 20),
+        false,
+        &classifier,
+    );
     let block = fs::read(&block_path).unwrap();
     let _ = fs::remove_file(&block_path);
     let log = dir.join("big.log");
@@ -1247,19 +1772,31 @@ fn bench_rss() {
     });
     drop(block);
     let size = fs::metadata(&log).unwrap().len() as f64;
-    println!("\n(followed log: {:.2} GB written in {gen_s:.1} s: a 64 MiB generated block repeated, no fatal lines, then the end line)", size / 1e9);
-    let runs = 3;
+    println!(
+        "\n(followed log: {:.3} GB written in {gen_s:.1} s: a generated block of at most 64 MiB repeated, no fatal lines, then the end line)",
+        size / 1e9
+    );
+    let runs = env_num("FIREDUP_BENCH_RSS_RUNS", 1.0) as usize;
     let (mut ft, mut fr, mut gt, mut gr, mut tr) = (vec![], vec![], vec![], vec![], vec![]);
     for _ in 0..runs {
         let t0 = Instant::now();
         let c = firedup()
-            .args(["watch", "--profile", "sglang", "--no-probe", "--ready-line", END, "--log"])
+            .args([
+                "watch",
+                "--profile",
+                "sglang",
+                "--no-probe",
+                "--ready-line",
+                END,
+                "--log",
+            ])
             .arg(&log)
             .spawn()
             .unwrap();
-        let (code, maxrss) = wait4(&c);
+        let hwm = watch_hwm(c.id());
+        let (code, _) = wait4(&c);
         ft.push(t0.elapsed().as_secs_f64());
-        fr.push(maxrss as f64 / 1024.0);
+        fr.push(hwm.join().unwrap() as f64 / 1024.0);
         assert_eq!(code, 0, "firedup reached the end line: ready");
         // tail -n +1 -F | grep -m1: grep's time and peak RSS, tail's peak RSS while still alive.
         let t0 = Instant::now();
@@ -1276,22 +1813,52 @@ fn bench_rss() {
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
-        let (_, grss) = wait4(&grep);
+        let ghwm = watch_hwm(grep.id());
+        let thwm = watch_hwm(tail.id());
+        wait4(&grep);
         gt.push(t0.elapsed().as_secs_f64());
-        gr.push(grss as f64 / 1024.0);
-        tr.push(status_kb(&tail.id().to_string(), "VmHWM:").unwrap_or(0) as f64 / 1024.0);
+        gr.push(ghwm.join().unwrap() as f64 / 1024.0);
         let _ = tail.kill();
         let _ = tail.wait();
+        tr.push(thwm.join().unwrap() as f64 / 1024.0);
     }
     let _ = fs::remove_dir_all(&dir);
     header(&format!(
-        "6. following a {:.2} GB log to its end (median of {runs})",
+        "6. following a {:.3} GB log to its end (median of {runs})",
         size / 1e9
     ));
-    let (mft, mfr, mgt, mgr, mtr) = (median(&mut ft), median(&mut fr), median(&mut gt), median(&mut gr), median(&mut tr));
-    row("peak RSS (VmHWM via wait4 ru_maxrss)", mfr, "tail -n+1 -F | grep -m1 -F (grep + tail)", mgr + mtr, "MiB", "≤ 16 MB", mfr <= 16.0);
-    row("read throughput", size / mft / 1e9, "tail -n+1 -F | grep -m1 -F", size / mgt / 1e9, "GB/s", "(reported)", true);
-    println!("(grep peak {mgr:.1} MiB, tail peak {mtr:.1} MiB; firedup classifies every line with the catalog + sglang profile, grep looks for one literal)");
+    let (mft, mfr, mgt, mgr, mtr) = (
+        median(&mut ft),
+        median(&mut fr),
+        median(&mut gt),
+        median(&mut gr),
+        median(&mut tr),
+    );
+    row(
+        "peak RSS (VmHWM polled every 5 ms)",
+        mfr,
+        "tail -n+1 -F | grep -m1 -F (grep + tail)",
+        mgr + mtr,
+        "MiB",
+        "≤ 16 MB",
+        mfr <= 16.0,
+    );
+    row(
+        "read throughput",
+        size / mft / 1e6,
+        "tail -n+1 -F | grep -m1 -F",
+        size / mgt / 1e6,
+        "MB/s",
+        "(reported)",
+        true,
+    );
+    println!(
+        "(firedup took {mft:.1} s: {:.1} min per GB at this rate)",
+        mft / (size / 1e9) / 60.0
+    );
+    println!(
+        "(grep peak {mgr:.1} MiB, tail peak {mtr:.1} MiB; firedup classifies every line with the catalog + sglang profile, grep looks for one literal)"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1302,14 +1869,21 @@ fn bench_many() {
     let secs = env_num("FIREDUP_BENCH_WATCH_S", 10.0);
     let d = tempdir("many");
     let bench = std::env::current_exe().unwrap();
-    let out = Command::new(&bench)
-        .env("FIREDUP_BENCH_CHILD", "many")
-        .env("FIREDUP_BENCH_MANY_DIR", &d)
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap();
-    let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let field = |k: &str| -> f64 {
+    let run_child = |shared: bool| {
+        let mut c = Command::new(&bench);
+        c.env("FIREDUP_BENCH_CHILD", "many")
+            .env("FIREDUP_BENCH_MANY_DIR", &d)
+            .stderr(Stdio::inherit());
+        if shared {
+            c.env("FIREDUP_BENCH_MANY_SHARED", "1");
+        }
+        String::from_utf8_lossy(&c.output().unwrap().stdout)
+            .trim()
+            .to_string()
+    };
+    let line = run_child(false);
+    let shared_line = run_child(true);
+    let fields = |line: &str, k: &str| -> f64 {
         line.split_whitespace()
             .find_map(|kv| kv.strip_prefix(&format!("{k}=")))
             .and_then(|v| v.parse().ok())
@@ -1339,12 +1913,40 @@ fn bench_many() {
         let _ = c.wait();
     }
     let _ = fs::remove_dir_all(&d);
-    header(&format!("7. {n} concurrent quiet watches in one process ({secs:.0} s window)"));
-    println!("raw: {line}");
+    header(&format!(
+        "7. {n} concurrent quiet watches in one process ({secs:.0} s window)"
+    ));
+    println!("raw (one plan per watch): {line}\nraw (one shared plan):    {shared_line}\n");
+    let field = |k: &str| fields(&line, k);
     let cpu = field("cpu_pct");
     let rss = field("rss_kb") / 1024.0;
-    row("CPU, % of one core", cpu, &format!("{n} × tail -F"), tcpu, "%", "≤ 100 %", cpu <= 100.0);
-    row("RSS (MiB; tails: sum of PSS)", rss, &format!("{n} × tail -F"), tpss as f64 / 1024.0, "MiB", "≤ 256 MB", rss <= 256.0);
+    row(
+        "CPU, % of one core",
+        cpu,
+        &format!("{n} × tail -F"),
+        tcpu,
+        "%",
+        "≤ 100 %",
+        cpu <= 100.0,
+    );
+    row(
+        "RSS, one shared Plan (MiB)",
+        fields(&shared_line, "rss_kb") / 1024.0,
+        &format!("{n} × tail -F"),
+        tpss as f64 / 1024.0,
+        "MiB",
+        "≤ 256 MB",
+        fields(&shared_line, "rss_kb") / 1024.0 <= 256.0,
+    );
+    row(
+        "RSS, one Plan per watch (MiB; tails: sum of PSS)",
+        rss,
+        &format!("{n} × tail -F"),
+        tpss as f64 / 1024.0,
+        "MiB",
+        "≤ 256 MB",
+        rss <= 256.0,
+    );
     println!(
         "(threads {}, inotify instances {}, all {} ready lines seen in {:.0} ms, median {:.0} ms; {} of {n} ready)",
         field("threads"),
