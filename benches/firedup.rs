@@ -15,8 +15,11 @@
 //! | `FIREDUP_BENCH_LOOP_BOUND_S` | 35 | how long the seed case's grep loop is left running |
 //! | `FIREDUP_BENCH_CLASSIFY_MB` | 256 | size of the classification log |
 //! | `FIREDUP_BENCH_CLASSIFY_RUNS` | 3 | runs per classification figure |
+//! | `FIREDUP_BENCH_SLOW_MB` | 4 | head of the log used by the slow (Unicode RegexSet) paths |
+//! | `FIREDUP_BENCH_KEEP` | unset | keep the classification log and pattern files |
 //! | `FIREDUP_BENCH_IDLE_S` | 10 | idle CPU window |
-//! | `FIREDUP_BENCH_RSS_MB` | 1024 | size of the followed log for peak RSS |
+//! | `FIREDUP_BENCH_RSS_RUNS` | 1 | runs of the peak-RSS figure |
+//! | `FIREDUP_BENCH_RSS_MB` | 8 | size of the followed log for peak RSS (firedup reads ~0.4 MB/s today) |
 //! | `FIREDUP_BENCH_WATCHES` | 200 | concurrent watches in one process |
 //! | `FIREDUP_BENCH_WATCH_S` | 10 | window over which their CPU is measured |
 
@@ -1811,7 +1814,7 @@ fn bench_idle() {
 // 6. peak RSS following a big log
 
 fn bench_rss() {
-    let mb = env_num("FIREDUP_BENCH_RSS_MB", 1024.0);
+    let mb = env_num("FIREDUP_BENCH_RSS_MB", 8.0);
     let (classifier, _) = sglang_classifier();
     let dir = bench_dir().join(format!("firedup-bench-rss-{}", std::process::id()));
     fs::create_dir_all(&dir).unwrap();
