@@ -15,8 +15,9 @@ use crate::judge::LogState;
 use crate::lines::{LineSplitter, RawLine};
 
 const CHUNK: usize = 256 * 1024;
-/// Most bytes read in one poll, so that a huge backlog does not starve the event loop.
-const MAX_PER_POLL: u64 = 64 * 1024 * 1024;
+/// Most bytes read in one poll: a huge backlog is handed over in slices, which bounds memory
+/// (the lines of one slice) and lets the event loop judge between slices.
+const MAX_PER_POLL: u64 = 4 * 1024 * 1024;
 
 /// What a poll found.
 #[derive(Debug, Clone, PartialEq, Eq)]

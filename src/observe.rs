@@ -68,6 +68,8 @@ pub struct LocalObserver {
     exit_reported: bool,
     next_sample: Instant,
     sample_every: Duration,
+    /// The last read stopped at its size limit: more is waiting.
+    backlog: bool,
 }
 
 impl std::fmt::Debug for LocalObserver {
@@ -142,6 +144,7 @@ impl LocalObserver {
             exit_reported: false,
             next_sample: Instant::now(),
             sample_every: settings.sample_every,
+            backlog: false,
         }
     }
 
@@ -176,23 +179,21 @@ impl LocalObserver {
         for o in early {
             out.push((self.now(), o));
         }
+        // One bounded read per call: a backlog (a big log at attach) is handed over in slices,
+        // so memory stays bounded by one slice and the caller judges between slices.
         let mut buf = Vec::new();
-        loop {
-            let more = self.follower.poll(&mut buf);
-            let now = self.now();
-            for ev in buf.drain(..) {
-                out.push((now, follow_observation(ev)));
-            }
-            if !more {
-                break;
-            }
+        self.backlog = self.follower.poll(&mut buf);
+        let now = self.now();
+        for ev in buf.drain(..) {
+            out.push((now, follow_observation(ev)));
         }
         rearm(&mut self.watcher, &mut self.watched_dir, &self.target.log);
         for o in std::mem::take(&mut self.pending) {
             out.push((self.now(), o));
         }
         // The process is gone: drain the log, then learn the exit status.
-        if let (Some(gone), false) = (self.process_gone_at, self.exit_reported) {
+        if let (Some(gone), false, false) = (self.process_gone_at, self.exit_reported, self.backlog)
+        {
             let record = self.target.run.as_ref().and_then(|r| r.exit());
             if record.is_some() || self.target.run.is_none() || gone.elapsed() >= EXIT_RECORD_WAIT {
                 let mut rest = Vec::new();
@@ -238,6 +239,9 @@ impl LocalObserver {
         }
         if self.process_gone_at.is_some() && !self.exit_reported {
             at = at.min(now + Duration::from_millis(20));
+        }
+        if self.backlog {
+            at = now;
         }
         at
     }

@@ -38,7 +38,14 @@ fn run(plan: &ProbePlan, pid: Option<u32>, stop: &AtomicBool, send: &dyn Fn(Obse
     let probe = |kind: ProbeKind, outcome: ProbeOutcome| send(Observation::Probe { kind, outcome });
     while !stop.load(Ordering::Relaxed) {
         let round = Instant::now();
-        let tree: Option<Vec<u32>> = pid.map(process::tree);
+        // The tree is only needed by the port probe's owner check and the GPU sample: building
+        // it reads every /proc/PID/stat, so not on rounds that need neither.
+        let gpu_due = gpu_on && Instant::now() >= next_gpu;
+        let tree: Option<Vec<u32>> = if plan.port.is_some() || gpu_due {
+            pid.map(process::tree)
+        } else {
+            None
+        };
         if let Some((host, port)) = &plan.port {
             let o = probe::tcp::probe(host, *port, tree.as_deref(), probe::PROBE_TIMEOUT);
             if !probe(ProbeKind::Port, o) {
@@ -66,7 +73,7 @@ fn run(plan: &ProbePlan, pid: Option<u32>, stop: &AtomicBool, send: &dyn Fn(Obse
                 }
             }
         }
-        if gpu_on && Instant::now() >= next_gpu {
+        if gpu_due {
             next_gpu = Instant::now() + GPU_INTERVAL;
             let pids = tree.clone().unwrap_or_default();
             let obs = match probe::gpu::tree_memory_mib(&pids) {
@@ -88,6 +95,12 @@ fn run(plan: &ProbePlan, pid: Option<u32>, stop: &AtomicBool, send: &dyn Fn(Obse
         }
         // The engine sets `stop` at the verdict and drops its channel, so at worst one more round
         // runs after the verdict and its `send` fails.
-        std::thread::sleep(PROBE_INTERVAL.saturating_sub(round.elapsed()));
+        // With no readiness probe, only the next GPU sample is due.
+        let wake = if plan.port.is_none() && plan.http.is_none() && plan.request.is_none() {
+            next_gpu
+        } else {
+            round + PROBE_INTERVAL
+        };
+        std::thread::sleep(wake.saturating_duration_since(Instant::now()));
     }
 }
