@@ -95,12 +95,50 @@ fn run(plan: &ProbePlan, pid: Option<u32>, stop: &AtomicBool, send: &dyn Fn(Obse
         }
         // The engine sets `stop` at the verdict and drops its channel, so at worst one more round
         // runs after the verdict and its `send` fails.
-        // With no readiness probe, only the next GPU sample is due.
+        // With no readiness probe, only the next GPU sample is due; with neither, nothing is.
         let wake = if plan.port.is_none() && plan.http.is_none() && plan.request.is_none() {
+            if !gpu_on {
+                return;
+            }
             next_gpu
         } else {
             round + PROBE_INTERVAL
         };
         std::thread::sleep(wake.saturating_duration_since(Instant::now()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn with_nothing_to_probe_the_prober_ends_instead_of_spinning() {
+        if crate::probe::gpu::tree_memory_mib(&[])
+            .ok()
+            .flatten()
+            .is_some()
+        {
+            return; // a machine with nvidia-smi keeps sampling GPU memory, by design
+        }
+        let plan = ProbePlan {
+            gpu: true,
+            ..Default::default()
+        };
+        let handle = spawn(
+            plan,
+            Some(std::process::id()),
+            Arc::new(AtomicBool::new(false)),
+            |_| true,
+        );
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = handle.join();
+            let _ = tx.send(());
+        });
+        assert!(
+            rx.recv_timeout(Duration::from_secs(10)).is_ok(),
+            "the prober kept running with nothing to probe"
+        );
     }
 }
