@@ -334,10 +334,10 @@ fn a_killed_ssh_master_is_lost_contact_then_resumed_without_losing_or_doubling_l
     let server = counting_server(&env, 40, "0.1");
     let events = env.path("events.ndjson");
     let config = sshd.config_path();
-    let mut c = env.cmd();
-    c.env("FIREDUP_SSH_CONFIG", &config)
-        .env("FIREDUP_REMOTE_STATE_DIR", env.path("remote-state"))
-        .args([
+    let child = spawn_fd(
+        &env,
+        &sshd,
+        &[
             "run",
             "--json",
             "--host",
@@ -350,10 +350,8 @@ fn a_killed_ssh_master_is_lost_contact_then_resumed_without_losing_or_doubling_l
             "true",
             "--",
             &server,
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let child = c.spawn().unwrap();
+        ],
+    );
     wait_for_lines(&events, 5);
     // Kill this test's ControlMaster once the watch is under way.
     let killed = std::process::Command::new("pkill")
@@ -361,10 +359,7 @@ fn a_killed_ssh_master_is_lost_contact_then_resumed_without_losing_or_doubling_l
         .status()
         .unwrap();
     assert!(killed.success(), "no ControlMaster to kill");
-    let out = wait_output(child, Duration::from_secs(60));
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    let json: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_default();
+    let (json, stdout, stderr) = finish(child, Duration::from_secs(60));
     assert_eq!(json["verdict"], "ready", "{stdout}\n{stderr}");
     assert!(stderr.contains("lost contact with fdtest"), "{stderr}");
     assert!(stderr.contains("reconnected to fdtest"), "{stderr}");
@@ -383,37 +378,29 @@ fn a_frozen_link_is_lost_contact_never_still_starting_and_the_verdict_is_the_ser
     // arrive after the thaw, each exactly once.
     let server = counting_server(&env, 60, "0.1");
     let events = env.path("events.ndjson");
-    let child = {
-        let remote_state = env.path("remote-state");
-        let mut c = env.cmd();
-        c.env("FIREDUP_SSH_CONFIG", sshd.config_path())
-            .env("FIREDUP_REMOTE_STATE_DIR", &remote_state)
-            .args([
-                "run",
-                "--json",
-                "--host",
-                "fdtest",
-                "--ready-line",
-                "READY",
-                "--events",
-                events.to_str().unwrap(),
-                "--then",
-                "true",
-                "--",
-                &server,
-            ])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        c.spawn().unwrap()
-    };
+    let child = spawn_fd(
+        &env,
+        &sshd,
+        &[
+            "run",
+            "--json",
+            "--host",
+            "fdtest",
+            "--ready-line",
+            "READY",
+            "--events",
+            events.to_str().unwrap(),
+            "--then",
+            "true",
+            "--",
+            &server,
+        ],
+    );
     wait_for_lines(&events, 5);
     link.freeze();
     std::thread::sleep(Duration::from_millis(3500));
     link.thaw();
-    let out = wait_output(child, Duration::from_secs(60));
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    let json: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_default();
+    let (json, stdout, stderr) = finish(child, Duration::from_secs(60));
     assert_eq!(
         json["verdict"], "ready",
         "stdout: {stdout}\nstderr: {stderr}"
@@ -432,11 +419,10 @@ fn contact_not_regained_in_time_is_monitor_error_and_the_server_keeps_running() 
     let sshd = Sshd::start_in(&link);
     let env = Env::new();
     let server = env.script("slow.sh", "echo starting; sleep 8; echo READY; sleep 60");
-    let remote_state = env.path("remote-state");
-    let mut c = env.cmd();
-    c.env("FIREDUP_SSH_CONFIG", sshd.config_path())
-        .env("FIREDUP_REMOTE_STATE_DIR", &remote_state)
-        .args([
+    let child = spawn_fd(
+        &env,
+        &sshd,
+        &[
             "run",
             "--json",
             "--host",
@@ -449,10 +435,8 @@ fn contact_not_regained_in_time_is_monitor_error_and_the_server_keeps_running() 
             env.path("events.ndjson").to_str().unwrap(),
             "--",
             &server,
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let child = c.spawn().unwrap();
+        ],
+    );
     wait_for_lines(&env.path("events.ndjson"), 1);
     link.freeze();
     let out = wait_output(child, Duration::from_secs(30));
@@ -493,6 +477,28 @@ fn wait_for_lines(events: &Path, n: usize) {
         assert!(Instant::now() < deadline, "the watch never got under way");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// firedup started in the background against `sshd` (its config, a remote state dir of its
+/// own), for tests that inject a fault while it watches.
+fn spawn_fd(env: &Env, sshd: &Sshd, args: &[&str]) -> std::process::Child {
+    env.cmd()
+        .env("FIREDUP_SSH_CONFIG", sshd.config_path())
+        .env("FIREDUP_REMOTE_STATE_DIR", env.path("remote-state"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits (bounded) for a [`spawn_fd`] firedup: its JSON verdict, stdout and stderr.
+fn finish(child: std::process::Child, limit: Duration) -> (serde_json::Value, String, String) {
+    let out = wait_output(child, limit);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let json = serde_json::from_str(stdout.trim()).unwrap_or_default();
+    (json, stdout, stderr)
 }
 
 fn wait_output(mut child: std::process::Child, limit: Duration) -> std::process::Output {
@@ -665,10 +671,10 @@ fn the_server_crashing_while_the_link_is_down_is_judged_after_the_thaw() {
         ),
     );
     let events = env.path("events.ndjson");
-    let mut c = env.cmd();
-    c.env("FIREDUP_SSH_CONFIG", sshd.config_path())
-        .env("FIREDUP_REMOTE_STATE_DIR", env.path("remote-state"))
-        .args([
+    let child = spawn_fd(
+        &env,
+        &sshd,
+        &[
             "run",
             "--json",
             "--host",
@@ -679,20 +685,15 @@ fn the_server_crashing_while_the_link_is_down_is_judged_after_the_thaw() {
             events.to_str().unwrap(),
             "--",
             &server,
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let child = c.spawn().unwrap();
+        ],
+    );
     wait_for_lines(&events, 1);
     link.freeze();
     // The server dies while firedup cannot see it.
     std::fs::write(&go, "").unwrap();
     std::thread::sleep(Duration::from_millis(4000));
     link.thaw();
-    let out = wait_output(child, Duration::from_secs(60));
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    let json: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_default();
+    let (json, stdout, stderr) = finish(child, Duration::from_secs(60));
     assert_eq!(json["verdict"], "failed", "{stdout}\n{stderr}");
     assert_eq!(json["signature"], "cuda_oom", "{stdout}");
     assert_eq!(json["exit"]["code"], 1, "{stdout}");
@@ -705,10 +706,10 @@ fn sshd_killed_and_restarted_mid_watch_is_survived() {
     let env = Env::new();
     let server = counting_server(&env, 50, "0.1");
     let events = env.path("events.ndjson");
-    let mut c = env.cmd();
-    c.env("FIREDUP_SSH_CONFIG", sshd.config_path())
-        .env("FIREDUP_REMOTE_STATE_DIR", env.path("remote-state"))
-        .args([
+    let child = spawn_fd(
+        &env,
+        &sshd,
+        &[
             "run",
             "--json",
             "--host",
@@ -721,10 +722,8 @@ fn sshd_killed_and_restarted_mid_watch_is_survived() {
             "true",
             "--",
             &server,
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let child = c.spawn().unwrap();
+        ],
+    );
     wait_for_lines(&events, 5);
     // Every sshd process, the established connection's too: the link breaks.
     // sshd stopped, the established connection's sshd too (the link breaks), but not the
@@ -740,10 +739,7 @@ fn sshd_killed_and_restarted_mid_watch_is_survived() {
     }
     std::thread::sleep(Duration::from_millis(1500));
     sshd.restart();
-    let out = wait_output(child, Duration::from_secs(60));
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    let json: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_default();
+    let (json, stdout, stderr) = finish(child, Duration::from_secs(60));
     assert_eq!(json["verdict"], "ready", "{stdout}\n{stderr}");
     assert!(stderr.contains("lost contact with fdtest"), "{stderr}");
     assert!(stderr.contains("reconnected to fdtest"), "{stderr}");
