@@ -1207,12 +1207,16 @@ fn describe_conditions(conds: &[String]) -> String {
     }
 }
 
-/// A line's shape: its text with digits removed, so that a heartbeat line whose only change is a
-/// timestamp or counter is the same shape each time.
+/// A line's shape: its text with digits and spaces removed, so that a heartbeat line whose only
+/// change is a timestamp or counter (or the padding of a right-aligned `  5%` / `100%`) is the same
+/// shape each time.
 fn shape_hash(text: &str) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    for c in text.chars().filter(|c| !c.is_ascii_digit()) {
+    for c in text
+        .chars()
+        .filter(|c| !c.is_ascii_digit() && !c.is_ascii_whitespace())
+    {
         c.hash(&mut h);
     }
     h.finish()
