@@ -387,3 +387,56 @@ fn watch_by_log_alone_finds_the_process_writing_it() {
     assert_eq!(json["verdict"], "exited", "{json} {said}");
     assert_eq!(json["pid"].as_u64(), Some(server.id() as u64));
 }
+
+#[test]
+fn the_log_is_byte_identical_to_what_the_server_wrote_across_firedup_crashes() {
+    let env = Env::new();
+    // 4 MB of arbitrary bytes (a fixed xorshift stream: NULs, \r, invalid UTF-8, everything).
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let data: Vec<u8> = (0..4_000_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect();
+    let expected = env.path("expected.bin");
+    std::fs::write(&expected, &data).unwrap();
+    let writer = format!(
+        "import sys, time\nd = open({:?}, 'rb').read()\nfor i in range(0, len(d), 100000):\n    sys.stdout.buffer.write(d[i:i+100000]); sys.stdout.flush(); time.sleep(0.03)\nsys.stdout.write('\\nREADY\\n'); sys.stdout.flush(); time.sleep(300)\n",
+        expected.display().to_string()
+    );
+    std::fs::write(env.path("writer.py"), writer).unwrap();
+    let writer = env.path("writer.py").display().to_string();
+    let mut first = env
+        .cmd()
+        .args([
+            "run",
+            "--json",
+            "--ready-line",
+            "^READY$",
+            "--",
+            "python3",
+            &writer,
+        ])
+        .spawn()
+        .unwrap();
+    let id = only_run_id(&env);
+    // firedup dies twice while the server writes; the log is the server's, not firedup's.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let mut second = env.cmd().args(["watch", &id]).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    second.kill().unwrap();
+    second.wait().unwrap();
+    let r = env.firedup(&["watch", "--json", &id]);
+    assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
+    let log = std::fs::read(env.state.path().join("runs").join(&id).join("output.log")).unwrap();
+    let mut want = data.clone();
+    want.extend_from_slice(b"\nREADY\n");
+    assert_eq!(log.len(), want.len(), "bytes lost or added");
+    assert!(log == want, "the log differs from what the server wrote");
+    let s = env.firedup(&["stop", &id]);
+    assert_eq!(s.code, 0, "{}", s.explain());
+}
