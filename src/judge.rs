@@ -704,11 +704,17 @@ impl Judge {
         self.phase_since = at;
         // A fraction belongs to the phase that printed it.
         self.progress = None;
+        self.last_progress_at = at;
+        // The timeline says when each phase first began. A phase entered again (a draft model
+        // loading after the target, or a log whose startup repeats) moves the current phase but
+        // adds nothing: the timeline, and memory, stay bounded by the number of phases.
+        if self.timeline.iter().any(|p| p.phase == name) {
+            return;
+        }
         self.timeline.push(PhaseAt {
             phase: name.clone(),
             at_s: round_ms(at.as_secs_f64()),
         });
-        self.last_progress_at = at;
         events.push(Event::Phase { phase: name, at });
     }
 

@@ -862,6 +862,23 @@ fn probe_reports_carry_both_readiness_times_and_why_it_waited() {
 }
 
 #[test]
+fn a_phase_entered_again_moves_the_current_phase_without_growing_the_timeline() {
+    let mut c = cfg(Mode::UntilReady);
+    c.stall = None;
+    let mut steps = vec![Started(0)];
+    for i in 0..1000u64 {
+        steps.push(Line(1 + i * 2, "Load weight begin"));
+        steps.push(Line(2 + i * 2, "Capture cuda graph begin"));
+    }
+    steps.push(Line(3000, "READY"));
+    let j = run(c, &steps);
+    assert_eq!(j.verdict, Verdict::Ready);
+    let phases: Vec<&str> = j.timeline.iter().map(|p| p.phase.as_str()).collect();
+    assert_eq!(phases, ["load_weights", "capture_cuda_graph", "ready"]);
+    assert_eq!(j.timeline[0].at_s, 0.001);
+}
+
+#[test]
 fn a_phase_budget_bounds_one_phase() {
     let mut c = cfg(Mode::UntilReady);
     c.phase_budgets = vec![("capture_cuda_graph".into(), ms(5000))];
