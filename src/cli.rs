@@ -416,21 +416,8 @@ fn run(
     } else {
         None
     };
-    let probe = plan::resolve(&opts, &command, "", true)?;
+    let spec = launch_spec(judge, &opts, &command, cwd, env, log)?;
     let mut events = open_events(&judge.events)?;
-    let spec = LaunchSpec {
-        command: command.clone(),
-        cwd,
-        env,
-        log,
-        profile: probe.profile.clone(),
-        mode: if judge.until == Until::Exit {
-            "exit".into()
-        } else {
-            "ready".into()
-        },
-        judging: opts.clone(),
-    };
     let mut launched = launch::launch(&spec)?;
     let log_path = launched.log.display().to_string();
     let plan = plan::resolve(&opts, &command, &log_path, true)?;
@@ -488,6 +475,31 @@ fn run(
     }
     print_outcome(judge.json, &outcome, teardown.as_deref(), None);
     Ok(exit_code)
+}
+
+/// What to launch, local or remote: resolved once first, so usage mistakes launch nothing.
+pub(crate) fn launch_spec(
+    judge: &JudgeArgs,
+    opts: &WatchOptions,
+    command: &[String],
+    cwd: Option<PathBuf>,
+    env: Vec<(String, String)>,
+    log: Option<PathBuf>,
+) -> Result<LaunchSpec> {
+    let checked = plan::resolve(opts, command, "", true)?;
+    Ok(LaunchSpec {
+        command: command.to_vec(),
+        cwd,
+        env,
+        log,
+        profile: checked.profile,
+        mode: if judge.until == Until::Exit {
+            "exit".into()
+        } else {
+            "ready".into()
+        },
+        judging: opts.clone(),
+    })
 }
 
 /// A short path for the sd_notify socket (sun_path holds 108 bytes; state dirs can be deep).

@@ -11,11 +11,12 @@ use super::HostSpec;
 use super::session::{self, Remote};
 use super::source::RemoteSource;
 use crate::agent::RemoteLaunched;
-use crate::cli::{JudgeArgs, RemoteArgs, Until, open_events, overlay, print_outcome, run_then};
+use crate::cli::{
+    JudgeArgs, RemoteArgs, launch_spec, open_events, overlay, print_outcome, run_then,
+};
 use crate::duration::parse_duration;
 use crate::engine::{self, Target};
 use crate::judge::Judgement;
-use crate::launch::LaunchSpec;
 use crate::plan::{self, Plan, WatchOptions};
 use crate::report;
 use crate::rundir::RunMeta;
@@ -151,22 +152,8 @@ pub fn run(
         .collect::<Result<_>>()?;
     let mut opts = judge.options(false);
     opts.env = env.clone();
-    // Usage mistakes launch nothing.
-    let checked = plan::resolve(&opts, &command, "", true)?;
+    let spec = launch_spec(judge, &opts, &command, cwd, env, log)?;
     let mut events = open_events(&judge.events)?;
-    let spec = LaunchSpec {
-        command: command.clone(),
-        cwd,
-        env,
-        log,
-        profile: checked.profile.clone(),
-        mode: if judge.until == Until::Exit {
-            "exit".into()
-        } else {
-            "ready".into()
-        },
-        judging: opts.clone(),
-    };
     let request = serde_json::to_vec(&spec).context("cannot encode the launch spec")?;
     let launched = with_remote(&hs, |r| {
         Box::pin(async move {
