@@ -167,6 +167,8 @@ pub struct Judgement {
     pub process_alive: bool,
     pub probes: Vec<ProbeReport>,
     pub gpu: Option<GpuReport>,
+    /// When every readiness condition first held (also for a crash inside `--hold`).
+    pub ready_at: Option<Duration>,
 }
 
 /// Output of one step.
@@ -1153,6 +1155,7 @@ impl Judge {
             process_alive: self.alive,
             probes: self.probe_reports(),
             gpu: self.gpu.clone(),
+            ready_at: self.ready_at,
         });
         events.push(Event::Verdict(Box::new(
             self.verdict.clone().expect("just set"),
@@ -1186,6 +1189,7 @@ impl Judge {
             process_alive: self.alive,
             probes: self.probe_reports(),
             gpu: self.gpu.clone(),
+            ready_at: self.ready_at,
         });
         events.push(Event::Verdict(Box::new(
             self.verdict.clone().expect("just set"),

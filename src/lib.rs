@@ -27,6 +27,7 @@ pub mod cli;
 pub mod duration;
 pub mod engine;
 pub mod follow;
+pub mod history;
 pub mod judge;
 pub mod launch;
 pub mod lines;

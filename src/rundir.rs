@@ -65,8 +65,14 @@ pub struct ExitRecord {
 
 /// Where run directories live.
 pub fn runs_root() -> PathBuf {
+    state_root().join("runs")
+}
+
+/// firedup's state dir: `$FIREDUP_STATE_DIR`, else `$XDG_STATE_HOME/firedup`, else
+/// `~/.local/state/firedup`.
+pub fn state_root() -> PathBuf {
     if let Some(d) = std::env::var_os("FIREDUP_STATE_DIR") {
-        return PathBuf::from(d).join("runs");
+        return PathBuf::from(d);
     }
     let base = std::env::var_os("XDG_STATE_HOME")
         .map(PathBuf::from)
@@ -77,7 +83,7 @@ pub fn runs_root() -> PathBuf {
                 .unwrap_or_else(|| PathBuf::from("/tmp"));
             home.join(".local/state")
         });
-    base.join("firedup/runs")
+    base.join("firedup")
 }
 
 /// A run directory.

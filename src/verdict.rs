@@ -358,6 +358,10 @@ pub struct Outcome {
     /// GPU memory of the watched tree, where nvidia-smi exists (additive field).
     #[serde(default)]
     pub gpu: Option<GpuReport>,
+    /// Seconds from launch (or attach) to every readiness condition holding; null if never
+    /// (additive field).
+    #[serde(default)]
+    pub ready_s: Option<f64>,
     /// The SSH host the server runs on, for `--host` (additive field; absent for local runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,

@@ -51,6 +51,7 @@ fn transport_verdict(json: bool, host: &str, reason: String) -> i32 {
         probes: Vec::new(),
         request_gap_s: None,
         gpu: None,
+        ready_s: None,
         host: Some(host.to_string()),
     };
     print_outcome(json, &o, None, None);

@@ -1,0 +1,592 @@
+//! The run history: every run from `run`, `watch` and `matrix`, with its launch spec, verdict,
+//! timeline and metrics, in one SQLite database on local disk.
+//!
+//! Contract:
+//! - The database is `$FIREDUP_HISTORY`, else `history.sqlite` in the state dir
+//!   (`$FIREDUP_STATE_DIR`, `$XDG_STATE_HOME/firedup`, `~/.local/state/firedup`). SQLite cannot
+//!   lock a network file system safely, so when that dir is on NFS/CIFS/Lustre/... the database
+//!   moves to `/var/tmp/firedup-UID/`. `FIREDUP_HISTORY=off` records nothing.
+//! - Several firedup processes write at once: WAL journal, a busy timeout, and one `BEGIN
+//!   IMMEDIATE` transaction per write.
+//! - The schema is versioned by `PRAGMA user_version` and migrated forward in a transaction. A
+//!   database from a newer firedup, or one that is not a database, is an error that names the
+//!   file and what to do; it is never rewritten, so no run is lost.
+//! - Nothing secret is stored: env values whose names look secret are redacted before they
+//!   reach this module's callers' records (see [`RunRecord::new`]).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::verdict::{Outcome, PhaseAt};
+
+/// The schema, one migration per version: `MIGRATIONS[i]` takes version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE runs (
+    id              INTEGER PRIMARY KEY,
+    run_id          TEXT NOT NULL,
+    kind            TEXT NOT NULL,
+    spec_hash       TEXT NOT NULL,
+    command         TEXT NOT NULL,
+    env             TEXT NOT NULL,
+    host            TEXT,
+    profile         TEXT,
+    started_at      REAL NOT NULL,
+    ended_at        REAL NOT NULL,
+    verdict         TEXT NOT NULL,
+    signature       TEXT,
+    reason          TEXT NOT NULL,
+    line_number     INTEGER,
+    line_text       TEXT,
+    phase           TEXT,
+    timeline        TEXT NOT NULL,
+    ready_s         REAL,
+    elapsed_s       REAL NOT NULL,
+    metrics         TEXT NOT NULL,
+    teardown        TEXT,
+    outcome         TEXT NOT NULL,
+    version         TEXT NOT NULL,
+    matrix_id       TEXT,
+    cell            TEXT,
+    cell_label      TEXT,
+    repeat          INTEGER
+);
+CREATE INDEX runs_by_spec ON runs(spec_hash, ended_at);
+CREATE INDEX runs_by_end ON runs(ended_at);
+CREATE INDEX runs_by_run_id ON runs(run_id);
+CREATE INDEX runs_by_matrix ON runs(matrix_id, cell);
+CREATE TABLE matrices (
+    id          TEXT PRIMARY KEY,
+    def_hash    TEXT NOT NULL,
+    source      TEXT,
+    started_at  REAL NOT NULL,
+    ended_at    REAL,
+    state       TEXT NOT NULL,
+    cells       INTEGER NOT NULL,
+    definition  TEXT NOT NULL,
+    version     TEXT NOT NULL
+);
+CREATE INDEX matrices_by_def ON matrices(def_hash, started_at);
+"#];
+
+/// The schema version this firedup writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// How long a writer waits for another one to finish.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Where the database lives, or `None` when history is off.
+pub fn database_path() -> Option<PathBuf> {
+    match std::env::var_os("FIREDUP_HISTORY") {
+        Some(v) if v == "off" || v == "0" => return None,
+        Some(v) if !v.is_empty() => return Some(PathBuf::from(v)),
+        _ => {}
+    }
+    let dir = crate::rundir::state_root();
+    if let Some(fs) = network_fs(&dir) {
+        let uid = rustix::process::getuid().as_raw();
+        tracing_note(&format!(
+            "the state dir {} is on {fs}, where SQLite cannot lock safely; history is kept in /var/tmp/firedup-{uid}",
+            dir.display()
+        ));
+        return Some(PathBuf::from(format!("/var/tmp/firedup-{uid}/history.sqlite")));
+    }
+    Some(dir.join("history.sqlite"))
+}
+
+/// Notes about where history lives go to stderr once per process.
+fn tracing_note(text: &str) {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| eprintln!("firedup: note: {text}"));
+}
+
+/// The network file system `dir` (or its nearest existing ancestor) is on, if any.
+fn network_fs(dir: &Path) -> Option<&'static str> {
+    let existing = dir.ancestors().find(|a| a.exists())?;
+    let st = rustix::fs::statfs(existing).ok()?;
+    // f_type magic numbers from statfs(2).
+    const NETWORK: [(i64, &str); 9] = [
+        (0x6969, "NFS"),
+        (0x517b, "SMB"),
+        (0xff53_4d42, "CIFS"),
+        (0xfe53_4d42, "SMB2"),
+        (0x0bd0_0bd0, "Lustre"),
+        (0x4750_4653, "GPFS"),
+        (0x00c3_6400, "CephFS"),
+        (0x0102_1997, "9p"),
+        (0x6573_5546, "FUSE"),
+    ];
+    #[allow(clippy::unnecessary_cast)]
+    let magic = st.f_type as i64;
+    NETWORK.iter().find(|(m, _)| *m == magic).map(|(_, n)| *n)
+}
+
+/// One run as recorded.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunRecord {
+    pub run_id: String,
+    /// `run`, `watch` or `matrix`.
+    pub kind: String,
+    pub spec_hash: String,
+    pub command: Vec<String>,
+    /// Env overrides, secrets already redacted.
+    pub env: BTreeMap<String, String>,
+    pub host: Option<String>,
+    pub profile: Option<String>,
+    pub started_at: f64,
+    pub ended_at: f64,
+    pub outcome: Outcome,
+    pub metrics: BTreeMap<String, f64>,
+    pub teardown: Option<String>,
+    pub version: String,
+    pub cell: Option<CellRef>,
+}
+
+/// Where a matrix run sits in its matrix.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CellRef {
+    pub matrix_id: String,
+    /// Stable key of the cell within its matrix definition.
+    pub key: String,
+    /// The cell's axis values in words (`FLASHMLA=1 --enable-torch-compile`).
+    pub label: String,
+    pub repeat: u32,
+}
+
+impl RunRecord {
+    /// A record of `outcome`, with secret env values redacted.
+    pub fn new(
+        kind: &str,
+        spec_hash: String,
+        command: &[String],
+        env: &[(String, String)],
+        profile: Option<String>,
+        outcome: &Outcome,
+    ) -> RunRecord {
+        let ended_at = crate::rundir::now_unix();
+        RunRecord {
+            run_id: outcome.run_id.clone(),
+            kind: kind.to_string(),
+            spec_hash,
+            command: command.to_vec(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.clone(), crate::secrets::shown_value(k, v).to_string()))
+                .collect(),
+            host: outcome.host.clone(),
+            profile,
+            started_at: ended_at - outcome.elapsed_s,
+            ended_at,
+            outcome: outcome.clone(),
+            metrics: BTreeMap::new(),
+            teardown: None,
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            cell: None,
+        }
+    }
+}
+
+/// What identifies "the same launch" across runs: command, env (secret values reduced to their
+/// names), working dir, host, profile and the judging options. Hex, 16 digits.
+pub fn spec_hash(
+    command: &[String],
+    env: &[(String, String)],
+    cwd: Option<&Path>,
+    host: Option<&str>,
+    judging: &serde_json::Value,
+) -> String {
+    let mut env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.clone(), crate::secrets::shown_value(k, v).to_string()))
+        .collect();
+    env.sort();
+    let canonical = serde_json::json!({
+        "command": command,
+        "env": env,
+        "cwd": cwd.map(|c| c.display().to_string()),
+        "host": host,
+        "judging": judging,
+    });
+    let digest = Sha256::digest(canonical.to_string().as_bytes());
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A matrix as recorded.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MatrixRecord {
+    pub id: String,
+    pub def_hash: String,
+    pub source: Option<String>,
+    pub started_at: f64,
+    pub ended_at: Option<f64>,
+    /// `running`, `done`, `interrupted` (Ctrl-C) or `stopped` (fail-fast or a dirty machine).
+    pub state: String,
+    pub cells: u32,
+    pub definition: serde_json::Value,
+}
+
+/// Filters for `firedup history`.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    pub profile: Option<String>,
+    pub host: Option<String>,
+    pub verdict: Option<String>,
+    pub signature: Option<String>,
+    /// Unix seconds.
+    pub since: Option<f64>,
+    pub matrix: Option<String>,
+    pub limit: u32,
+}
+
+/// An open history database.
+#[derive(Debug)]
+pub struct History {
+    conn: Connection,
+    pub path: PathBuf,
+}
+
+impl History {
+    /// Opens (creating and migrating if needed) the database at `path`.
+    pub fn open(path: &Path) -> Result<History> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .with_context(|| {
+                    format!("cannot create the history directory {}", dir.display())
+                })?;
+        }
+        let unreadable = |e: rusqlite::Error| {
+            anyhow::anyhow!(
+                "the history database {} cannot be used ({e}); it was left untouched: move it aside to start a new one, or set FIREDUP_HISTORY to another file",
+                path.display()
+            )
+        };
+        let conn = Connection::open(path).map_err(unreadable)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(unreadable)?;
+        // Reading the version is the first access to the file's contents: a file that is not a
+        // database fails here, before anything is written.
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(unreadable)?;
+        if version > SCHEMA_VERSION {
+            bail!(
+                "the history database {} was written by a newer firedup (schema {version}; this one knows {SCHEMA_VERSION}); use that firedup, or set FIREDUP_HISTORY to another file",
+                path.display()
+            );
+        }
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(unreadable)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(unreadable)?;
+        let mut h = History {
+            conn,
+            path: path.to_path_buf(),
+        };
+        h.migrate().map_err(|e| {
+            anyhow::anyhow!(
+                "cannot migrate the history database {}: {e}; it was left as it was",
+                path.display()
+            )
+        })?;
+        Ok(h)
+    }
+
+    /// Opens the default database; `None` when history is off.
+    pub fn open_default() -> Result<Option<History>> {
+        match database_path() {
+            Some(p) => History::open(&p).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn migrate(&mut self) -> rusqlite::Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        // Read again inside the write lock: another firedup may have migrated meanwhile.
+        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
+            tx.execute_batch(sql)?;
+            tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        }
+        tx.commit()
+    }
+
+    /// The schema version of the open database.
+    pub fn schema_version(&self) -> Result<i64> {
+        Ok(self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?)
+    }
+
+    /// Records one run; returns its history row id.
+    pub fn record(&mut self, r: &RunRecord) -> Result<i64> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let o = &r.outcome;
+        tx.execute(
+            "INSERT INTO runs (run_id, kind, spec_hash, command, env, host, profile, started_at,
+                ended_at, verdict, signature, reason, line_number, line_text, phase, timeline,
+                ready_s, elapsed_s, metrics, teardown, outcome, version, matrix_id, cell,
+                cell_label, repeat)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+                ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
+            params![
+                r.run_id,
+                r.kind,
+                r.spec_hash,
+                serde_json::to_string(&r.command)?,
+                serde_json::to_string(&r.env)?,
+                r.host,
+                r.profile,
+                r.started_at,
+                r.ended_at,
+                o.verdict.as_str(),
+                o.signature.map(|s| s.as_str()),
+                o.reason,
+                o.line.as_ref().map(|l| l.number as i64),
+                o.line.as_ref().map(|l| l.text.clone()),
+                o.phase,
+                serde_json::to_string(&o.timeline)?,
+                o.ready_s,
+                o.elapsed_s,
+                serde_json::to_string(&r.metrics)?,
+                r.teardown,
+                serde_json::to_string(o)?,
+                r.version,
+                r.cell.as_ref().map(|c| c.matrix_id.clone()),
+                r.cell.as_ref().map(|c| c.key.clone()),
+                r.cell.as_ref().map(|c| c.label.clone()),
+                r.cell.as_ref().map(|c| c.repeat),
+            ],
+        )?;
+        let id = tx.last_insert_rowid();
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// Runs matching `f`, newest first.
+    pub fn list(&self, f: &Filter) -> Result<Vec<RunRecord>> {
+        let mut sql = String::from("SELECT * FROM runs WHERE 1=1");
+        let mut args: Vec<Box<dyn rusqlite::ToSql>> = Vec::new();
+        let mut add = |clause: &str, v: Box<dyn rusqlite::ToSql>| {
+            args.push(v);
+            sql.push_str(&format!(" AND {clause} ?{}", args.len()));
+        };
+        if let Some(p) = &f.profile {
+            add("profile =", Box::new(p.clone()));
+        }
+        if let Some(h) = &f.host {
+            add("host =", Box::new(h.clone()));
+        }
+        if let Some(v) = &f.verdict {
+            add("verdict =", Box::new(v.clone()));
+        }
+        if let Some(s) = &f.signature {
+            add("signature =", Box::new(s.clone()));
+        }
+        if let Some(t) = f.since {
+            add("ended_at >=", Box::new(t));
+        }
+        if let Some(m) = &f.matrix {
+            add("matrix_id =", Box::new(m.clone()));
+        }
+        sql.push_str(" ORDER BY ended_at DESC, id DESC");
+        if f.limit > 0 {
+            sql.push_str(&format!(" LIMIT {}", f.limit));
+        }
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map(
+            rusqlite::params_from_iter(args.iter().map(|a| a.as_ref())),
+            row_to_record,
+        )?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// The newest run whose id is `run_id` or starts with it (an unambiguous prefix).
+    pub fn find(&self, run_id: &str) -> Result<RunRecord> {
+        let exact = self
+            .conn
+            .query_row(
+                "SELECT * FROM runs WHERE run_id = ?1 ORDER BY id DESC LIMIT 1",
+                [run_id],
+                row_to_record,
+            )
+            .optional()?;
+        if let Some(r) = exact {
+            return Ok(r);
+        }
+        let mut stmt = self.conn.prepare(
+            "SELECT DISTINCT run_id FROM runs WHERE substr(run_id, 1, length(?1)) = ?1 LIMIT 6",
+        )?;
+        let ids: Vec<String> = stmt
+            .query_map([run_id], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        match ids.as_slice() {
+            [] => bail!(
+                "no run {run_id:?} in the history ({}); `firedup history` lists them",
+                self.path.display()
+            ),
+            [one] => self.find(one),
+            many => bail!(
+                "{run_id:?} matches several runs ({}); give more of the id",
+                many.join(", ")
+            ),
+        }
+    }
+
+    /// The newest earlier run of the same spec that reached further than the start: its
+    /// timeline tells how long each phase took last time.
+    pub fn previous_of_spec(&self, spec_hash: &str) -> Result<Option<RunRecord>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT * FROM runs WHERE spec_hash = ?1 AND timeline != '[]'
+                 ORDER BY (ready_s IS NOT NULL) DESC, ended_at DESC, id DESC LIMIT 1",
+                [spec_hash],
+                row_to_record,
+            )
+            .optional()?)
+    }
+
+    /// Starts (or, resuming, re-opens) a matrix.
+    pub fn begin_matrix(&mut self, m: &MatrixRecord) -> Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        tx.execute(
+            "INSERT INTO matrices (id, def_hash, source, started_at, ended_at, state, cells,
+                definition, version)
+             VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, ?8)
+             ON CONFLICT(id) DO UPDATE SET state = excluded.state, ended_at = NULL",
+            params![
+                m.id,
+                m.def_hash,
+                m.source,
+                m.started_at,
+                m.state,
+                m.cells,
+                serde_json::to_string(&m.definition)?,
+                env!("CARGO_PKG_VERSION"),
+            ],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Ends a matrix in `state`.
+    pub fn end_matrix(&mut self, id: &str, state: &str) -> Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        tx.execute(
+            "UPDATE matrices SET state = ?2, ended_at = ?3 WHERE id = ?1",
+            params![id, state, crate::rundir::now_unix()],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The newest matrix of definition `def_hash`, if any.
+    pub fn latest_matrix(&self, def_hash: &str) -> Result<Option<MatrixRecord>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT id, def_hash, source, started_at, ended_at, state, cells, definition
+                 FROM matrices WHERE def_hash = ?1 ORDER BY started_at DESC LIMIT 1",
+                [def_hash],
+                |r| {
+                    let def: String = r.get(7)?;
+                    Ok(MatrixRecord {
+                        id: r.get(0)?,
+                        def_hash: r.get(1)?,
+                        source: r.get(2)?,
+                        started_at: r.get(3)?,
+                        ended_at: r.get(4)?,
+                        state: r.get(5)?,
+                        cells: r.get(6)?,
+                        definition: serde_json::from_str(&def).unwrap_or_default(),
+                    })
+                },
+            )
+            .optional()?)
+    }
+}
+
+fn json_col<T: serde::de::DeserializeOwned + Default>(
+    r: &rusqlite::Row<'_>,
+    name: &str,
+) -> rusqlite::Result<T> {
+    let s: String = r.get(name)?;
+    Ok(serde_json::from_str(&s).unwrap_or_default())
+}
+
+fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
+    let outcome_text: String = r.get("outcome")?;
+    let outcome: Outcome = serde_json::from_str(&outcome_text).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+    })?;
+    let matrix_id: Option<String> = r.get("matrix_id")?;
+    let cell = match matrix_id {
+        Some(matrix_id) => Some(CellRef {
+            matrix_id,
+            key: r.get::<_, Option<String>>("cell")?.unwrap_or_default(),
+            label: r.get::<_, Option<String>>("cell_label")?.unwrap_or_default(),
+            repeat: r.get::<_, Option<u32>>("repeat")?.unwrap_or(0),
+        }),
+        None => None,
+    };
+    Ok(RunRecord {
+        run_id: r.get("run_id")?,
+        kind: r.get("kind")?,
+        spec_hash: r.get("spec_hash")?,
+        command: json_col(r, "command")?,
+        env: json_col(r, "env")?,
+        host: r.get("host")?,
+        profile: r.get("profile")?,
+        started_at: r.get("started_at")?,
+        ended_at: r.get("ended_at")?,
+        outcome,
+        metrics: json_col(r, "metrics")?,
+        teardown: r.get("teardown")?,
+        version: r.get("version")?,
+        cell,
+    })
+}
+
+/// How long each phase of `timeline` lasted: until the next phase began, the last one until
+/// `end_s` (the time to ready, or the verdict).
+pub fn phase_durations(timeline: &[PhaseAt], end_s: f64) -> Vec<(String, f64)> {
+    timeline
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let next = timeline.get(i + 1).map(|n| n.at_s).unwrap_or(end_s);
+            (p.phase.clone(), (next - p.at_s).max(0.0))
+        })
+        .collect()
+}
+
+/// Records `r` in the default history. A failure never changes the verdict: it is one line on
+/// stderr saying what failed.
+pub fn record_quietly(r: &RunRecord) {
+    let result = History::open_default().and_then(|h| match h {
+        Some(mut h) => h.record(r).map(|_| ()),
+        None => Ok(()),
+    });
+    if let Err(e) = result {
+        eprintln!("firedup: this run was not recorded in the history: {e:#}");
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,274 @@
+use super::*;
+use crate::verdict::{LineRef, Signature, Verdict};
+
+fn outcome(run_id: &str, verdict: Verdict, signature: Option<Signature>) -> Outcome {
+    Outcome {
+        verdict,
+        signature,
+        reason: "because".into(),
+        line: Some(LineRef {
+            number: 7,
+            text: "torch.OutOfMemoryError: CUDA out of memory".into(),
+        }),
+        context: vec![],
+        phase: Some("load_weights".into()),
+        elapsed_s: 12.5,
+        exit: None,
+        pid: Some(42),
+        log: "/tmp/x.log".into(),
+        run_id: run_id.into(),
+        timeline: vec![
+            PhaseAt {
+                phase: "load_weights".into(),
+                at_s: 1.0,
+            },
+            PhaseAt {
+                phase: "capture_cuda_graph".into(),
+                at_s: 9.0,
+            },
+        ],
+        secondary: vec![],
+        server_running: false,
+        probes: vec![],
+        request_gap_s: None,
+        gpu: None,
+        ready_s: (verdict == Verdict::Ready).then_some(12.0),
+        host: None,
+    }
+}
+
+fn record(run_id: &str, verdict: Verdict, sig: Option<Signature>, profile: &str) -> RunRecord {
+    let mut r = RunRecord::new(
+        "run",
+        "abc".into(),
+        &["sglang".into(), "serve".into()],
+        &[
+            ("HF_TOKEN".into(), "hf_secret".into()),
+            ("FLASHMLA".into(), "1".into()),
+        ],
+        Some(profile.into()),
+        &outcome(run_id, verdict, sig),
+    );
+    r.metrics.insert("throughput".into(), 123.5);
+    r
+}
+
+#[test]
+fn records_round_trip_with_secrets_redacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = History::open(&dir.path().join("h.sqlite")).unwrap();
+    assert_eq!(h.schema_version().unwrap(), SCHEMA_VERSION);
+    let r = record("sglang-aaaaaa", Verdict::Failed, Some(Signature::CudaOom), "sglang");
+    h.record(&r).unwrap();
+    let back = h.find("sglang-aaaaaa").unwrap();
+    assert_eq!(back, r);
+    assert_eq!(back.env["HF_TOKEN"], crate::secrets::REDACTED);
+    assert_eq!(back.env["FLASHMLA"], "1");
+    let raw = std::fs::read(dir.path().join("h.sqlite")).unwrap();
+    let wal = std::fs::read(dir.path().join("h.sqlite-wal")).unwrap_or_default();
+    for bytes in [raw, wal] {
+        assert!(
+            !bytes.windows(9).any(|w| w == b"hf_secret"),
+            "the secret reached the database file"
+        );
+    }
+}
+
+#[test]
+fn filters_select_what_they_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = History::open(&dir.path().join("h.sqlite")).unwrap();
+    h.record(&record("a-1", Verdict::Ready, None, "sglang")).unwrap();
+    h.record(&record("b-1", Verdict::Failed, Some(Signature::CudaOom), "sglang"))
+        .unwrap();
+    h.record(&record("c-1", Verdict::Failed, Some(Signature::PortInUse), "redis"))
+        .unwrap();
+    let ids = |f: Filter| -> Vec<String> {
+        h.list(&f).unwrap().into_iter().map(|r| r.run_id).collect()
+    };
+    let table: Vec<(Filter, Vec<&str>)> = vec![
+        (Filter::default(), vec!["c-1", "b-1", "a-1"]),
+        (
+            Filter {
+                profile: Some("sglang".into()),
+                ..Default::default()
+            },
+            vec!["b-1", "a-1"],
+        ),
+        (
+            Filter {
+                verdict: Some("failed".into()),
+                ..Default::default()
+            },
+            vec!["c-1", "b-1"],
+        ),
+        (
+            Filter {
+                signature: Some("cuda_oom".into()),
+                ..Default::default()
+            },
+            vec!["b-1"],
+        ),
+        (
+            Filter {
+                since: Some(crate::rundir::now_unix() + 60.0),
+                ..Default::default()
+            },
+            vec![],
+        ),
+        (
+            Filter {
+                limit: 1,
+                ..Default::default()
+            },
+            vec!["c-1"],
+        ),
+    ];
+    for (f, want) in table {
+        assert_eq!(ids(f.clone()), want, "{f:?}");
+    }
+}
+
+#[test]
+fn find_takes_an_unambiguous_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = History::open(&dir.path().join("h.sqlite")).unwrap();
+    h.record(&record("redis-server-1a2b3c", Verdict::Ready, None, "redis"))
+        .unwrap();
+    h.record(&record("redis-server-1a9999", Verdict::Ready, None, "redis"))
+        .unwrap();
+    assert_eq!(h.find("redis-server-1a2").unwrap().run_id, "redis-server-1a2b3c");
+    let e = h.find("redis-server-1a").unwrap_err().to_string();
+    assert!(e.contains("several runs"), "{e}");
+    let e = h.find("nope").unwrap_err().to_string();
+    assert!(e.contains("no run \"nope\""), "{e}");
+}
+
+#[test]
+fn a_newer_schema_is_refused_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.sqlite");
+    {
+        let mut h = History::open(&path).unwrap();
+        h.record(&record("a-1", Verdict::Ready, None, "redis")).unwrap();
+        h.conn
+            .pragma_update(None, "user_version", SCHEMA_VERSION + 5)
+            .unwrap();
+    }
+    let e = History::open(&path).unwrap_err().to_string();
+    assert!(e.contains("newer firedup"), "{e}");
+    assert!(e.contains(&path.display().to_string()), "{e}");
+    // Still there for the newer firedup.
+    let conn = Connection::open(&path).unwrap();
+    let n: i64 = conn
+        .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 1);
+}
+
+#[test]
+fn a_corrupt_file_is_refused_and_not_rewritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.sqlite");
+    let junk: Vec<u8> = (0..8192u32).map(|i| (i * 31 % 251) as u8).collect();
+    std::fs::write(&path, &junk).unwrap();
+    let e = History::open(&path).unwrap_err().to_string();
+    assert!(e.contains("left untouched"), "{e}");
+    assert!(e.contains("FIREDUP_HISTORY"), "{e}");
+    assert_eq!(std::fs::read(&path).unwrap(), junk);
+}
+
+#[test]
+fn migrating_an_existing_version_zero_file_keeps_nothing_lost() {
+    // A database another program (or an interrupted first open) left at version 0 with no
+    // tables: opening migrates it.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.sqlite");
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch("CREATE TABLE unrelated (x INTEGER); INSERT INTO unrelated VALUES (1);")
+        .unwrap();
+    let h = History::open(&path).unwrap();
+    assert_eq!(h.schema_version().unwrap(), SCHEMA_VERSION);
+    let n: i64 = h
+        .conn
+        .query_row("SELECT x FROM unrelated", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 1);
+}
+
+#[test]
+fn concurrent_writers_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.sqlite");
+    let writers = 8;
+    let each = 40;
+    std::thread::scope(|s| {
+        for w in 0..writers {
+            let path = path.clone();
+            s.spawn(move || {
+                // Each writer opens its own connection, as separate firedup processes do.
+                let mut h = History::open(&path).unwrap();
+                for i in 0..each {
+                    h.record(&record(&format!("w{w}-{i}"), Verdict::Ready, None, "redis"))
+                        .unwrap();
+                }
+            });
+        }
+    });
+    let h = History::open(&path).unwrap();
+    assert_eq!(h.list(&Filter::default()).unwrap().len(), writers * each);
+}
+
+#[test]
+fn previous_of_spec_prefers_a_run_that_got_ready() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = History::open(&dir.path().join("h.sqlite")).unwrap();
+    h.record(&record("a-1", Verdict::Ready, None, "sglang")).unwrap();
+    h.record(&record("a-2", Verdict::Failed, Some(Signature::CudaOom), "sglang"))
+        .unwrap();
+    assert_eq!(h.previous_of_spec("abc").unwrap().unwrap().run_id, "a-1");
+    assert!(h.previous_of_spec("other").unwrap().is_none());
+}
+
+#[test]
+fn phase_durations_run_to_the_next_phase_or_the_end() {
+    let t = |p: &str, at_s: f64| PhaseAt {
+        phase: p.into(),
+        at_s,
+    };
+    let table: Vec<(Vec<PhaseAt>, f64, Vec<(&str, f64)>)> = vec![
+        (vec![], 5.0, vec![]),
+        (vec![t("load", 1.0)], 5.0, vec![("load", 4.0)]),
+        (
+            vec![t("load", 1.0), t("capture", 3.5)],
+            10.0,
+            vec![("load", 2.5), ("capture", 6.5)],
+        ),
+    ];
+    for (timeline, end, want) in table {
+        let got = phase_durations(&timeline, end);
+        let want: Vec<(String, f64)> = want.into_iter().map(|(p, d)| (p.into(), d)).collect();
+        assert_eq!(got, want);
+    }
+}
+
+#[test]
+fn spec_hash_ignores_secret_values_but_not_other_changes() {
+    let cmd = vec!["vllm".to_string(), "serve".into()];
+    let j = serde_json::json!({"profile": "vllm"});
+    let base = spec_hash(&cmd, &[("HF_TOKEN".into(), "a".into())], None, None, &j);
+    assert_eq!(
+        base,
+        spec_hash(&cmd, &[("HF_TOKEN".into(), "b".into())], None, None, &j)
+    );
+    assert_ne!(
+        base,
+        spec_hash(&cmd, &[("HF_TOKEN".into(), "a".into())], None, Some("gpu1"), &j)
+    );
+    assert_ne!(
+        base,
+        spec_hash(&cmd, &[("X".into(), "a".into())], None, None, &j)
+    );
+    assert_eq!(base.len(), 16);
+}
