@@ -253,6 +253,25 @@ pub enum Command {
         #[command(flatten)]
         remote: RemoteArgs,
     },
+    /// List earlier runs from the history (newest first), with filters.
+    History {
+        #[command(flatten)]
+        args: crate::history_cmd::HistoryArgs,
+    },
+    /// Print one recorded run: its launch, verdict, decisive line, phase times and metrics.
+    Show {
+        /// A run id (or an unambiguous start of one) from `firedup history`.
+        run_id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Two recorded runs side by side: what differs in the launch, phase times, metrics.
+    Compare {
+        run_a: String,
+        run_b: String,
+        #[arg(long)]
+        json: bool,
+    },
     #[command(name = "__supervise", hide = true)]
     Supervise { run_dir: PathBuf },
     /// The remote side of a watch over SSH (reads its spec on stdin).
@@ -367,6 +386,11 @@ fn dispatch(cli: Cli) -> Result<i32> {
             }
             None => logs(&run_id, meaningful, follow),
         },
+        Command::History { args } => crate::history_cmd::history(&args),
+        Command::Show { run_id, json } => crate::history_cmd::show(&run_id, json),
+        Command::Compare { run_a, run_b, json } => {
+            crate::history_cmd::compare(&run_a, &run_b, json)
+        }
         Command::Supervise { run_dir } => launch::supervise(&run_dir),
         Command::Agent => crate::agent::run(),
         Command::RemoteLaunch => crate::agent::remote_launch(),
@@ -417,13 +441,15 @@ fn run(
         None
     };
     let spec = launch_spec(judge, &opts, &command, cwd, env, log)?;
+    let spec_hash = crate::history::launch_hash(&spec, None);
     let mut events = open_events(&judge.events)?;
     let mut launched = launch::launch(&spec)?;
     let log_path = launched.log.display().to_string();
     let plan = plan::resolve(&opts, &command, &log_path, true)?;
     let mut target = Target::from_launch(&launched);
     target.notify = notify_socket;
-    let mut progress = report::progress_for_stderr(&launched.run.id);
+    let mut progress =
+        report::progress_for_stderr(&launched.run.id, crate::history::last_time(&spec_hash));
     let mut outcome = engine::watch(
         &plan,
         &target,
@@ -443,6 +469,7 @@ fn run(
             gpu_after_teardown(&mut outcome, &report);
             outcome.server_running = !report.survivors.is_empty();
             exit_code = status;
+            crate::history::record_launch("run", &spec, &spec_hash, &outcome, teardown.as_deref());
             print_outcome(
                 judge.json,
                 &outcome,
@@ -473,6 +500,7 @@ fn run(
     } else {
         outcome.server_running = false;
     }
+    crate::history::record_launch("run", &spec, &spec_hash, &outcome, teardown.as_deref());
     print_outcome(judge.json, &outcome, teardown.as_deref(), None);
     Ok(exit_code)
 }
@@ -733,13 +761,37 @@ fn watch(
     } else {
         target.run_id.clone()
     };
-    let mut progress = report::progress_for_stderr(&label);
+    // A run firedup launched keeps its launch's history; an attach by log is its own spec.
+    let launched_spec = target.run.as_ref().and_then(|r| r.meta().ok()).map(|m| {
+        let spec = LaunchSpec::from_meta(&m, &plan.profile, &opts);
+        let hash = crate::history::launch_hash(&spec, None);
+        (spec, hash)
+    });
+    let spec_hash = match &launched_spec {
+        Some((_, h)) => h.clone(),
+        None => crate::history::attach_hash(&target.log, &command, Some(&plan.profile), None),
+    };
+    let mut progress = report::progress_for_stderr(&label, crate::history::last_time(&spec_hash));
     let outcome = engine::watch(
         &plan,
         &target,
         progress.as_mut(),
         events.as_mut().map(|e| e.as_mut() as &mut dyn Write),
     )?;
+    match &launched_spec {
+        Some((spec, hash)) => crate::history::record_launch("watch", spec, hash, &outcome, None),
+        None => {
+            let r = crate::history::RunRecord::new(
+                "watch",
+                spec_hash,
+                &command,
+                &[],
+                Some(plan.profile.clone()),
+                &outcome,
+            );
+            crate::history::record_quietly(&r);
+        }
+    }
     print_outcome(judge.json, &outcome, None, None);
     Ok(outcome.verdict.exit_code())
 }

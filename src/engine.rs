@@ -293,7 +293,9 @@ pub fn outcome(j: Judgement, target: &Target) -> Outcome {
         request_gap_s: request_gap(&j.probes),
         probes: j.probes,
         gpu: j.gpu,
-        ready_s: j.ready_at.map(|d| (d.as_secs_f64() * 1000.0).round() / 1000.0),
+        ready_s: j
+            .ready_at
+            .map(|d| (d.as_secs_f64() * 1000.0).round() / 1000.0),
         host: None,
     }
 }

@@ -94,7 +94,9 @@ pub fn database_path() -> Option<PathBuf> {
             "the state dir {} is on {fs}, where SQLite cannot lock safely; history is kept in /var/tmp/firedup-{uid}",
             dir.display()
         ));
-        return Some(PathBuf::from(format!("/var/tmp/firedup-{uid}/history.sqlite")));
+        return Some(PathBuf::from(format!(
+            "/var/tmp/firedup-{uid}/history.sqlite"
+        )));
     }
     Some(dir.join("history.sqlite"))
 }
@@ -173,9 +175,10 @@ impl RunRecord {
             run_id: outcome.run_id.clone(),
             kind: kind.to_string(),
             spec_hash,
-            command: command.to_vec(),
+            command: crate::secrets::redact_args(command),
             env: env
                 .iter()
+                .filter(|(k, _)| !UNSTABLE_ENV.contains(&k.as_str()))
                 .map(|(k, v)| (k.clone(), crate::secrets::shown_value(k, v).to_string()))
                 .collect(),
             host: outcome.host.clone(),
@@ -191,6 +194,29 @@ impl RunRecord {
     }
 }
 
+/// Env that firedup itself sets per run: not part of what the user launched.
+const UNSTABLE_ENV: [&str; 1] = ["NOTIFY_SOCKET"];
+
+/// Records a launched run in the default history (see [`record_quietly`]).
+pub fn record_launch(
+    kind: &str,
+    spec: &crate::launch::LaunchSpec,
+    hash: &str,
+    outcome: &Outcome,
+    teardown: Option<&str>,
+) {
+    let mut r = RunRecord::new(
+        kind,
+        hash.to_string(),
+        &spec.command,
+        &spec.env,
+        Some(spec.profile.clone()),
+        outcome,
+    );
+    r.teardown = teardown.map(String::from);
+    record_quietly(&r);
+}
+
 /// What identifies "the same launch" across runs: command, env (secret values reduced to their
 /// names), working dir, host, profile and the judging options. Hex, 16 digits.
 pub fn spec_hash(
@@ -202,6 +228,7 @@ pub fn spec_hash(
 ) -> String {
     let mut env: Vec<(String, String)> = env
         .iter()
+        .filter(|(k, _)| !UNSTABLE_ENV.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), crate::secrets::shown_value(k, v).to_string()))
         .collect();
     env.sort();
@@ -214,6 +241,51 @@ pub fn spec_hash(
     });
     let digest = Sha256::digest(canonical.to_string().as_bytes());
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The spec hash of a launch: what `run` launches, judged as it is judged, where.
+pub fn launch_hash(spec: &crate::launch::LaunchSpec, host: Option<&str>) -> String {
+    let judging = serde_json::json!({
+        "options": spec.judging,
+        "profile": spec.profile,
+        "mode": spec.mode,
+    });
+    // A local launch without --cwd runs where firedup was started: that dir is part of it.
+    let cwd = match (&spec.cwd, host) {
+        (Some(c), _) => Some(c.clone()),
+        (None, None) => std::env::current_dir().ok(),
+        (None, Some(_)) => None,
+    };
+    spec_hash(&spec.command, &spec.env, cwd.as_deref(), host, &judging)
+}
+
+/// The spec hash of an attach by log path (`watch --log`): the same log, judged the same way.
+pub fn attach_hash(
+    log: &Path,
+    command: &[String],
+    profile: Option<&str>,
+    host: Option<&str>,
+) -> String {
+    let judging = serde_json::json!({"attach": log.display().to_string(), "profile": profile});
+    spec_hash(command, &[], None, host, &judging)
+}
+
+/// How the newest earlier run of `spec_hash` went, for the progress display's ETA; `None` when
+/// there is none or the history cannot be read (the display then shows no ETA).
+pub fn last_time(spec_hash: &str) -> Option<crate::report::LastTime> {
+    let h = History::open_default().ok()??;
+    let o = h.previous_of_spec(spec_hash).ok()??.outcome;
+    let mut phases = phase_durations(&o.timeline, o.ready_s.unwrap_or(o.elapsed_s));
+    if o.ready_s.is_none() {
+        // The run ended inside its last phase: that phase's time is not how long it takes.
+        phases.pop();
+    }
+    // Reaching "ready" is an instant, not a phase that takes time.
+    phases.retain(|(p, _)| p != "ready");
+    Some(crate::report::LastTime {
+        phases,
+        ready_s: o.ready_s,
+    })
 }
 
 /// A matrix as recorded.
@@ -540,7 +612,9 @@ fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         Some(matrix_id) => Some(CellRef {
             matrix_id,
             key: r.get::<_, Option<String>>("cell")?.unwrap_or_default(),
-            label: r.get::<_, Option<String>>("cell_label")?.unwrap_or_default(),
+            label: r
+                .get::<_, Option<String>>("cell_label")?
+                .unwrap_or_default(),
             repeat: r.get::<_, Option<u32>>("repeat")?.unwrap_or(0),
         }),
         None => None,

@@ -37,6 +37,27 @@ pub struct LaunchSpec {
     pub judging: crate::plan::WatchOptions,
 }
 
+impl LaunchSpec {
+    /// The spec a recorded run was launched with, as far as its `meta.json` tells (secret env
+    /// values are redacted there, which is all the history needs); `opts` stands in for judging
+    /// options a run from an older firedup did not record.
+    pub fn from_meta(
+        m: &crate::rundir::RunMeta,
+        profile: &str,
+        opts: &crate::plan::WatchOptions,
+    ) -> LaunchSpec {
+        LaunchSpec {
+            command: m.command.clone(),
+            cwd: Some(PathBuf::from(&m.cwd)),
+            env: m.env.clone(),
+            log: None,
+            profile: profile.to_string(),
+            mode: m.mode.clone(),
+            judging: m.options.clone().unwrap_or_else(|| opts.clone()),
+        }
+    }
+}
+
 /// A launched run.
 #[derive(Debug)]
 pub struct Launched {

@@ -28,6 +28,7 @@ pub mod duration;
 pub mod engine;
 pub mod follow;
 pub mod history;
+pub mod history_cmd;
 pub mod judge;
 pub mod launch;
 pub mod lines;

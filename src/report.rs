@@ -15,14 +15,43 @@ use crate::verdict::{Outcome, Verdict};
 const HEARTBEAT: Duration = Duration::from_secs(15);
 
 /// Chooses the terminal status line when stderr is a terminal, plain heartbeat lines otherwise.
-pub fn progress_for_stderr(label: &str) -> Box<dyn Progress> {
+/// `last_time` is how the previous run of the same launch went, for the ETA.
+pub fn progress_for_stderr(label: &str, last_time: Option<LastTime>) -> Box<dyn Progress> {
     if std::io::stderr().is_terminal() && std::env::var_os("FIREDUP_PLAIN").is_none() {
-        Box::new(TerminalProgress::new(label))
+        let mut t = TerminalProgress::new(label);
+        t.last_time = last_time;
+        Box::new(t)
     } else {
         Box::new(HeartbeatProgress {
             label: label.to_string(),
             last: None,
+            phase_since: Duration::ZERO,
+            last_time,
         })
+    }
+}
+
+/// How the previous run of the same launch spec went (from the history): how long each phase
+/// took and when it became ready, so the display can say "took 2m10s last time".
+#[derive(Debug, Clone, PartialEq)]
+pub struct LastTime {
+    pub phases: Vec<(String, f64)>,
+    pub ready_s: Option<f64>,
+}
+
+impl LastTime {
+    /// The ETA words for `phase` (or the start, before any phase), `so_far` into it.
+    pub fn hint(&self, phase: Option<&str>, so_far: Duration) -> Option<String> {
+        let took = match phase {
+            Some(p) => self.phases.iter().find(|(q, _)| q == p).map(|(_, s)| *s)?,
+            None => self.ready_s?,
+        };
+        let what = phase.unwrap_or("ready");
+        Some(format!(
+            "{what} took {} last time; {} so far",
+            format_duration(Duration::from_secs_f64(took)),
+            format_duration(so_far)
+        ))
     }
 }
 
@@ -81,6 +110,7 @@ pub struct TerminalProgress {
     bar: ProgressBar,
     phase: Option<(String, Duration)>,
     fraction_shown: bool,
+    last_time: Option<LastTime>,
 }
 
 fn spinner_style() -> ProgressStyle {
@@ -107,6 +137,7 @@ impl TerminalProgress {
             bar,
             phase: None,
             fraction_shown: false,
+            last_time: None,
         }
     }
 }
@@ -163,6 +194,15 @@ impl Progress for TerminalProgress {
         if let Some(w) = s.waiting_for.first().filter(|_| s.waiting_for.len() == 1) {
             msg = format!("{msg} | waiting for {}", truncate(w, 80));
         }
+        if let Some(lt) = &self.last_time {
+            let (phase, since) = match &self.phase {
+                Some((p, since)) => (Some(p.as_str()), *since),
+                None => (None, Duration::ZERO),
+            };
+            if let Some(h) = lt.hint(phase, at.saturating_sub(since)) {
+                msg = format!("{msg} | {h}");
+            }
+        }
         self.bar.set_message(msg);
     }
     fn note(&mut self, text: &str, at: Duration) {
@@ -180,6 +220,8 @@ impl Progress for TerminalProgress {
 pub struct HeartbeatProgress {
     label: String,
     last: Option<Duration>,
+    phase_since: Duration,
+    last_time: Option<LastTime>,
 }
 
 impl HeartbeatProgress {
@@ -197,7 +239,19 @@ impl HeartbeatProgress {
 
 impl Progress for HeartbeatProgress {
     fn phase(&mut self, phase: &str, at: Duration) {
-        self.say(&format!("phase {phase}"), at);
+        self.phase_since = at;
+        let hint = self
+            .last_time
+            .as_ref()
+            .and_then(|lt| lt.phases.iter().find(|(p, _)| p == phase))
+            .map(|(_, s)| {
+                format!(
+                    " (took {} last time)",
+                    format_duration(Duration::from_secs_f64(*s))
+                )
+            })
+            .unwrap_or_default();
+        self.say(&format!("phase {phase}{hint}"), at);
     }
     fn ready(&mut self, at: Duration, holding: Option<Duration>) {
         if let Some(h) = holding {
@@ -209,7 +263,18 @@ impl Progress for HeartbeatProgress {
     }
     fn status(&mut self, s: &Status, at: Duration) {
         if self.last.is_none_or(|l| at.saturating_sub(l) >= HEARTBEAT) {
-            self.say(&format!("still watching: {}", status_text(s, at)), at);
+            let since = if s.phase.is_some() {
+                self.phase_since
+            } else {
+                Duration::ZERO
+            };
+            let hint = self
+                .last_time
+                .as_ref()
+                .and_then(|lt| lt.hint(s.phase.as_deref(), at.saturating_sub(since)))
+                .map(|h| format!(" | {h}"))
+                .unwrap_or_default();
+            self.say(&format!("still watching: {}{hint}", status_text(s, at)), at);
         }
     }
     fn note(&mut self, text: &str, at: Duration) {
@@ -319,4 +384,33 @@ pub fn render_final(o: &Outcome, teardown: Option<&str>) -> String {
         s.push_str(&format!("  next:    {next}\n"));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_time_hints_name_the_phase_or_ready() {
+        let lt = LastTime {
+            phases: vec![("capture_cuda_graph".into(), 130.0)],
+            ready_s: Some(200.0),
+        };
+        let table = [
+            (
+                Some("capture_cuda_graph"),
+                90,
+                Some("capture_cuda_graph took 2m10s last time; 1m30s so far"),
+            ),
+            (None, 5, Some("ready took 3m20s last time; 5.0s so far")),
+            (Some("load_weights"), 5, None),
+        ];
+        for (phase, so_far, want) in table {
+            assert_eq!(
+                lt.hint(phase, Duration::from_secs(so_far)).as_deref(),
+                want,
+                "{phase:?}"
+            );
+        }
+    }
 }

@@ -27,6 +27,43 @@ pub fn shown_value<'a>(name: &str, value: &'a str) -> &'a str {
     if looks_secret(name) { REDACTED } else { value }
 }
 
+/// `command` with the values of secret-looking flags replaced (`--api-key sk-1` and
+/// `--hf-token=hf_1` become `--api-key <redacted>`, `--hf-token=<redacted>`).
+pub fn redact_args(command: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(command.len());
+    let mut hide_next = false;
+    for arg in command {
+        if hide_next {
+            out.push(REDACTED.to_string());
+            hide_next = false;
+            continue;
+        }
+        match arg.strip_prefix("--").or_else(|| arg.strip_prefix('-')) {
+            Some(flag) if !flag.is_empty() => match flag.split_once('=') {
+                Some((name, _)) if looks_secret(&name.replace('-', "_")) => {
+                    out.push(format!(
+                        "{}={REDACTED}",
+                        &arg[..arg.len() - flag.len() + name.len()]
+                    ));
+                }
+                Some(_) => out.push(arg.clone()),
+                None => {
+                    hide_next = looks_secret(&flag.replace('-', "_"));
+                    out.push(arg.clone());
+                }
+            },
+            _ => out.push(arg.clone()),
+        }
+    }
+    out
+}
+
+/// `command` as a person can paste it into a shell, secret flag values redacted.
+pub fn shown_command(command: &[String]) -> String {
+    let redacted = redact_args(command);
+    shlex::try_join(redacted.iter().map(String::as_str)).unwrap_or_else(|_| redacted.join(" "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -47,5 +84,37 @@ mod tests {
         }
         assert_eq!(shown_value("HF_TOKEN", "hf_abc"), REDACTED);
         assert_eq!(shown_value("PORT", "8000"), "8000");
+    }
+
+    #[test]
+    fn redacts_secret_flag_values() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let table = [
+            (
+                v(&["vllm", "serve", "m", "--api-key", "sk-1", "--port", "8000"]),
+                v(&[
+                    "vllm",
+                    "serve",
+                    "m",
+                    "--api-key",
+                    REDACTED,
+                    "--port",
+                    "8000",
+                ]),
+            ),
+            (
+                v(&["x", "--hf-token=hf_1", "--tp=2"]),
+                v(&["x", &format!("--hf-token={REDACTED}"), "--tp=2"]),
+            ),
+            (v(&["x", "--keyfile"]), v(&["x", "--keyfile"])),
+            (
+                v(&["psql", "-password", "p"]),
+                v(&["psql", "-password", REDACTED]),
+            ),
+            (v(&["a", "-", "--"]), v(&["a", "-", "--"])),
+        ];
+        for (input, want) in table {
+            assert_eq!(redact_args(&input), want, "{input:?}");
+        }
     }
 }

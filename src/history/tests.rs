@@ -58,7 +58,12 @@ fn records_round_trip_with_secrets_redacted() {
     let dir = tempfile::tempdir().unwrap();
     let mut h = History::open(&dir.path().join("h.sqlite")).unwrap();
     assert_eq!(h.schema_version().unwrap(), SCHEMA_VERSION);
-    let r = record("sglang-aaaaaa", Verdict::Failed, Some(Signature::CudaOom), "sglang");
+    let r = record(
+        "sglang-aaaaaa",
+        Verdict::Failed,
+        Some(Signature::CudaOom),
+        "sglang",
+    );
     h.record(&r).unwrap();
     let back = h.find("sglang-aaaaaa").unwrap();
     assert_eq!(back, r);
@@ -78,14 +83,24 @@ fn records_round_trip_with_secrets_redacted() {
 fn filters_select_what_they_name() {
     let dir = tempfile::tempdir().unwrap();
     let mut h = History::open(&dir.path().join("h.sqlite")).unwrap();
-    h.record(&record("a-1", Verdict::Ready, None, "sglang")).unwrap();
-    h.record(&record("b-1", Verdict::Failed, Some(Signature::CudaOom), "sglang"))
+    h.record(&record("a-1", Verdict::Ready, None, "sglang"))
         .unwrap();
-    h.record(&record("c-1", Verdict::Failed, Some(Signature::PortInUse), "redis"))
-        .unwrap();
-    let ids = |f: Filter| -> Vec<String> {
-        h.list(&f).unwrap().into_iter().map(|r| r.run_id).collect()
-    };
+    h.record(&record(
+        "b-1",
+        Verdict::Failed,
+        Some(Signature::CudaOom),
+        "sglang",
+    ))
+    .unwrap();
+    h.record(&record(
+        "c-1",
+        Verdict::Failed,
+        Some(Signature::PortInUse),
+        "redis",
+    ))
+    .unwrap();
+    let ids =
+        |f: Filter| -> Vec<String> { h.list(&f).unwrap().into_iter().map(|r| r.run_id).collect() };
     let table: Vec<(Filter, Vec<&str>)> = vec![
         (Filter::default(), vec!["c-1", "b-1", "a-1"]),
         (
@@ -133,11 +148,24 @@ fn filters_select_what_they_name() {
 fn find_takes_an_unambiguous_prefix() {
     let dir = tempfile::tempdir().unwrap();
     let mut h = History::open(&dir.path().join("h.sqlite")).unwrap();
-    h.record(&record("redis-server-1a2b3c", Verdict::Ready, None, "redis"))
-        .unwrap();
-    h.record(&record("redis-server-1a9999", Verdict::Ready, None, "redis"))
-        .unwrap();
-    assert_eq!(h.find("redis-server-1a2").unwrap().run_id, "redis-server-1a2b3c");
+    h.record(&record(
+        "redis-server-1a2b3c",
+        Verdict::Ready,
+        None,
+        "redis",
+    ))
+    .unwrap();
+    h.record(&record(
+        "redis-server-1a9999",
+        Verdict::Ready,
+        None,
+        "redis",
+    ))
+    .unwrap();
+    assert_eq!(
+        h.find("redis-server-1a2").unwrap().run_id,
+        "redis-server-1a2b3c"
+    );
     let e = h.find("redis-server-1a").unwrap_err().to_string();
     assert!(e.contains("several runs"), "{e}");
     let e = h.find("nope").unwrap_err().to_string();
@@ -150,7 +178,8 @@ fn a_newer_schema_is_refused_and_left_untouched() {
     let path = dir.path().join("h.sqlite");
     {
         let mut h = History::open(&path).unwrap();
-        h.record(&record("a-1", Verdict::Ready, None, "redis")).unwrap();
+        h.record(&record("a-1", Verdict::Ready, None, "redis"))
+            .unwrap();
         h.conn
             .pragma_update(None, "user_version", SCHEMA_VERSION + 5)
             .unwrap();
@@ -224,9 +253,15 @@ fn concurrent_writers_lose_nothing() {
 fn previous_of_spec_prefers_a_run_that_got_ready() {
     let dir = tempfile::tempdir().unwrap();
     let mut h = History::open(&dir.path().join("h.sqlite")).unwrap();
-    h.record(&record("a-1", Verdict::Ready, None, "sglang")).unwrap();
-    h.record(&record("a-2", Verdict::Failed, Some(Signature::CudaOom), "sglang"))
+    h.record(&record("a-1", Verdict::Ready, None, "sglang"))
         .unwrap();
+    h.record(&record(
+        "a-2",
+        Verdict::Failed,
+        Some(Signature::CudaOom),
+        "sglang",
+    ))
+    .unwrap();
     assert_eq!(h.previous_of_spec("abc").unwrap().unwrap().run_id, "a-1");
     assert!(h.previous_of_spec("other").unwrap().is_none());
 }
@@ -264,7 +299,13 @@ fn spec_hash_ignores_secret_values_but_not_other_changes() {
     );
     assert_ne!(
         base,
-        spec_hash(&cmd, &[("HF_TOKEN".into(), "a".into())], None, Some("gpu1"), &j)
+        spec_hash(
+            &cmd,
+            &[("HF_TOKEN".into(), "a".into())],
+            None,
+            Some("gpu1"),
+            &j
+        )
     );
     assert_ne!(
         base,

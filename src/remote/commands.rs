@@ -105,6 +105,8 @@ struct Stream<'a> {
     resume_hint: &'a str,
     /// The host was already reached by this command.
     reached: bool,
+    /// How the previous run of the same spec went, for the ETA.
+    last_time: Option<crate::report::LastTime>,
 }
 
 fn judge_remote(
@@ -121,7 +123,7 @@ fn judge_remote(
         s.resume_hint,
         s.reached,
     );
-    let mut progress = report::progress_for_stderr(s.label);
+    let mut progress = report::progress_for_stderr(s.label, s.last_time.clone());
     engine::judge_loop(plan, Path::new(log), &mut source, progress.as_mut(), events)
 }
 
@@ -154,6 +156,7 @@ pub fn run(
     let mut opts = judge.options(false);
     opts.env = env.clone();
     let spec = launch_spec(judge, &opts, &command, cwd, env, log)?;
+    let spec_hash = crate::history::launch_hash(&spec, Some(host));
     let mut events = open_events(&judge.events)?;
     let request = serde_json::to_vec(&spec).context("cannot encode the launch spec")?;
     let launched = with_remote(&hs, |r| {
@@ -177,18 +180,19 @@ pub fn run(
     let mut plan = plan::resolve(&opts, &command, &launched.log, true)?;
     plan.judge.probe_origin = format!("remote {host}");
     let hint = format!("firedup watch --host {host} {}", launched.run_id);
-    let spec = agent_spec(&plan, Some(launched.run_id.clone()), None, None);
+    let agent = agent_spec(&plan, Some(launched.run_id.clone()), None, None);
     let stream = Stream {
         host: &hs,
         reconnect_for,
         label: &launched.run_id,
         resume_hint: &hint,
         reached: true,
+        last_time: crate::history::last_time(&spec_hash),
     };
     let j = judge_remote(
         &plan,
         &stream,
-        spec,
+        agent,
         &launched.log,
         events.as_mut().map(|e| e.as_mut() as &mut dyn Write),
     );
@@ -224,6 +228,7 @@ pub fn run(
             let status = run_then(&cmd, &outcome, None)?;
             teardown = Some(stop_remote(&format!("stopped on {host}")));
             outcome.server_running = false;
+            crate::history::record_launch("run", &spec, &spec_hash, &outcome, teardown.as_deref());
             print_outcome(
                 judge.json,
                 &outcome,
@@ -243,6 +248,7 @@ pub fn run(
         teardown = Some(stop_remote(&format!("stopped on {host}")));
         outcome.server_running = false;
     }
+    crate::history::record_launch("run", &spec, &spec_hash, &outcome, teardown.as_deref());
     print_outcome(judge.json, &outcome, teardown.as_deref(), None);
     Ok(outcome.verdict.exit_code())
 }
@@ -260,6 +266,7 @@ pub fn watch(
     let (hs, reconnect_for) = host_spec(ra, host)?;
     let mut events = open_events(&judge.events)?;
     let mut opts: WatchOptions = judge.options(from_end);
+    let mut recorded_meta = None;
     let (spec_run, spec_log, command, log_shown, expect) = match (&run_id, &log) {
         (Some(id), None) => {
             let id2 = id.clone();
@@ -288,6 +295,7 @@ pub fn watch(
             if meta.mode == "exit" {
                 opts.until_exit = true;
             }
+            recorded_meta = Some(meta.clone());
             (
                 Some(id.clone()),
                 None,
@@ -314,6 +322,20 @@ pub fn watch(
         Some(id) => format!("firedup watch --host {host} {id}"),
         None => format!("firedup watch --host {host} --log {log_shown}"),
     };
+    let launched_spec = recorded_meta.map(|m| {
+        let spec = crate::launch::LaunchSpec::from_meta(&m, &plan.profile, &opts);
+        let hash = crate::history::launch_hash(&spec, Some(host));
+        (spec, hash)
+    });
+    let spec_hash = match &launched_spec {
+        Some((_, h)) => h.clone(),
+        None => crate::history::attach_hash(
+            Path::new(&log_shown),
+            &command,
+            Some(&plan.profile),
+            Some(host),
+        ),
+    };
     let spec = agent_spec(&plan, spec_run, spec_log, pid);
     let stream = Stream {
         host: &hs,
@@ -321,6 +343,7 @@ pub fn watch(
         label: &label,
         resume_hint: &hint,
         reached: run_id.is_some(),
+        last_time: crate::history::last_time(&spec_hash),
     };
     let j = judge_remote(
         &plan,
@@ -337,6 +360,17 @@ pub fn watch(
     };
     let mut outcome = engine::outcome(j, &target);
     outcome.host = Some(host.to_string());
+    match &launched_spec {
+        Some((spec, hash)) => crate::history::record_launch("watch", spec, hash, &outcome, None),
+        None => crate::history::record_quietly(&crate::history::RunRecord::new(
+            "watch",
+            spec_hash,
+            &command,
+            &[],
+            Some(plan.profile.clone()),
+            &outcome,
+        )),
+    }
     print_outcome(judge.json, &outcome, None, None);
     Ok(outcome.verdict.exit_code())
 }

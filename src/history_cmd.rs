@@ -1,0 +1,324 @@
+//! `firedup history`, `firedup show RUN_ID` and `firedup compare RUN_A RUN_B`: reading the run
+//! history back, for people (tables) and scripts (`--json`).
+
+use std::collections::BTreeSet;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+
+use crate::duration::{format_duration, parse_duration};
+use crate::history::{Filter, History, RunRecord, phase_durations};
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// Only runs of this profile.
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Only runs on this SSH host.
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Only runs that ended in this verdict.
+    #[arg(long)]
+    pub verdict: Option<String>,
+    /// Only runs with this failure signature.
+    #[arg(long)]
+    pub signature: Option<String>,
+    /// Only runs that ended since: a duration ago (`2h`, `7d` as `168h`) or a time
+    /// (`2026-12-01`, `2026-12-01T09:00:00Z`).
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// Only the cells of this matrix.
+    #[arg(long, value_name = "MATRIX_ID")]
+    pub matrix: Option<String>,
+    /// At most this many runs (0: all).
+    #[arg(long, default_value_t = 30)]
+    pub limit: u32,
+    /// One JSON object per run, one per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn open() -> Result<History> {
+    match History::open_default()? {
+        Some(h) => Ok(h),
+        None => bail!("history is off (FIREDUP_HISTORY=off)"),
+    }
+}
+
+/// `firedup history`.
+pub fn history(a: &HistoryArgs) -> Result<i32> {
+    let since = a.since.as_deref().map(parse_since).transpose()?;
+    let h = open()?;
+    let runs = h.list(&Filter {
+        profile: a.profile.clone(),
+        host: a.host.clone(),
+        verdict: a.verdict.clone(),
+        signature: a.signature.clone(),
+        since,
+        matrix: a.matrix.clone(),
+        limit: a.limit,
+    })?;
+    if a.json {
+        for r in &runs {
+            println!("{}", serde_json::to_string(r)?);
+        }
+        return Ok(0);
+    }
+    if runs.is_empty() {
+        println!("no runs recorded yet match (history: {})", h.path.display());
+        return Ok(0);
+    }
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED).set_header([
+        "run",
+        "ended",
+        "verdict",
+        "signature",
+        "phase",
+        "ready",
+        "elapsed",
+        "where",
+        "metrics",
+    ]);
+    let now = crate::rundir::now_unix();
+    for r in &runs {
+        let o = &r.outcome;
+        t.add_row([
+            r.run_id.clone(),
+            ago(now - r.ended_at),
+            o.verdict.as_str().to_string(),
+            o.signature.map(|s| s.as_str()).unwrap_or("").to_string(),
+            o.phase.clone().unwrap_or_default(),
+            o.ready_s.map(secs).unwrap_or_default(),
+            secs(o.elapsed_s),
+            where_(r),
+            metrics_text(r),
+        ]);
+    }
+    println!("{t}");
+    Ok(0)
+}
+
+/// `firedup show RUN_ID`.
+pub fn show(run_id: &str, json: bool) -> Result<i32> {
+    let r = open()?.find(run_id)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+        return Ok(0);
+    }
+    let o = &r.outcome;
+    let sig = o.signature.map(|s| format!(" ({s})")).unwrap_or_default();
+    println!("{}: {}{sig}: {}", r.run_id, o.verdict, o.reason);
+    println!("  ended     {}", when(r.ended_at));
+    println!("  command   {}", crate::secrets::shown_command(&r.command));
+    for (k, v) in &r.env {
+        println!("  env       {k}={v}");
+    }
+    println!("  where     {}", where_(&r));
+    if let Some(p) = &r.profile {
+        println!("  profile   {p}");
+    }
+    if let Some(c) = &r.cell {
+        println!(
+            "  matrix    {} cell {} (repeat {})",
+            c.matrix_id,
+            c.label,
+            c.repeat + 1
+        );
+    }
+    if let Some(l) = &o.line {
+        println!("  line {:<5} {}", l.number, l.text);
+    }
+    if let Some(r) = o.ready_s {
+        println!("  ready     after {}", secs(r));
+    }
+    println!("  elapsed   {}", secs(o.elapsed_s));
+    let end = o.ready_s.unwrap_or(o.elapsed_s);
+    for (phase, took) in phase_durations(&o.timeline, end)
+        .into_iter()
+        .filter(|(p, _)| p != "ready")
+    {
+        println!("  phase     {phase:<24} {}", secs(took));
+    }
+    for (k, v) in &r.metrics {
+        println!("  metric    {k} = {v}");
+    }
+    if let Some(t) = &r.teardown {
+        println!("  teardown  {t}");
+    }
+    println!("  log       {}", o.log);
+    Ok(0)
+}
+
+/// `firedup compare RUN_A RUN_B`.
+pub fn compare(a: &str, b: &str, json: bool) -> Result<i32> {
+    let h = open()?;
+    let (a, b) = (h.find(a)?, h.find(b)?);
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({"a": a, "b": b}))?
+        );
+        return Ok(0);
+    }
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header(["", a.run_id.as_str(), b.run_id.as_str()]);
+    let row = |t: &mut Table, name: &str, x: String, y: String| {
+        let mark = if x != y { " *" } else { "" };
+        t.add_row([format!("{name}{mark}"), x, y]);
+    };
+    let (oa, ob) = (&a.outcome, &b.outcome);
+    row(
+        &mut t,
+        "verdict",
+        oa.verdict.to_string(),
+        ob.verdict.to_string(),
+    );
+    let sig = |r: &RunRecord| {
+        r.outcome
+            .signature
+            .map(|s| s.to_string())
+            .unwrap_or_default()
+    };
+    row(&mut t, "signature", sig(&a), sig(&b));
+    row(
+        &mut t,
+        "phase reached",
+        oa.phase.clone().unwrap_or_default(),
+        ob.phase.clone().unwrap_or_default(),
+    );
+    let ready_ratio = match (oa.ready_s, ob.ready_s) {
+        (Some(x), Some(y)) if x > 0.0 => format!(" ({:.2}x)", y / x),
+        _ => String::new(),
+    };
+    t.add_row([
+        "ready after".to_string(),
+        oa.ready_s.map(secs).unwrap_or_default(),
+        format!("{}{ready_ratio}", ob.ready_s.map(secs).unwrap_or_default()),
+    ]);
+    t.add_row([
+        "elapsed".to_string(),
+        secs(oa.elapsed_s),
+        secs(ob.elapsed_s),
+    ]);
+    row(&mut t, "where", where_(&a), where_(&b));
+    // The spec: what differs between the two launches.
+    let cmd = |r: &RunRecord| crate::secrets::shown_command(&r.command);
+    row(&mut t, "command", cmd(&a), cmd(&b));
+    let keys: BTreeSet<&String> = a.env.keys().chain(b.env.keys()).collect();
+    for k in keys {
+        let v = |r: &RunRecord| r.env.get(k).cloned().unwrap_or_else(|| "(unset)".into());
+        row(&mut t, &format!("env {k}"), v(&a), v(&b));
+    }
+    // The timeline: how long each phase took, phases in the order either run reached them.
+    let da = phase_durations(&oa.timeline, oa.ready_s.unwrap_or(oa.elapsed_s));
+    let db = phase_durations(&ob.timeline, ob.ready_s.unwrap_or(ob.elapsed_s));
+    let mut phases: Vec<&String> = da.iter().map(|(p, _)| p).collect();
+    for (p, _) in &db {
+        if !phases.contains(&p) {
+            phases.push(p);
+        }
+    }
+    // Times always differ a little: they get B's ratio to A, not a difference mark.
+    for p in phases.into_iter().filter(|p| *p != "ready") {
+        let took = |d: &[(String, f64)]| d.iter().find(|(q, _)| q == p).map(|(_, s)| *s);
+        let (x, y) = (took(&da), took(&db));
+        let ratio = match (x, y) {
+            (Some(x), Some(y)) if x > 0.0 => format!(" ({:.2}x)", y / x),
+            _ => String::new(),
+        };
+        let shown = |v: Option<f64>| v.map(secs).unwrap_or_else(|| "-".into());
+        t.add_row([
+            format!("phase {p}"),
+            shown(x),
+            format!("{}{ratio}", shown(y)),
+        ]);
+    }
+    let metrics: BTreeSet<&String> = a.metrics.keys().chain(b.metrics.keys()).collect();
+    for m in metrics {
+        let v = |r: &RunRecord| r.metrics.get(m).map(|x| x.to_string()).unwrap_or_default();
+        let ratio = match (a.metrics.get(m), b.metrics.get(m)) {
+            (Some(x), Some(y)) if *x != 0.0 => format!(" ({:.2}x)", y / x),
+            _ => String::new(),
+        };
+        row(
+            &mut t,
+            &format!("metric {m}"),
+            v(&a),
+            format!("{}{ratio}", v(&b)),
+        );
+    }
+    println!("{t}");
+    println!("* differs");
+    Ok(0)
+}
+
+/// `--since`: a duration ago, or an RFC 3339 time (a bare date is midnight UTC).
+fn parse_since(s: &str) -> Result<f64> {
+    if let Ok(d) = parse_duration(s) {
+        return Ok(crate::rundir::now_unix() - d.as_secs_f64());
+    }
+    let full = if s.len() == 10 {
+        format!("{s}T00:00:00Z")
+    } else {
+        s.to_string()
+    };
+    let t = humantime::parse_rfc3339_weak(&full)
+        .with_context(|| format!("--since {s:?}: give a duration (2h) or a time (2026-12-01)"))?;
+    Ok(t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0))
+}
+
+fn secs(s: f64) -> String {
+    format_duration(Duration::from_secs_f64(s.max(0.0)))
+}
+
+fn ago(s: f64) -> String {
+    if s < 1.0 {
+        "just now".into()
+    } else {
+        format!("{} ago", format_duration(Duration::from_secs(s as u64)))
+    }
+}
+
+fn when(unix: f64) -> String {
+    let t = UNIX_EPOCH + Duration::from_secs_f64(unix.max(0.0));
+    humantime::format_rfc3339_seconds(t.min(SystemTime::now() + Duration::from_secs(86400 * 365)))
+        .to_string()
+}
+
+fn where_(r: &RunRecord) -> String {
+    r.host.clone().unwrap_or_else(|| "local".into())
+}
+
+fn metrics_text(r: &RunRecord) -> String {
+    r.metrics
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_takes_durations_and_times() {
+        let now = crate::rundir::now_unix();
+        let two_h = parse_since("2h").unwrap();
+        assert!((now - 7200.0 - two_h).abs() < 5.0);
+        assert_eq!(parse_since("2026-12-01").unwrap(), 1_796_083_200.0);
+        assert_eq!(
+            parse_since("2026-12-01T09:00:00Z").unwrap(),
+            1_796_083_200.0 + 9.0 * 3600.0
+        );
+        let e = parse_since("yesterday").unwrap_err().to_string();
+        assert!(e.contains("--since"), "{e}");
+    }
+}
