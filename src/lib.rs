@@ -32,6 +32,7 @@ pub mod history_cmd;
 pub mod judge;
 pub mod launch;
 pub mod lines;
+pub mod matrix;
 pub mod observe;
 pub mod plan;
 pub mod probe;

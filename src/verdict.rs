@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// How a watch ended. Exactly one per watch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Ready,
@@ -34,6 +34,22 @@ impl Verdict {
             Verdict::TimedOut => 124,
             Verdict::MonitorError => 7,
         }
+    }
+
+    pub const ALL: [Verdict; 9] = [
+        Verdict::Ready,
+        Verdict::Succeeded,
+        Verdict::Failed,
+        Verdict::Exited,
+        Verdict::Killed,
+        Verdict::NeverStarted,
+        Verdict::Stalled,
+        Verdict::TimedOut,
+        Verdict::MonitorError,
+    ];
+
+    pub fn from_name(name: &str) -> Option<Verdict> {
+        Verdict::ALL.into_iter().find(|v| v.as_str() == name)
     }
 
     pub fn as_str(self) -> &'static str {

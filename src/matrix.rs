@@ -1,0 +1,622 @@
+//! A diagnostic matrix: one base launch under a grid of env vars, flags and argument values.
+//!
+//! This module is the pure part: the definition (a TOML file and/or `--axis` flags), checked
+//! with errors that name what is wrong, and its expansion into cells (the Cartesian product of
+//! the axes, minus `[[exclude]]` rules, plus `[[include]]` cells), each with the exact command and
+//! env it launches. Running the cells is `matrix::runner`; the tables are `matrix::table`.
+//!
+//! Templates: `{name}` in the command, env values, cwd and the bench command is replaced by a
+//! variable: an axis value (by axis name), a `vars` entry of the base or of the cell's slot,
+//! `{slot}` (the slot number) and `{cell}` (the cell number). Only `{identifier}` is a template,
+//! so JSON in an argument is left alone; an unknown name is an error before anything launches.
+
+pub mod bench;
+pub mod runner;
+pub mod table;
+pub mod teardown;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+/// The matrix file, as written.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MatrixFile {
+    #[serde(default)]
+    pub base: Base,
+    #[serde(default)]
+    pub axis: Vec<AxisDef>,
+    #[serde(default)]
+    pub exclude: Vec<BTreeMap<String, toml::Value>>,
+    #[serde(default)]
+    pub include: Vec<BTreeMap<String, toml::Value>>,
+    #[serde(default)]
+    pub bench: Option<BenchDef>,
+    #[serde(default)]
+    pub slot: Vec<SlotDef>,
+    /// Run each cell this many times (`--repeat` overrides).
+    #[serde(default)]
+    pub repeat: Option<u32>,
+}
+
+/// The launch every cell starts from.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Base {
+    #[serde(default)]
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<PathBuf>,
+    pub profile: Option<String>,
+    #[serde(default)]
+    pub profile_files: Vec<PathBuf>,
+    /// `ready` (default) or `exit`.
+    pub until: Option<String>,
+    #[serde(default)]
+    pub ready_lines: Vec<String>,
+    #[serde(default)]
+    pub fail_lines: Vec<String>,
+    pub timeout: Option<String>,
+    pub stall: Option<String>,
+    pub hold: Option<String>,
+    pub http: Option<String>,
+    pub port: Option<u16>,
+    pub ready_request: Option<String>,
+    #[serde(default)]
+    pub no_probe: bool,
+    #[serde(default)]
+    pub phase_timeouts: Vec<String>,
+    /// Grace between SIGTERM and SIGKILL at teardown.
+    pub grace: Option<String>,
+    /// Template variables.
+    #[serde(default)]
+    pub vars: BTreeMap<String, String>,
+}
+
+/// One axis as written: exactly one of `env`, `flag`, `arg`, `var`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AxisDef {
+    pub name: Option<String>,
+    pub env: Option<String>,
+    pub flag: Option<String>,
+    pub arg: Option<String>,
+    pub var: Option<String>,
+    #[serde(default)]
+    pub values: Vec<toml::Value>,
+    /// The values are in order: after a cell stops (see `stop_on`), the cells with later values
+    /// of this axis (the other axes equal) are skipped.
+    #[serde(default)]
+    pub ordered: bool,
+    /// Verdicts or signatures that stop an ordered axis (default: any verdict but ready and
+    /// succeeded).
+    #[serde(default)]
+    pub stop_on: Vec<String>,
+}
+
+/// The bench run on every ready cell.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BenchDef {
+    /// Run with `sh -c`, with FIREDUP_HOST/PORT/URL/PID/LOG/RUN_ID and the cell's env.
+    pub command: String,
+    /// Default 10m.
+    pub timeout: Option<String>,
+    /// Metric name → regex whose first group is the number (the last match in the output wins).
+    #[serde(default)]
+    pub metrics: BTreeMap<String, String>,
+}
+
+/// A parallel slot: what one lane of `--parallel` adds to each cell it runs.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SlotDef {
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub vars: BTreeMap<String, String>,
+}
+
+/// What an axis changes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum AxisKind {
+    /// Sets this env var to the value.
+    Env(String),
+    /// Appends this flag when the value is `on`.
+    Flag(String),
+    /// Appends this argument and the value.
+    Arg(String),
+    /// Sets a template variable.
+    Var(String),
+}
+
+/// A checked axis.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Axis {
+    pub name: String,
+    pub kind: AxisKind,
+    pub values: Vec<String>,
+    pub ordered: bool,
+    pub stop_on: Vec<String>,
+}
+
+/// One cell: a value for every axis.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cell {
+    /// 0-based, in run order.
+    pub index: usize,
+    /// One value per axis, in axis order.
+    pub values: Vec<String>,
+    /// Stable identity within the definition (`name=value;...`), for `--resume`.
+    pub key: String,
+    /// The values in words (`FLASHMLA=1 torch.compile=on`).
+    pub label: String,
+}
+
+/// A checked matrix.
+#[derive(Debug, Clone, Serialize)]
+pub struct Matrix {
+    pub base: Base,
+    pub axes: Vec<Axis>,
+    pub cells: Vec<Cell>,
+    pub bench: Option<BenchDef>,
+    #[serde(skip)]
+    pub metrics: Vec<(String, Regex)>,
+    pub slots: Vec<SlotDef>,
+    pub repeat: u32,
+    /// Where the definition came from (a file, `--axis` flags).
+    pub source: String,
+}
+
+/// What a cell launches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellLaunch {
+    pub command: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+    pub bench: Option<String>,
+    /// Every template variable, for the record.
+    pub vars: BTreeMap<String, String>,
+}
+
+const FLAG_VALUES: [&str; 2] = ["off", "on"];
+
+/// A value as a string: TOML strings as they are, numbers and booleans as written (`true` is
+/// `on` for a flag axis).
+fn value_text(v: &toml::Value, flag: bool) -> Result<String> {
+    Ok(match v {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Integer(i) => i.to_string(),
+        toml::Value::Float(f) => f.to_string(),
+        toml::Value::Boolean(b) if flag => (if *b { "on" } else { "off" }).to_string(),
+        toml::Value::Boolean(b) => b.to_string(),
+        other => bail!("a value must be a string, number or boolean, not {other}"),
+    })
+}
+
+impl AxisDef {
+    fn check(&self, i: usize) -> Result<Axis> {
+        let kinds = [
+            self.env.clone().map(AxisKind::Env),
+            self.flag.clone().map(AxisKind::Flag),
+            self.arg.clone().map(AxisKind::Arg),
+            self.var.clone().map(AxisKind::Var),
+        ];
+        let mut given = kinds.into_iter().flatten();
+        let (Some(kind), None) = (given.next(), given.next()) else {
+            bail!("axis {}: give exactly one of env, flag, arg or var", i + 1);
+        };
+        // `--mem-fraction-static` is named `mem-fraction-static`, usable as `{mem-fraction-static}`.
+        let default_name = match &kind {
+            AxisKind::Env(n) | AxisKind::Flag(n) | AxisKind::Arg(n) | AxisKind::Var(n) => {
+                n.trim_start_matches('-').to_string()
+            }
+        };
+        let name = self.name.clone().unwrap_or(default_name);
+        if name.is_empty() {
+            bail!("axis {}: the name is empty", i + 1);
+        }
+        let flag = matches!(kind, AxisKind::Flag(_));
+        let mut values = self
+            .values
+            .iter()
+            .map(|v| value_text(v, flag))
+            .collect::<Result<Vec<_>>>()
+            .with_context(|| format!("axis {name}"))?;
+        if flag && values.is_empty() {
+            values = FLAG_VALUES.iter().map(|s| s.to_string()).collect();
+        }
+        if values.is_empty() {
+            bail!("axis {name}: no values");
+        }
+        if flag {
+            if let Some(v) = values.iter().find(|v| !FLAG_VALUES.contains(&v.as_str())) {
+                bail!("axis {name}: a flag axis takes on/off (or true/false), not {v:?}");
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        if let Some(dup) = values.iter().find(|v| !seen.insert(*v)) {
+            bail!("axis {name}: value {dup:?} is given twice");
+        }
+        for s in &self.stop_on {
+            let known = crate::verdict::Signature::from_name(s).is_some()
+                || crate::verdict::Verdict::from_name(s).is_some();
+            if !known {
+                bail!("axis {name}: stop_on {s:?} is neither a verdict nor a signature");
+            }
+        }
+        if !self.stop_on.is_empty() && !self.ordered {
+            bail!("axis {name}: stop_on needs ordered = true");
+        }
+        Ok(Axis {
+            name,
+            kind,
+            values,
+            ordered: self.ordered,
+            stop_on: self.stop_on.clone(),
+        })
+    }
+}
+
+/// Parses `--axis` flags: `env:NAME=v1,v2`, `flag:--x`, `arg:--x=v1,v2`, `var:NAME=v1,v2`; a
+/// trailing `+ordered` makes the axis ordered.
+pub fn parse_axis_flag(s: &str) -> Result<AxisDef> {
+    let bad = || {
+        anyhow::anyhow!(
+            "--axis {s:?}: write env:NAME=V1,V2 or flag:--FLAG or arg:--ARG=V1,V2 or var:NAME=V1,V2 (add +ordered for an ordered axis)"
+        )
+    };
+    let (s2, ordered) = match s.strip_suffix("+ordered") {
+        Some(rest) => (rest, true),
+        None => (s, false),
+    };
+    let (kind, rest) = s2.split_once(':').ok_or_else(bad)?;
+    let split_values = |rest: &str| -> Result<(String, Vec<toml::Value>)> {
+        let (name, vals) = rest.split_once('=').ok_or_else(bad)?;
+        if name.is_empty() || vals.is_empty() {
+            return Err(bad());
+        }
+        Ok((
+            name.to_string(),
+            vals.split(',')
+                .map(|v| toml::Value::String(v.to_string()))
+                .collect(),
+        ))
+    };
+    let mut def = AxisDef {
+        ordered,
+        ..Default::default()
+    };
+    match kind {
+        "env" => {
+            let (n, v) = split_values(rest)?;
+            def.env = Some(n);
+            def.values = v;
+        }
+        "arg" => {
+            let (n, v) = split_values(rest)?;
+            def.arg = Some(n);
+            def.values = v;
+        }
+        "var" => {
+            let (n, v) = split_values(rest)?;
+            def.var = Some(n);
+            def.values = v;
+        }
+        "flag" if !rest.is_empty() && !rest.contains('=') => def.flag = Some(rest.to_string()),
+        _ => return Err(bad()),
+    }
+    Ok(def)
+}
+
+/// Reads a matrix file; errors name the file, and the line for TOML mistakes.
+pub fn read_file(path: &Path) -> Result<MatrixFile> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the matrix file {}", path.display()))?;
+    toml::from_str(&text).map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+        let at = line.map(|l| format!(":{l}")).unwrap_or_default();
+        anyhow::anyhow!("{}{at}: {}", path.display(), e.message())
+    })
+}
+
+fn template_re() -> &'static Regex {
+    static RE: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"\{([A-Za-z_][A-Za-z0-9_.-]*)\}").expect("valid regex"))
+}
+
+/// Replaces `{name}` by its variable; an unknown name is an error naming `what`.
+pub fn expand(text: &str, vars: &BTreeMap<String, String>, what: &str) -> Result<String> {
+    let mut missing = None;
+    let out = template_re().replace_all(text, |c: &regex::Captures<'_>| match vars.get(&c[1]) {
+        Some(v) => v.clone(),
+        None => {
+            missing.get_or_insert_with(|| c[1].to_string());
+            c[0].to_string()
+        }
+    });
+    if let Some(m) = missing {
+        let known: Vec<&str> = vars.keys().map(String::as_str).collect();
+        bail!(
+            "{what}: unknown variable {{{m}}} (known: {})",
+            known.join(", ")
+        );
+    }
+    Ok(out.into_owned())
+}
+
+impl Matrix {
+    /// Checks `file` (plus `extra` axes from the command line, and a command given after `--`)
+    /// and expands its cells.
+    pub fn build(
+        mut file: MatrixFile,
+        extra: Vec<AxisDef>,
+        command: Vec<String>,
+        source: String,
+    ) -> Result<Matrix> {
+        if !command.is_empty() {
+            file.base.command = command;
+        }
+        if file.base.command.is_empty() {
+            bail!("the matrix has no command: set base.command in the file or give it after --");
+        }
+        if let Some(u) = &file.base.until {
+            if u != "ready" && u != "exit" {
+                bail!("base.until: ready or exit, not {u:?}");
+            }
+        }
+        file.axis.extend(extra);
+        if file.axis.is_empty() {
+            bail!("the matrix has no axis: add [[axis]] to the file or give --axis");
+        }
+        let axes = file
+            .axis
+            .iter()
+            .enumerate()
+            .map(|(i, a)| a.check(i))
+            .collect::<Result<Vec<_>>>()?;
+        let mut names = std::collections::HashSet::new();
+        for a in &axes {
+            if !names.insert(a.name.as_str()) {
+                bail!(
+                    "two axes are named {:?}: give one a `name`",
+                    a.name.as_str()
+                );
+            }
+        }
+        let mut metrics = Vec::new();
+        if let Some(b) = &file.bench {
+            if b.command.trim().is_empty() {
+                bail!("bench.command is empty");
+            }
+            for (name, re) in &b.metrics {
+                let r = Regex::new(re).map_err(|e| anyhow::anyhow!("bench.metrics.{name}: {e}"))?;
+                if r.captures_len() < 2 {
+                    bail!("bench.metrics.{name}: the regex needs a group around the number");
+                }
+                metrics.push((name.clone(), r));
+            }
+            if let Some(t) = &b.timeout {
+                crate::duration::parse_duration(t)
+                    .map_err(|e| anyhow::anyhow!("bench.timeout: {e}"))?;
+            }
+        }
+        if let Some(g) = &file.base.grace {
+            crate::duration::parse_duration(g).map_err(|e| anyhow::anyhow!("base.grace: {e}"))?;
+        }
+        let cells = expand_cells(&axes, &file.exclude, &file.include)?;
+        if cells.is_empty() {
+            bail!("every cell is excluded: nothing to run");
+        }
+        let m = Matrix {
+            repeat: file.repeat.unwrap_or(1).max(1),
+            base: file.base,
+            axes,
+            cells,
+            bench: file.bench,
+            metrics,
+            slots: file.slot,
+            source,
+        };
+        // Every template must resolve, for every cell and slot, before anything launches.
+        let slots = m.slots.len().max(1);
+        for cell in &m.cells {
+            for slot in 0..slots {
+                m.launch_of(cell, slot)?;
+            }
+        }
+        Ok(m)
+    }
+
+    /// The hash that identifies this definition for `--resume` (slots and repeat are how it runs,
+    /// not what it is).
+    pub fn def_hash(&self) -> String {
+        let def = serde_json::json!({
+            "base": self.base,
+            "axes": self.axes,
+            "cells": self.cells.iter().map(|c| &c.key).collect::<Vec<_>>(),
+            "bench": self.bench,
+        });
+        crate::history::spec_hash(&[], &[], None, None, &def)
+    }
+
+    /// The exact launch of `cell` in slot `slot`.
+    pub fn launch_of(&self, cell: &Cell, slot: usize) -> Result<CellLaunch> {
+        let mut vars = self.base.vars.clone();
+        let slot_def = self.slots.get(slot);
+        if let Some(s) = slot_def {
+            vars.extend(s.vars.clone());
+        }
+        vars.insert("slot".into(), slot.to_string());
+        vars.insert("cell".into(), cell.index.to_string());
+        for (a, v) in self.axes.iter().zip(&cell.values) {
+            vars.insert(a.name.clone(), v.clone());
+        }
+        let mut command = self
+            .base
+            .command
+            .iter()
+            .map(|c| expand(c, &vars, "base.command"))
+            .collect::<Result<Vec<_>>>()?;
+        let mut env: Vec<(String, String)> = Vec::new();
+        let mut set_env = |k: &str, v: String| {
+            env.retain(|(e, _)| e != k);
+            env.push((k.to_string(), v));
+        };
+        for (k, v) in &self.base.env {
+            set_env(k, expand(v, &vars, &format!("base.env.{k}"))?);
+        }
+        if let Some(s) = slot_def {
+            for (k, v) in &s.env {
+                set_env(k, expand(v, &vars, &format!("slot.env.{k}"))?);
+            }
+        }
+        for (a, v) in self.axes.iter().zip(&cell.values) {
+            match &a.kind {
+                AxisKind::Env(n) => set_env(n, v.clone()),
+                AxisKind::Flag(f) if v == "on" => command.push(f.clone()),
+                AxisKind::Flag(_) => {}
+                AxisKind::Arg(arg) => {
+                    command.push(arg.clone());
+                    command.push(v.clone());
+                }
+                AxisKind::Var(_) => {}
+            }
+        }
+        let cwd = match &self.base.cwd {
+            Some(c) => Some(PathBuf::from(expand(
+                &c.display().to_string(),
+                &vars,
+                "base.cwd",
+            )?)),
+            None => None,
+        };
+        let bench = match &self.bench {
+            Some(b) => Some(expand(&b.command, &vars, "bench.command")?),
+            None => None,
+        };
+        Ok(CellLaunch {
+            command,
+            env,
+            cwd,
+            bench,
+            vars,
+        })
+    }
+
+    /// For each cell, the cells it waits for: its predecessor along every ordered axis (the
+    /// nearest lower value with the other axes equal).
+    pub fn predecessors(&self) -> Vec<Vec<(usize, usize)>> {
+        let index_of: HashMap<&[String], usize> = self
+            .cells
+            .iter()
+            .map(|c| (c.values.as_slice(), c.index))
+            .collect();
+        self.cells
+            .iter()
+            .map(|c| {
+                let mut pre = Vec::new();
+                for (ai, a) in self.axes.iter().enumerate() {
+                    if !a.ordered {
+                        continue;
+                    }
+                    let Some(pos) = a.values.iter().position(|v| *v == c.values[ai]) else {
+                        continue;
+                    };
+                    for lower in (0..pos).rev() {
+                        let mut vals = c.values.clone();
+                        vals[ai] = a.values[lower].clone();
+                        if let Some(&p) = index_of.get(vals.as_slice()) {
+                            pre.push((ai, p));
+                            break;
+                        }
+                    }
+                }
+                pre
+            })
+            .collect()
+    }
+}
+
+/// The cells: the Cartesian product in axis order (the first axis varies slowest), minus
+/// excluded ones, plus included ones (which may use values outside the axes).
+fn expand_cells(
+    axes: &[Axis],
+    exclude: &[BTreeMap<String, toml::Value>],
+    include: &[BTreeMap<String, toml::Value>],
+) -> Result<Vec<Cell>> {
+    let rule = |r: &BTreeMap<String, toml::Value>, what: &str| -> Result<Vec<(usize, String)>> {
+        r.iter()
+            .map(|(k, v)| {
+                let Some(ai) = axes.iter().position(|a| a.name == *k) else {
+                    let names: Vec<&str> = axes.iter().map(|a| a.name.as_str()).collect();
+                    bail!("{what}: no axis named {k:?} (axes: {})", names.join(", "));
+                };
+                let flag = matches!(axes[ai].kind, AxisKind::Flag(_));
+                Ok((ai, value_text(v, flag).with_context(|| format!("{what}.{k}"))?))
+            })
+            .collect()
+    };
+    let excludes = exclude
+        .iter()
+        .map(|r| rule(r, "exclude"))
+        .collect::<Result<Vec<_>>>()?;
+    let mut rows: Vec<Vec<String>> = vec![vec![]];
+    for a in axes {
+        rows = rows
+            .into_iter()
+            .flat_map(|r| {
+                a.values.iter().map(move |v| {
+                    let mut r = r.clone();
+                    r.push(v.clone());
+                    r
+                })
+            })
+            .collect();
+    }
+    rows.retain(|r| {
+        !excludes
+            .iter()
+            .any(|ex| ex.iter().all(|(ai, v)| r[*ai] == *v))
+    });
+    for inc in include {
+        let given = rule(inc, "include")?;
+        if given.len() != axes.len() {
+            bail!("include: give a value for every axis ({} axes)", axes.len());
+        }
+        let mut r = vec![String::new(); axes.len()];
+        for (ai, v) in given {
+            r[ai] = v;
+        }
+        if !rows.contains(&r) {
+            rows.push(r);
+        }
+    }
+    Ok(rows
+        .into_iter()
+        .enumerate()
+        .map(|(index, values)| {
+            let pairs: Vec<String> = axes
+                .iter()
+                .zip(&values)
+                .map(|(a, v)| format!("{}={v}", a.name))
+                .collect();
+            Cell {
+                index,
+                key: pairs.join(";"),
+                label: pairs.join(" "),
+                values,
+            }
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests;
