@@ -253,6 +253,12 @@ pub enum Command {
         #[command(flatten)]
         remote: RemoteArgs,
     },
+    /// Run the same launch under a grid of env vars, flags and arguments: every cell to a
+    /// verdict, a bench on ready cells, verified teardown between cells, a grouped table.
+    Matrix {
+        #[command(flatten)]
+        args: crate::matrix::runner::MatrixArgs,
+    },
     /// List earlier runs from the history (newest first), with filters.
     History {
         #[command(flatten)]
@@ -386,6 +392,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
             }
             None => logs(&run_id, meaningful, follow),
         },
+        Command::Matrix { args } => crate::matrix::runner::matrix(&args),
         Command::History { args } => crate::history_cmd::history(&args),
         Command::Show { run_id, json } => crate::history_cmd::show(&run_id, json),
         Command::Compare { run_a, run_b, json } => {

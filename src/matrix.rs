@@ -560,7 +560,10 @@ fn expand_cells(
                     bail!("{what}: no axis named {k:?} (axes: {})", names.join(", "));
                 };
                 let flag = matches!(axes[ai].kind, AxisKind::Flag(_));
-                Ok((ai, value_text(v, flag).with_context(|| format!("{what}.{k}"))?))
+                Ok((
+                    ai,
+                    value_text(v, flag).with_context(|| format!("{what}.{k}"))?,
+                ))
             })
             .collect()
     };

@@ -22,12 +22,7 @@ pub fn progress_for_stderr(label: &str, last_time: Option<LastTime>) -> Box<dyn 
         t.last_time = last_time;
         Box::new(t)
     } else {
-        Box::new(HeartbeatProgress {
-            label: label.to_string(),
-            last: None,
-            phase_since: Duration::ZERO,
-            last_time,
-        })
+        Box::new(HeartbeatProgress::new(label, last_time))
     }
 }
 
@@ -65,7 +60,8 @@ fn truncate(s: &str, n: usize) -> String {
     }
 }
 
-fn status_text(s: &Status, at: Duration) -> String {
+/// The status in one line: phase, fraction, time, liveness, GPU memory, the last line.
+pub fn status_text(s: &Status, at: Duration) -> String {
     let phase = s.phase.clone().unwrap_or_else(|| {
         if s.log_missing {
             "waiting for log".into()
@@ -225,6 +221,15 @@ pub struct HeartbeatProgress {
 }
 
 impl HeartbeatProgress {
+    pub fn new(label: &str, last_time: Option<LastTime>) -> Self {
+        HeartbeatProgress {
+            label: label.to_string(),
+            last: None,
+            phase_since: Duration::ZERO,
+            last_time,
+        }
+    }
+
     fn say(&mut self, text: &str, at: Duration) {
         let mut e = std::io::stderr().lock();
         let _ = writeln!(

@@ -1,1 +1,929 @@
-//! stub
+//! Running a matrix: `firedup matrix FILE.toml [--axis ...] [-- COMMAND]`.
+//!
+//! Each cell (and each repeat of it) is launched like `firedup run`, watched to its verdict,
+//! benchmarked when ready, torn down with verification, and recorded in the history with its
+//! metrics. Cells run one at a time, or `--parallel N` at once in slots (each slot adds its own
+//! env and vars, e.g. one `CUDA_VISIBLE_DEVICES` per slot). A cell's failure is a result, never
+//! an abort. What stops the matrix early: `--fail-fast` after a cell that is not ready; a cell
+//! whose teardown cannot be verified (unless `--allow-dirty`); Ctrl-C, which tears down the
+//! running cells and keeps what is done. Along an ordered axis, the cells after one that stopped
+//! it are skipped.
+//!
+//! Exit code: 0 when every run became ready (or succeeded), 1 when some did not, 7 when the matrix
+//! stopped on a dirty machine or firedup itself failed on a cell, 130 after Ctrl-C; 2 for usage.
+
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use clap::Args;
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+
+use super::bench;
+use super::table::{CellRow, CellState, Format, RunResult, render};
+use super::teardown::teardown;
+use super::{Cell, Matrix, MatrixFile, parse_axis_flag, read_file};
+use crate::duration::{format_duration, parse_duration};
+use crate::engine::{self, Progress, Target};
+use crate::history::{CellRef, History, MatrixRecord, RunRecord};
+use crate::judge::Status;
+use crate::launch::{self, LaunchSpec};
+use crate::plan::{self, WatchOptions};
+use crate::report::{HeartbeatProgress, LastTime, status_text};
+use crate::verdict::Verdict;
+
+/// Exit code after Ctrl-C.
+const INTERRUPTED_EXIT: i32 = 130;
+const DEFAULT_BENCH_TIMEOUT: Duration = Duration::from_secs(600);
+const DEFAULT_GRACE: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Args)]
+pub struct MatrixArgs {
+    /// The matrix file (TOML: [base], [[axis]], [[exclude]], [[include]], [bench], [[slot]]; see
+    /// docs/matrix.md).
+    pub file: Option<PathBuf>,
+    /// An axis: env:NAME=V1,V2 | flag:--FLAG | arg:--ARG=V1,V2 | var:NAME=V1,V2, with +ordered
+    /// for an ordered axis (repeatable; added to the file's).
+    #[arg(long, value_name = "AXIS")]
+    pub axis: Vec<String>,
+    /// Run each cell N times: the table shows medians and spread.
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<u32>,
+    /// Print the cells and what each launches, then stop.
+    #[arg(long = "dry-run")]
+    pub dry_run: bool,
+    /// Continue the newest matrix of this definition: cells already done are taken from the
+    /// history.
+    #[arg(long)]
+    pub resume: bool,
+    /// Run N cells at once, one per slot (the file's [[slot]]s, or slots 0..N as {slot}).
+    #[arg(long, value_name = "N")]
+    pub parallel: Option<usize>,
+    /// Stop starting cells after the first run that is not ready.
+    #[arg(long = "fail-fast")]
+    pub fail_fast: bool,
+    /// Start the next cell even when a teardown could not be verified clean.
+    #[arg(long = "allow-dirty")]
+    pub allow_dirty: bool,
+    /// The final table's format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Bench command run on every ready cell (sh -c; overrides the file's).
+    #[arg(long, value_name = "CMD")]
+    pub bench: Option<String>,
+    /// A metric the bench prints: NAME=REGEX with a group around the number (repeatable).
+    #[arg(long, value_name = "NAME=REGEX")]
+    pub metric: Vec<String>,
+    /// Server profile of every cell (overrides the file's).
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Deadline of every cell.
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Stall window of every cell.
+    #[arg(long, value_name = "DURATION")]
+    pub stall: Option<String>,
+    /// A ready line for every cell (repeatable).
+    #[arg(long = "ready-line", value_name = "REGEX")]
+    pub ready_line: Vec<String>,
+    /// Env of every cell (repeatable).
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// Judge by the log alone (no port/HTTP probes).
+    #[arg(long = "no-probe")]
+    pub no_probe: bool,
+    /// Grace between SIGTERM and SIGKILL at teardown.
+    #[arg(long, value_name = "DURATION")]
+    pub grace: Option<String>,
+    /// The base command (instead of the file's base.command).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// Reads the definition from the file and flags.
+fn definition(a: &MatrixArgs) -> Result<Matrix> {
+    let (mut file, source) = match &a.file {
+        Some(p) => (read_file(p)?, p.display().to_string()),
+        None => (MatrixFile::default(), "--axis flags".to_string()),
+    };
+    let extra = a
+        .axis
+        .iter()
+        .map(|s| parse_axis_flag(s))
+        .collect::<Result<Vec<_>>>()?;
+    let b = &mut file.base;
+    if a.profile.is_some() {
+        b.profile = a.profile.clone();
+    }
+    if a.timeout.is_some() {
+        b.timeout = a.timeout.clone();
+    }
+    if a.stall.is_some() {
+        b.stall = a.stall.clone();
+    }
+    if !a.ready_line.is_empty() {
+        b.ready_lines = a.ready_line.clone();
+    }
+    if a.no_probe {
+        b.no_probe = true;
+    }
+    if a.grace.is_some() {
+        b.grace = a.grace.clone();
+    }
+    for e in &a.env {
+        let (k, v) = plan::parse_env(e)?;
+        b.env.insert(k, v);
+    }
+    if let Some(cmd) = &a.bench {
+        let bench = file.bench.get_or_insert_with(Default::default);
+        bench.command = cmd.clone();
+    }
+    for m in &a.metric {
+        let Some((name, re)) = m.split_once('=') else {
+            bail!("--metric {m:?}: write NAME=REGEX");
+        };
+        let Some(bench) = file.bench.as_mut() else {
+            bail!("--metric needs a bench command (--bench CMD or [bench] in the file)");
+        };
+        bench.metrics.insert(name.to_string(), re.to_string());
+    }
+    if let Some(r) = a.repeat {
+        file.repeat = Some(r);
+    }
+    Matrix::build(file, extra, a.command.clone(), source)
+}
+
+/// The judging options of every cell.
+fn watch_options(m: &Matrix, env: &[(String, String)]) -> WatchOptions {
+    let b = &m.base;
+    WatchOptions {
+        until_exit: b.until.as_deref() == Some("exit"),
+        profile: b.profile.clone(),
+        ready_lines: b.ready_lines.clone(),
+        fail_lines: b.fail_lines.clone(),
+        timeout: b.timeout.clone(),
+        stall: b.stall.clone(),
+        log_grace: None,
+        hold: b.hold.clone(),
+        from_end: false,
+        profile_files: b.profile_files.clone(),
+        http: b.http.clone(),
+        port: b.port,
+        ready_request: b.ready_request.clone(),
+        notify: false,
+        no_probe: b.no_probe,
+        phase_timeouts: b.phase_timeouts.clone(),
+        env: env.to_vec(),
+    }
+}
+
+/// The launch spec of `cell` in `slot`, checked (profile, readiness) before anything launches.
+fn cell_spec(
+    m: &Matrix,
+    cell: &Cell,
+    slot: usize,
+) -> Result<(LaunchSpec, WatchOptions, Option<String>)> {
+    let l = m.launch_of(cell, slot)?;
+    let opts = watch_options(m, &l.env);
+    let checked = plan::resolve(&opts, &l.command, "", true)?;
+    let spec = LaunchSpec {
+        command: l.command,
+        cwd: l.cwd,
+        env: l.env,
+        log: None,
+        profile: checked.profile,
+        mode: if opts.until_exit { "exit" } else { "ready" }.into(),
+        judging: opts.clone(),
+    };
+    Ok((spec, opts, l.bench))
+}
+
+/// `firedup matrix`.
+pub fn matrix(a: &MatrixArgs) -> Result<i32> {
+    let m = definition(a)?;
+    let slots = match (a.parallel, m.slots.len()) {
+        (Some(0), _) => bail!("--parallel must be at least 1"),
+        (Some(n), s) if s > 0 && n > s => {
+            bail!("--parallel {n}: the file defines only {s} [[slot]]s")
+        }
+        (Some(n), _) => n,
+        (None, 0) => 1,
+        (None, s) => s,
+    };
+    // Check every cell's launch (profile, readiness, templates) before anything runs.
+    let mut specs = Vec::new();
+    for c in &m.cells {
+        specs.push(
+            cell_spec(&m, c, 0)
+                .map_err(|e| anyhow::anyhow!("cell {} ({}): {e:#}", c.index + 1, c.label))?,
+        );
+    }
+    let history = match History::open_default() {
+        Ok(h) => h,
+        Err(e) if !a.resume => {
+            eprintln!("firedup: the matrix will not be recorded in the history: {e:#}");
+            None
+        }
+        Err(e) => return Err(e),
+    };
+    if a.dry_run {
+        print_dry_run(&m, &specs, slots, history.as_ref());
+        return Ok(0);
+    }
+    let def_hash = m.def_hash();
+    let mut done: HashMap<String, Vec<RunResult>> = HashMap::new();
+    let matrix_id = if a.resume {
+        let h = history
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("--resume needs the history, which is off"))?;
+        let Some(prev) = h.latest_matrix(&def_hash)? else {
+            bail!(
+                "--resume: no earlier matrix of this definition in the history; run it without --resume"
+            );
+        };
+        for r in h.list(&crate::history::Filter {
+            matrix: Some(prev.id.clone()),
+            ..Default::default()
+        })? {
+            if let Some(c) = &r.cell {
+                let mut rr = result_of(&r);
+                rr.resumed = true;
+                done.entry(c.key.clone()).or_default().push(rr);
+            }
+        }
+        eprintln!(
+            "firedup: resuming matrix {} ({} runs already done)",
+            prev.id,
+            done.values().map(Vec::len).sum::<usize>()
+        );
+        prev.id
+    } else {
+        new_matrix_id()
+    };
+    let mut history = history;
+    if let Some(h) = history.as_mut() {
+        h.begin_matrix(&MatrixRecord {
+            id: matrix_id.clone(),
+            def_hash: def_hash.clone(),
+            source: Some(m.source.clone()),
+            started_at: crate::rundir::now_unix(),
+            ended_at: None,
+            state: "running".into(),
+            cells: m.cells.len() as u32,
+            definition: serde_json::to_value(&m).unwrap_or_default(),
+        })?;
+    }
+    drop(history);
+
+    let grace = match &m.base.grace {
+        Some(g) => parse_duration(g).map_err(|e| anyhow::anyhow!("base.grace: {e}"))?,
+        None => DEFAULT_GRACE,
+    };
+    let rows: Vec<CellRow> = m
+        .cells
+        .iter()
+        .map(|c| {
+            let mut runs = done.remove(&c.key).unwrap_or_default();
+            runs.truncate(m.repeat as usize);
+            CellRow {
+                index: c.index,
+                label: c.label.clone(),
+                values: c.values.clone(),
+                state: if runs.len() >= m.repeat as usize {
+                    CellState::Done
+                } else {
+                    CellState::Pending
+                },
+                runs,
+            }
+        })
+        .collect();
+    let shared = Arc::new(Shared {
+        board: Mutex::new(Board {
+            rows,
+            running: HashMap::new(),
+            stop_all: None,
+            dirty: false,
+            firedup_error: false,
+        }),
+        changed: Condvar::new(),
+        cancel: AtomicBool::new(false),
+    });
+
+    let display = Display::new();
+    let signals = watch_signals(Arc::clone(&shared), grace)?;
+    let ctx = Ctx {
+        m: &m,
+        matrix_id: &matrix_id,
+        grace,
+        fail_fast: a.fail_fast,
+        allow_dirty: a.allow_dirty,
+        display: &display,
+        predecessors: m.predecessors(),
+    };
+    std::thread::scope(|s| {
+        for slot in 0..slots {
+            let shared = Arc::clone(&shared);
+            let ctx = &ctx;
+            s.spawn(move || slot_loop(ctx, &shared, slot));
+        }
+    });
+    signals.close();
+    display.finish();
+
+    let b = shared.board.lock().expect("board");
+    let interrupted = shared.cancel.load(Ordering::SeqCst);
+    let state = if interrupted {
+        "interrupted"
+    } else if b.stop_all.is_some() {
+        "stopped"
+    } else {
+        "done"
+    };
+    if let Ok(Some(mut h)) = History::open_default() {
+        let _ = h.end_matrix(&matrix_id, state);
+    }
+    let axes: Vec<String> = m.axes.iter().map(|a| a.name.clone()).collect();
+    print!("{}", render(a.format, &matrix_id, state, &axes, &b.rows));
+    if a.format == Format::Json {
+        println!();
+    }
+    let all_ready = b.rows.iter().all(|r| {
+        matches!(r.state, CellState::Done)
+            && r.runs()
+                .iter()
+                .all(|x| matches!(x.verdict, Verdict::Ready | Verdict::Succeeded))
+    });
+    Ok(if interrupted {
+        INTERRUPTED_EXIT
+    } else if b.dirty || b.firedup_error {
+        Verdict::MonitorError.exit_code()
+    } else if all_ready {
+        0
+    } else {
+        1
+    })
+}
+
+fn new_matrix_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mix = (nanos ^ ((std::process::id() as u64) << 24)).wrapping_mul(0x2545_f491_4f6c_dd1d);
+    format!("mx-{:06x}", (mix >> 40) & 0xff_ffff)
+}
+
+/// A history record as a table row.
+fn result_of(r: &RunRecord) -> RunResult {
+    let o = &r.outcome;
+    let teardown = r.teardown.clone().unwrap_or_default();
+    RunResult {
+        run_id: r.run_id.clone(),
+        verdict: o.verdict,
+        signature: o.signature,
+        phase: o.phase.clone(),
+        ready_s: o.ready_s,
+        elapsed_s: o.elapsed_s,
+        line: o.line.as_ref().map(|l| l.text.clone()),
+        metrics: r.metrics.clone(),
+        bench_problem: None,
+        clean: teardown.starts_with("clean"),
+        teardown,
+        resumed: false,
+    }
+}
+
+fn print_dry_run(
+    m: &Matrix,
+    specs: &[(LaunchSpec, WatchOptions, Option<String>)],
+    slots: usize,
+    history: Option<&History>,
+) {
+    let runs = m.cells.len() * m.repeat as usize;
+    println!(
+        "{} cells × {} repeat{} = {runs} runs, {slots} at a time",
+        m.cells.len(),
+        m.repeat,
+        if m.repeat == 1 { "" } else { "s" }
+    );
+    let mut known = 0.0;
+    let mut unknown = 0;
+    for (c, (spec, _, bench)) in m.cells.iter().zip(specs) {
+        println!("\n[{}] {}", c.index + 1, c.label);
+        println!(
+            "    command  {}",
+            crate::secrets::shown_command(&spec.command)
+        );
+        for (k, v) in &spec.env {
+            println!("    env      {k}={}", crate::secrets::shown_value(k, v));
+        }
+        println!("    profile  {}", spec.profile);
+        if let Some(b) = bench {
+            println!("    bench    {b}");
+        }
+        let hash = crate::history::launch_hash(spec, None);
+        match history.and_then(|h| h.previous_of_spec(&hash).ok().flatten()) {
+            Some(r) => {
+                known += r.outcome.elapsed_s;
+                println!(
+                    "    last     {} after {} ({})",
+                    r.outcome.verdict,
+                    format_duration(Duration::from_secs_f64(r.outcome.elapsed_s)),
+                    r.run_id
+                );
+            }
+            None => unknown += 1,
+        }
+    }
+    if known > 0.0 {
+        let est = known * m.repeat as f64 / slots as f64;
+        println!(
+            "\nfrom earlier runs: about {} of watching{}",
+            format_duration(Duration::from_secs_f64(est)),
+            if unknown > 0 {
+                format!(", plus {unknown} cells never run before")
+            } else {
+                String::new()
+            }
+        );
+    }
+}
+
+struct Shared {
+    board: Mutex<Board>,
+    changed: Condvar,
+    cancel: AtomicBool,
+}
+
+struct Board {
+    rows: Vec<CellRow>,
+    /// Running cells: cell index → the target being watched (for Ctrl-C).
+    running: HashMap<usize, Target>,
+    /// Why no further cell starts.
+    stop_all: Option<String>,
+    dirty: bool,
+    firedup_error: bool,
+}
+
+struct Ctx<'a> {
+    m: &'a Matrix,
+    matrix_id: &'a str,
+    grace: Duration,
+    fail_fast: bool,
+    allow_dirty: bool,
+    display: &'a Display,
+    predecessors: Vec<Vec<(usize, usize)>>,
+}
+
+/// What a slot should do next.
+enum Next {
+    Run(usize, u32),
+    Wait,
+    Done,
+}
+
+/// Whether `runs` stop an ordered axis with these `stop_on` conditions.
+fn stops_axis(stop_on: &[String], runs: &[RunResult]) -> Option<String> {
+    runs.iter().find_map(|r| {
+        let hit = if stop_on.is_empty() {
+            !matches!(r.verdict, Verdict::Ready | Verdict::Succeeded)
+        } else {
+            stop_on.iter().any(|s| {
+                s == r.verdict.as_str() || r.signature.is_some_and(|sig| sig.as_str() == s)
+            })
+        };
+        hit.then(|| {
+            r.signature
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| r.verdict.to_string())
+        })
+    })
+}
+
+/// Picks the next run for a slot, marking skipped cells on the way. Called with the board locked.
+fn pick(ctx: &Ctx<'_>, b: &mut Board, cancel: bool) -> Next {
+    let mut waiting = false;
+    for i in 0..b.rows.len() {
+        match b.rows[i].state {
+            CellState::Pending => {}
+            CellState::Running { .. } => {
+                waiting = true;
+                continue;
+            }
+            _ => continue,
+        }
+        if cancel || b.stop_all.is_some() {
+            let reason = if cancel {
+                "not run: interrupted (Ctrl-C)".to_string()
+            } else {
+                b.stop_all.clone().unwrap_or_default()
+            };
+            b.rows[i].state = CellState::Skipped { reason };
+            continue;
+        }
+        // Along an ordered axis, a cell waits for the one before it, and is skipped if that one
+        // stopped the axis (or was itself skipped by it).
+        let mut blocked = false;
+        let mut skip: Option<String> = None;
+        for &(ai, p) in &ctx.predecessors[i] {
+            let axis = &ctx.m.axes[ai];
+            match &b.rows[p].state {
+                CellState::Done => {
+                    if let Some(cause) = stops_axis(&axis.stop_on, &b.rows[p].runs) {
+                        skip = Some(format!(
+                            "not run: {} stopped at {} ({cause})",
+                            axis.name, b.rows[p].values[ai]
+                        ));
+                    }
+                }
+                CellState::Skipped { reason } if reason.contains(" stopped at ") => {
+                    skip = Some(reason.clone());
+                }
+                CellState::Skipped { .. } => {}
+                CellState::Pending | CellState::Running { .. } => blocked = true,
+            }
+        }
+        if let Some(reason) = skip {
+            b.rows[i].state = CellState::Skipped { reason };
+            continue;
+        }
+        if blocked {
+            waiting = true;
+            continue;
+        }
+        return Next::Run(i, b.rows[i].runs.len() as u32);
+    }
+    if waiting { Next::Wait } else { Next::Done }
+}
+
+fn slot_loop(ctx: &Ctx<'_>, shared: &Shared, slot: usize) {
+    loop {
+        let (cell, repeat_index) = {
+            let mut b = shared.board.lock().expect("board");
+            loop {
+                match pick(ctx, &mut b, shared.cancel.load(Ordering::SeqCst)) {
+                    Next::Run(i, r) => {
+                        b.rows[i].state = CellState::Running { phase: None };
+                        break (i, r);
+                    }
+                    Next::Wait => {
+                        b = shared
+                            .changed
+                            .wait_timeout(b, Duration::from_millis(500))
+                            .expect("board")
+                            .0;
+                    }
+                    Next::Done => {
+                        shared.changed.notify_all();
+                        return;
+                    }
+                }
+            }
+        };
+        let outcome = run_cell(ctx, shared, cell, slot, repeat_index);
+        let mut b = shared.board.lock().expect("board");
+        b.running.remove(&cell);
+        let cancelled = shared.cancel.load(Ordering::SeqCst);
+        match outcome {
+            Ok(Some(r)) => {
+                ctx.display.finished(ctx.m, cell, repeat_index, &r);
+                if !r.clean && !ctx.allow_dirty {
+                    b.dirty = true;
+                    b.stop_all.get_or_insert_with(|| {
+                        format!(
+                            "not run: cell {} left the machine dirty ({})",
+                            cell + 1,
+                            r.teardown
+                        )
+                    });
+                }
+                if ctx.fail_fast && !matches!(r.verdict, Verdict::Ready | Verdict::Succeeded) {
+                    b.stop_all.get_or_insert_with(|| {
+                        format!(
+                            "not run: --fail-fast after cell {} ({})",
+                            cell + 1,
+                            r.verdict
+                        )
+                    });
+                }
+                b.rows[cell].runs.push(r);
+                b.rows[cell].state = if cancelled {
+                    CellState::Skipped {
+                        reason: "interrupted (Ctrl-C)".into(),
+                    }
+                } else if b.rows[cell].runs.len() >= ctx.m.repeat as usize {
+                    CellState::Done
+                } else {
+                    CellState::Pending
+                };
+            }
+            Ok(None) => {
+                b.rows[cell].state = CellState::Skipped {
+                    reason: "interrupted (Ctrl-C): torn down, not recorded".into(),
+                };
+            }
+            Err(e) => {
+                ctx.display
+                    .say(&format!("cell {}: firedup failed: {e:#}", cell + 1));
+                b.firedup_error = true;
+                b.rows[cell].state = CellState::Skipped {
+                    reason: format!("firedup failed: {e:#}"),
+                };
+            }
+        }
+        shared.changed.notify_all();
+    }
+}
+
+/// Launches, watches, benches and tears down one run of one cell. `Ok(None)`: interrupted by
+/// Ctrl-C (torn down, not recorded, so `--resume` runs it again).
+fn run_cell(
+    ctx: &Ctx<'_>,
+    shared: &Shared,
+    index: usize,
+    slot: usize,
+    repeat: u32,
+) -> Result<Option<RunResult>> {
+    let m = ctx.m;
+    let cell = &m.cells[index];
+    let (spec, opts, bench_cmd) = cell_spec(m, cell, slot)?;
+    let hash = crate::history::launch_hash(&spec, None);
+    let address = plan::resolve(&opts, &spec.command, "", true)?.address;
+    let port = address.as_ref().map(|a| a.port);
+    // A listener already on the port is not the cell's doing: teardown does not blame it on the
+    // cell (the cell will likely fail with port_in_use, which is the finding).
+    let held_before = port
+        .map(crate::probe::tcp::listener_pids)
+        .unwrap_or_default();
+    if shared.cancel.load(Ordering::SeqCst) {
+        return Ok(None);
+    }
+    let mut launched = launch::launch(&spec)?;
+    let target = Target::from_launch(&launched);
+    shared
+        .board
+        .lock()
+        .expect("board")
+        .running
+        .insert(index, target.clone());
+    let mut label = format!("cell {}/{} {}", index + 1, m.cells.len(), cell.label);
+    if m.repeat > 1 {
+        label.push_str(&format!(" (run {}/{})", repeat + 1, m.repeat));
+    }
+    ctx.display.say(&format!(
+        "{label}: started {} (slot {slot})",
+        launched.run.id
+    ));
+    let plan = plan::resolve(
+        &opts,
+        &spec.command,
+        &launched.log.display().to_string(),
+        true,
+    )?;
+    let mut progress = ctx
+        .display
+        .progress(&label, crate::history::last_time(&hash));
+    // The signal thread may have looked for running cells before this one registered.
+    if shared.cancel.load(Ordering::SeqCst) {
+        if let Some(pid) = target.pid {
+            crate::stop::stop_tree(pid, target.start_ticks, ctx.grace);
+        }
+    }
+    let mut outcome = engine::watch(&plan, &target, progress.as_mut(), None)?;
+    progress.finish();
+    let _ = launched.supervisor.try_wait();
+
+    let mut metrics = std::collections::BTreeMap::new();
+    let mut bench_problem = None;
+    if outcome.verdict == Verdict::Ready && !shared.cancel.load(Ordering::SeqCst) {
+        if let Some(cmd) = &bench_cmd {
+            let mut env = spec.env.clone();
+            env.push(("FIREDUP_LOG".into(), outcome.log.clone()));
+            env.push(("FIREDUP_RUN_ID".into(), outcome.run_id.clone()));
+            if let Some(pid) = outcome.pid {
+                env.push(("FIREDUP_PID".into(), pid.to_string()));
+            }
+            if let Some(a) = &address {
+                env.push(("FIREDUP_HOST".into(), a.connect_host().to_string()));
+                env.push(("FIREDUP_PORT".into(), a.port.to_string()));
+                env.push(("FIREDUP_URL".into(), a.base_url()));
+            }
+            let timeout = match m.bench.as_ref().and_then(|b| b.timeout.as_ref()) {
+                Some(t) => parse_duration(t).unwrap_or(DEFAULT_BENCH_TIMEOUT),
+                None => DEFAULT_BENCH_TIMEOUT,
+            };
+            ctx.display
+                .say(&format!("{label}: ready; running the bench"));
+            let res = bench::run(
+                cmd,
+                &env,
+                &launched.run.path.join("bench.log"),
+                timeout,
+                &m.metrics,
+                &shared.cancel,
+            );
+            metrics = res.metrics.clone();
+            bench_problem = res.problem();
+        }
+    }
+    let check = teardown(&target, ctx.grace, port, &held_before);
+    if let Some(g) = outcome.gpu.as_mut() {
+        g.after_teardown_mib = check.gpu_after_mib;
+    }
+    outcome.server_running = !check.clean;
+    if shared.cancel.load(Ordering::SeqCst) {
+        return Ok(None);
+    }
+    let summary = check.summary();
+    let mut record = RunRecord::new(
+        "matrix",
+        hash,
+        &spec.command,
+        &spec.env,
+        Some(spec.profile.clone()),
+        &outcome,
+    );
+    record.metrics = metrics.clone();
+    record.teardown = Some(summary.clone());
+    record.cell = Some(CellRef {
+        matrix_id: ctx.matrix_id.to_string(),
+        key: cell.key.clone(),
+        label: cell.label.clone(),
+        repeat,
+    });
+    crate::history::record_quietly(&record);
+    Ok(Some(RunResult {
+        run_id: outcome.run_id.clone(),
+        verdict: outcome.verdict,
+        signature: outcome.signature,
+        phase: outcome.phase.clone(),
+        ready_s: outcome.ready_s,
+        elapsed_s: outcome.elapsed_s,
+        line: outcome.line.as_ref().map(|l| l.text.clone()),
+        metrics,
+        bench_problem,
+        teardown: summary,
+        clean: check.clean,
+        resumed: false,
+    }))
+}
+
+/// Progress on stderr: on a terminal, one line per running cell under the finished rows;
+/// otherwise plain lines.
+struct Display {
+    multi: Option<MultiProgress>,
+}
+
+impl Display {
+    fn new() -> Display {
+        let tty = std::io::stderr().is_terminal() && std::env::var_os("FIREDUP_PLAIN").is_none();
+        Display {
+            multi: tty.then(MultiProgress::new),
+        }
+    }
+
+    fn say(&self, text: &str) {
+        match &self.multi {
+            Some(m) => {
+                let _ = m.println(text);
+            }
+            None => eprintln!("firedup: {text}"),
+        }
+    }
+
+    /// The live table: one row per finished run.
+    fn finished(&self, m: &Matrix, cell: usize, repeat: u32, r: &RunResult) {
+        let mut text = format!("[{}/{}] {}", cell + 1, m.cells.len(), m.cells[cell].label);
+        if m.repeat > 1 {
+            text.push_str(&format!(" (run {}/{})", repeat + 1, m.repeat));
+        }
+        text.push_str(&format!(" → {}", r.verdict));
+        if let Some(s) = r.signature {
+            text.push_str(&format!(" ({s})"));
+        }
+        if let Some(p) = r.phase.as_ref().filter(|p| *p != "ready") {
+            text.push_str(&format!(" during {p}"));
+        }
+        let at = r.ready_s.unwrap_or(r.elapsed_s);
+        text.push_str(&format!(
+            " after {}",
+            format_duration(Duration::from_secs_f64(at))
+        ));
+        for (k, v) in &r.metrics {
+            text.push_str(&format!(" | {k}={v}"));
+        }
+        if let Some(b) = &r.bench_problem {
+            text.push_str(&format!(" | {b}"));
+        }
+        text.push_str(&format!(" | teardown {}", r.teardown));
+        self.say(&text);
+    }
+
+    fn progress(&self, label: &str, last_time: Option<LastTime>) -> Box<dyn Progress> {
+        match &self.multi {
+            Some(multi) => {
+                let bar = multi.add(ProgressBar::new_spinner());
+                bar.set_style(
+                    ProgressStyle::with_template("{spinner} {prefix:.bold} {wide_msg}")
+                        .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                );
+                bar.set_prefix(label.to_string());
+                bar.enable_steady_tick(Duration::from_millis(200));
+                Box::new(CellBar {
+                    bar,
+                    multi: multi.clone(),
+                    label: label.to_string(),
+                    phase: None,
+                    last_time,
+                })
+            }
+            None => Box::new(HeartbeatProgress::new(label, last_time)),
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(m) = &self.multi {
+            let _ = m.clear();
+        }
+    }
+}
+
+/// One running cell's line on the terminal.
+struct CellBar {
+    bar: ProgressBar,
+    multi: MultiProgress,
+    label: String,
+    phase: Option<(String, Duration)>,
+    last_time: Option<LastTime>,
+}
+
+impl Progress for CellBar {
+    fn phase(&mut self, phase: &str, at: Duration) {
+        self.phase = Some((phase.to_string(), at));
+    }
+    fn ready(&mut self, _: Duration, _: Option<Duration>) {}
+    fn status(&mut self, s: &Status, at: Duration) {
+        let mut msg = status_text(s, at);
+        if let Some(lt) = &self.last_time {
+            let (phase, since) = match &self.phase {
+                Some((p, since)) => (Some(p.as_str()), *since),
+                None => (None, Duration::ZERO),
+            };
+            if let Some(h) = lt.hint(phase, at.saturating_sub(since)) {
+                msg = format!("{msg} | {h}");
+            }
+        }
+        self.bar.set_message(msg);
+    }
+    fn note(&mut self, text: &str, _: Duration) {
+        let _ = self.multi.println(format!("{}: {text}", self.label));
+    }
+    fn finish(&mut self) {
+        self.bar.finish_and_clear();
+        self.multi.remove(&self.bar);
+    }
+}
+
+/// Ctrl-C (or SIGTERM): stop starting cells, tear down the running ones, keep what is done.
+struct SignalWatch {
+    handle: signal_hook::iterator::Handle,
+    thread: std::thread::JoinHandle<()>,
+}
+
+fn watch_signals(shared: Arc<Shared>, grace: Duration) -> Result<SignalWatch> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+        .map_err(|e| anyhow::anyhow!("cannot handle Ctrl-C: {e}"))?;
+    let handle = signals.handle();
+    let thread = std::thread::spawn(move || {
+        for _ in signals.forever() {
+            shared.cancel.store(true, Ordering::SeqCst);
+            eprintln!(
+                "firedup: interrupted: tearing down the running cells; finished cells are kept"
+            );
+            let targets: Vec<Target> = {
+                let b = shared.board.lock().expect("board");
+                b.running.values().cloned().collect()
+            };
+            shared.changed.notify_all();
+            for t in targets {
+                if let Some(pid) = t.pid {
+                    crate::stop::stop_tree(pid, t.start_ticks, grace);
+                }
+            }
+        }
+    });
+    Ok(SignalWatch { handle, thread })
+}
+
+impl SignalWatch {
+    fn close(self) {
+        self.handle.close();
+        let _ = self.thread.join();
+    }
+}

@@ -40,12 +40,18 @@ pub struct RunResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum CellState {
+    /// Waiting to run (or to run its next repeat).
     Pending,
-    Running { phase: Option<String> },
-    /// Every run of the cell reached a verdict.
-    Done { runs: Vec<RunResult> },
-    /// Not run, and why (an ordered axis stopped, `--fail-fast`, a dirty machine, Ctrl-C).
-    Skipped { reason: String, runs: Vec<RunResult> },
+    Running {
+        phase: Option<String>,
+    },
+    /// Every repeat of the cell reached a verdict.
+    Done,
+    /// Not run (or not every repeat), and why: an ordered axis stopped, `--fail-fast`, a dirty
+    /// machine, Ctrl-C.
+    Skipped {
+        reason: String,
+    },
 }
 
 /// One row of the table.
@@ -56,14 +62,13 @@ pub struct CellRow {
     pub values: Vec<String>,
     #[serde(flatten)]
     pub state: CellState,
+    /// The runs that reached a verdict, in order.
+    pub runs: Vec<RunResult>,
 }
 
 impl CellRow {
     pub fn runs(&self) -> &[RunResult] {
-        match &self.state {
-            CellState::Done { runs } | CellState::Skipped { runs, .. } => runs,
-            _ => &[],
-        }
+        &self.runs
     }
 
     /// The cell's verdict: the most frequent one over its runs (ties: the worse, by exit code).
@@ -114,7 +119,7 @@ impl CellRow {
             }
             CellState::Skipped { .. } if runs.is_empty() => "skipped".into(),
             CellState::Skipped { .. } => format!("{base} (cut short)"),
-            CellState::Done { .. } => base,
+            CellState::Done => base,
         }
     }
 
@@ -124,7 +129,11 @@ impl CellRow {
             notes.push(reason.clone());
         }
         for r in self.runs() {
-            for n in r.bench_problem.iter().chain((!r.clean).then_some(&r.teardown)) {
+            for n in r
+                .bench_problem
+                .iter()
+                .chain((!r.clean).then_some(&r.teardown))
+            {
                 if !notes.contains(n) {
                     notes.push(n.clone());
                 }
@@ -214,7 +223,7 @@ pub fn groups(axes: &[String], rows: &[CellRow]) -> Vec<Group> {
     let mut by: BTreeMap<Key, Vec<&CellRow>> = BTreeMap::new();
     for r in rows {
         let key = match &r.state {
-            CellState::Done { .. } => {
+            CellState::Done => {
                 let v = r.verdict();
                 let order = match v {
                     Some(Verdict::Ready | Verdict::Succeeded) => 1,

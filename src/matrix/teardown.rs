@@ -93,10 +93,9 @@ pub fn teardown(
                     .iter()
                     .map(|p| format!("pid {p} ({})", process::cmdline(*p)))
                     .collect();
-                check.problems.push(format!(
-                    "port {port} still held by {}",
-                    who.join(", ")
-                ));
+                check
+                    .problems
+                    .push(format!("port {port} still held by {}", who.join(", ")));
                 break;
             }
             std::thread::sleep(RECHECK);

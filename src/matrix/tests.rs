@@ -103,7 +103,13 @@ env = { CUDA_VISIBLE_DEVICES = "1" }
     let l = m.launch_of(&m.cells[1], 1).unwrap();
     assert_eq!(
         l.command,
-        ["redis-server", "--port", "6392", "--maxmemory-policy", "noeviction"]
+        [
+            "redis-server",
+            "--port",
+            "6392",
+            "--maxmemory-policy",
+            "noeviction"
+        ]
     );
     assert_eq!(
         l.env,
@@ -206,9 +212,18 @@ stop_on = ["cuda_oom"]
 
 #[test]
 fn axis_flags_parse() {
-    let table: Vec<(&str, Option<(Option<&str>, Option<&str>, Option<&str>, usize, bool)>)> = vec![
-        ("env:FLASHMLA=0,1", Some((Some("FLASHMLA"), None, None, 2, false))),
-        ("flag:--enable-torch-compile", Some((None, Some("--enable-torch-compile"), None, 0, false))),
+    let table: Vec<(
+        &str,
+        Option<(Option<&str>, Option<&str>, Option<&str>, usize, bool)>,
+    )> = vec![
+        (
+            "env:FLASHMLA=0,1",
+            Some((Some("FLASHMLA"), None, None, 2, false)),
+        ),
+        (
+            "flag:--enable-torch-compile",
+            Some((None, Some("--enable-torch-compile"), None, 0, false)),
+        ),
         (
             "arg:--mem-fraction-static=0.8,0.85+ordered",
             Some((None, None, Some("--mem-fraction-static"), 2, true)),
@@ -236,7 +251,10 @@ fn axis_flags_parse() {
 #[test]
 fn the_definition_hash_ignores_slots_and_repeat() {
     let a = build(TWO_BY_TWO).unwrap();
-    let b = build(&format!("repeat = 3\n{TWO_BY_TWO}\n[[slot]]\nenv = {{ X = \"1\" }}\n")).unwrap();
+    let b = build(&format!(
+        "repeat = 3\n{TWO_BY_TWO}\n[[slot]]\nenv = {{ X = \"1\" }}\n"
+    ))
+    .unwrap();
     assert_eq!(a.def_hash(), b.def_hash());
     let c = build(&TWO_BY_TWO.replace("30000", "30001")).unwrap();
     assert_ne!(a.def_hash(), c.def_hash());

@@ -22,7 +22,8 @@ fn row(index: usize, values: [&str; 2], runs: Vec<RunResult>) -> CellRow {
         index,
         label: format!("FLASHMLA={} torch.compile={}", values[0], values[1]),
         values: values.iter().map(|s| s.to_string()).collect(),
-        state: CellState::Done { runs },
+        state: CellState::Done,
+        runs,
     }
 }
 
@@ -92,12 +93,22 @@ fn repeats_show_medians_and_spread() {
         index: 0,
         label: "A=1".into(),
         values: vec!["1".into()],
-        state: CellState::Done { runs },
+        state: CellState::Done,
+        runs,
     }];
     let (header, body) = text_rows(&axes, &rows);
     assert_eq!(
         header,
-        ["#", "A", "verdict", "signature", "phase", "ready", "rps", "notes"]
+        [
+            "#",
+            "A",
+            "verdict",
+            "signature",
+            "phase",
+            "ready",
+            "rps",
+            "notes"
+        ]
     );
     assert_eq!(body[0][2], "failed 1/4, ready 3/4");
     assert_eq!(body[0][5], "11.0s (10.0s–12.0s)");
@@ -133,11 +144,14 @@ fn skipped_cells_say_why() {
     let (axes, mut rows) = two_by_two();
     rows[3].state = CellState::Skipped {
         reason: "not run: mem stopped after cuda_oom".into(),
-        runs: vec![],
     };
+    rows[3].runs.clear();
     let (_, body) = text_rows(&axes, &rows);
     assert_eq!(body[3][3], "skipped");
-    assert_eq!(body[3].last().unwrap(), "not run: mem stopped after cuda_oom");
+    assert_eq!(
+        body[3].last().unwrap(),
+        "not run: mem stopped after cuda_oom"
+    );
     let g = groups(&axes, &rows);
     assert_eq!(
         g.last().unwrap().sentence,
