@@ -8,7 +8,8 @@
 //! Templates: `{name}` in the command, env values, cwd and the bench command is replaced by a
 //! variable: an axis value (by axis name), a `vars` entry of the base or of the cell's slot,
 //! `{slot}` (the slot number) and `{cell}` (the cell number). Only `{identifier}` is a template,
-//! so JSON in an argument is left alone; an unknown name is an error before anything launches.
+//! so JSON in an argument is left alone, and so is the shell's `${VAR}`; an unknown name is an
+//! error before anything launches.
 
 pub mod bench;
 pub mod runner;
@@ -329,17 +330,23 @@ pub fn read_file(path: &Path) -> Result<MatrixFile> {
 
 fn template_re() -> &'static Regex {
     static RE: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"\{([A-Za-z_][A-Za-z0-9_.-]*)\}").expect("valid regex"))
+    // A `$` in front is the shell's `${VAR}`, left to the shell.
+    RE.get_or_init(|| Regex::new(r"(\$?)\{([A-Za-z_][A-Za-z0-9_.-]*)\}").expect("valid regex"))
 }
 
 /// Replaces `{name}` by its variable; an unknown name is an error naming `what`.
 pub fn expand(text: &str, vars: &BTreeMap<String, String>, what: &str) -> Result<String> {
     let mut missing = None;
-    let out = template_re().replace_all(text, |c: &regex::Captures<'_>| match vars.get(&c[1]) {
-        Some(v) => v.clone(),
-        None => {
-            missing.get_or_insert_with(|| c[1].to_string());
-            c[0].to_string()
+    let out = template_re().replace_all(text, |c: &regex::Captures<'_>| {
+        if !c[1].is_empty() {
+            return c[0].to_string();
+        }
+        match vars.get(&c[2]) {
+            Some(v) => v.clone(),
+            None => {
+                missing.get_or_insert_with(|| c[2].to_string());
+                c[0].to_string()
+            }
         }
     });
     if let Some(m) = missing {

@@ -177,11 +177,11 @@ fn mistakes_are_named_before_anything_launches() {
 #[test]
 fn json_in_arguments_is_not_a_template() {
     let m = build(
-        "[base]\ncommand = [\"x\", '{\"a\": 1}', \"{A}\"]\n[[axis]]\nenv = \"A\"\nvalues = [7]\n",
+        "[base]\ncommand = [\"x\", '{\"a\": 1}', \"{A}\", \"${HOME}/{A}\"]\n[[axis]]\nenv = \"A\"\nvalues = [7]\n",
     )
     .unwrap();
     let l = m.launch_of(&m.cells[0], 0).unwrap();
-    assert_eq!(l.command, ["x", "{\"a\": 1}", "7"]);
+    assert_eq!(l.command, ["x", "{\"a\": 1}", "7", "${HOME}/7"]);
 }
 
 #[test]
