@@ -6,52 +6,17 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+mod common;
+
+use common::bounded::run_bounded;
+use common::pg::{AS_POSTGRES, Pg, find_pg, pg_cluster, sh};
 
 /// The longest any single firedup or helper process may run before the test kills it.
 const PROCESS_BOUND: Duration = Duration::from_secs(120);
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-    took: Duration,
-}
-
-/// Runs `cmd` to completion, killing it if it outlives `bound`.
-fn run_bounded(mut cmd: Command, bound: Duration) -> Out {
-    let what = format!("{cmd:?}");
-    let started = Instant::now();
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
-    let pid = child.id();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(bound) {
-        Ok(Ok(out)) => Out {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            took: started.elapsed(),
-        },
-        Ok(Err(e)) => panic!("waiting for {what}: {e}"),
-        Err(_) => {
-            // SAFETY: kill(2) on the pid of our own child, which has not been reaped (its waiter
-            // thread is still blocked in wait).
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-            panic!("{what} ran past the process-level bound of {bound:?}");
-        }
-    }
-}
 
 /// One test's firedup: its own state directory.
 struct Firedup {
@@ -329,98 +294,6 @@ fn redis_bad_config_option_is_config_error() {
 }
 
 // ---------------------------------------------------------------- PostgreSQL
-
-struct Pg {
-    initdb: PathBuf,
-    postgres: PathBuf,
-}
-
-/// Finds initdb and postgres (in /usr/lib/postgresql/*/bin, else on PATH) and checks the
-/// `postgres` user exists. None (the test is skipped) only when neither binaries nor user exist.
-fn find_pg() -> Option<Pg> {
-    let mut bins: Option<Pg> = None;
-    if let Ok(rd) = std::fs::read_dir("/usr/lib/postgresql") {
-        let mut dirs: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path()).collect();
-        dirs.sort();
-        for d in dirs.iter().rev() {
-            let (i, p) = (d.join("bin/initdb"), d.join("bin/postgres"));
-            if i.is_file() && p.is_file() {
-                bins = Some(Pg {
-                    initdb: i,
-                    postgres: p,
-                });
-                break;
-            }
-        }
-    }
-    if bins.is_none() {
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        for d in std::env::split_paths(&path) {
-            let (i, p) = (d.join("initdb"), d.join("postgres"));
-            if i.is_file() && p.is_file() {
-                bins = Some(Pg {
-                    initdb: i,
-                    postgres: p,
-                });
-                break;
-            }
-        }
-    }
-    let user = Command::new("id")
-        .args(["-u", "postgres"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    match (bins, user) {
-        (None, false) => {
-            eprintln!("SKIPPED: no PostgreSQL binaries and no postgres user on this machine");
-            None
-        }
-        (Some(b), true) => Some(b),
-        (b, u) => panic!(
-            "PostgreSQL half installed: binaries found: {}, postgres user exists: {u}",
-            b.is_some()
-        ),
-    }
-}
-
-fn sh(args: &[&str]) {
-    let mut c = Command::new(args[0]);
-    c.args(&args[1..]);
-    let o = run_bounded(c, PROCESS_BOUND);
-    assert_eq!(o.code, 0, "{args:?}: {}{}", o.stdout, o.stderr);
-}
-
-const AS_POSTGRES: [&str; 4] = [
-    "setpriv",
-    "--reuid=postgres",
-    "--regid=postgres",
-    "--init-groups",
-];
-
-/// A world-traversable tempdir owned by postgres, with an initialised cluster in DIR/data.
-fn pg_cluster(pg: &Pg) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().to_str().unwrap();
-    sh(&["chmod", "755", d]);
-    sh(&["chown", "-R", "postgres:postgres", d]);
-    let data = format!("{d}/data");
-    let mut args: Vec<&str> = AS_POSTGRES.to_vec();
-    args.extend([
-        pg.initdb.to_str().unwrap(),
-        "-D",
-        &data,
-        "-A",
-        "trust",
-        "-U",
-        "postgres",
-        "--no-sync",
-    ]);
-    sh(&args);
-    dir
-}
 
 /// `firedup run` args for postgres on `port` as the postgres user, plus `extra` server args.
 fn pg_args<'a>(

@@ -1,6 +1,8 @@
 //! Shared helpers for integration tests: run the real binary with its own state directory.
 #![allow(dead_code)]
 
+pub mod bounded;
+pub mod pg;
 pub mod sshd;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,192 @@
+//! The run history through the real binary: every `run` is recorded, `history` filters, `show` and
+//! `compare` read it back, the progress display gives the ETA from the last run of the same
+//! launch, several firedup processes write at once, and a broken database never changes a
+//! verdict.
+
+mod common;
+
+use std::time::Duration;
+
+use common::Env;
+
+const SERVER: &str = "echo 'Load weight begin'; sleep 0.3; echo 'Capture cuda graph begin'; sleep 0.6; echo 'The server is fired up and ready to roll!'; sleep 300";
+
+fn run_server(env: &Env, extra_env: &[&str]) -> common::Run {
+    let mut args = vec![
+        "run",
+        "--json",
+        "--profile",
+        "sglang",
+        "--no-probe",
+        "--stall",
+        "30s",
+    ];
+    for e in extra_env {
+        args.push("--env");
+        args.push(e);
+    }
+    args.extend(["--", "sh", "-c", SERVER]);
+    let r = env.firedup(&args);
+    assert_eq!(r.verdict(), "ready", "{}", r.explain());
+    let s = env.firedup(&["stop", "--grace", "2s", r.run_id()]);
+    assert_eq!(s.code, 0, "{}", s.explain());
+    r
+}
+
+#[test]
+fn runs_are_recorded_listed_shown_and_compared() {
+    let env = Env::new();
+    let a = run_server(&env, &["FLASHMLA=0", "HF_TOKEN=hf_very_secret"]);
+    let b = run_server(&env, &["FLASHMLA=1", "HF_TOKEN=hf_very_secret"]);
+    let failed = env.firedup(&[
+        "run",
+        "--json",
+        "--until",
+        "exit",
+        "--",
+        "sh",
+        "-c",
+        "echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB'; exit 1",
+    ]);
+    assert_eq!(failed.signature(), Some("cuda_oom"), "{}", failed.explain());
+
+    let all = env.firedup(&["history", "--json"]);
+    let rows: Vec<serde_json::Value> = all
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 3, "{}", all.explain());
+    assert_eq!(rows[0]["run_id"], failed.run_id());
+    assert!(
+        !all.stdout.contains("hf_very_secret"),
+        "a secret reached the history"
+    );
+
+    let table: Vec<(Vec<&str>, usize)> = vec![
+        (vec!["--verdict", "ready"], 2),
+        (vec!["--signature", "cuda_oom"], 1),
+        (vec!["--profile", "sglang"], 2),
+        (vec!["--since", "1h"], 3),
+        (vec!["--since", "2000-01-01"], 3),
+        (vec!["--host", "gpu-box"], 0),
+        (vec!["--limit", "1"], 1),
+    ];
+    for (filter, n) in table {
+        let mut args = vec!["history", "--json"];
+        args.extend(&filter);
+        let r = env.firedup(&args);
+        assert_eq!(r.code, 0, "{filter:?}: {}", r.explain());
+        assert_eq!(r.stdout.lines().count(), n, "{filter:?}: {}", r.explain());
+    }
+
+    let show = env.firedup(&["show", a.run_id()]);
+    assert_eq!(show.code, 0, "{}", show.explain());
+    for want in [
+        "ready",
+        "env       FLASHMLA=0",
+        "env       HF_TOKEN=<redacted>",
+        "phase     load_weights",
+        "phase     capture_cuda_graph",
+    ] {
+        assert!(
+            show.stdout.contains(want),
+            "missing {want:?}: {}",
+            show.explain()
+        );
+    }
+    let cmp = env.firedup(&["compare", a.run_id(), b.run_id()]);
+    assert_eq!(cmp.code, 0, "{}", cmp.explain());
+    assert!(cmp.stdout.contains("env FLASHMLA *"), "{}", cmp.explain());
+    assert!(
+        cmp.stdout.contains("phase capture_cuda_graph"),
+        "{}",
+        cmp.explain()
+    );
+    assert!(!cmp.stdout.contains("env HF_TOKEN *"), "{}", cmp.explain());
+
+    let missing = env.firedup(&["show", "no-such-run"]);
+    assert_eq!(missing.code, 2);
+    assert!(
+        missing
+            .stderr
+            .contains("no run \"no-such-run\" in the history"),
+        "{}",
+        missing.explain()
+    );
+}
+
+#[test]
+fn the_second_run_of_a_launch_shows_how_long_its_phases_took_last_time() {
+    let env = Env::new();
+    let first = run_server(&env, &[]);
+    assert!(!first.stderr.contains("last time"), "{}", first.explain());
+    let second = run_server(&env, &[]);
+    assert!(
+        second.stderr.contains("phase capture_cuda_graph (took"),
+        "{}",
+        second.explain()
+    );
+    assert!(second.stderr.contains("last time)"), "{}", second.explain());
+}
+
+#[test]
+fn concurrent_firedup_processes_all_land_in_the_history() {
+    let env = Env::new();
+    let n = 8;
+    let children: Vec<std::process::Child> = (0..n)
+        .map(|i| {
+            env.cmd()
+                .args(["run", "--json", "--until", "exit", "--", "sh", "-c"])
+                .arg(format!("echo job {i}"))
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = common::bounded::wait_output(c, Duration::from_secs(60));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(!out.stderr.contains("not recorded"), "{}", out.stderr);
+    }
+    let h = env.firedup(&["history", "--json", "--limit", "0"]);
+    assert_eq!(h.stdout.lines().count(), n, "{}", h.explain());
+}
+
+#[test]
+fn a_broken_history_never_changes_the_verdict() {
+    let env = Env::new();
+    let db = env.state.path().join("history.sqlite");
+    let junk = vec![0x5au8; 4096];
+    std::fs::write(&db, &junk).unwrap();
+    let r = env.firedup(&["run", "--json", "--until", "exit", "--", "true"]);
+    assert_eq!(r.code, 0, "{}", r.explain());
+    assert_eq!(r.verdict(), "succeeded");
+    assert!(
+        r.stderr
+            .contains("this run was not recorded in the history"),
+        "{}",
+        r.explain()
+    );
+    let h = env.firedup(&["history"]);
+    assert_eq!(h.code, 2);
+    assert!(h.stderr.contains("left untouched"), "{}", h.explain());
+    assert_eq!(
+        std::fs::read(&db).unwrap(),
+        junk,
+        "the broken file was rewritten"
+    );
+
+    // FIREDUP_HISTORY points elsewhere; off records nothing.
+    let other = env.path("elsewhere.sqlite");
+    let r = env.cmd_json(
+        &["run", "--json", "--until", "exit", "--", "true"],
+        &[("FIREDUP_HISTORY", other.to_str().unwrap())],
+    );
+    assert_eq!(r.code, 0, "{}", r.explain());
+    assert!(other.is_file());
+    let off = env.cmd_json(&["history"], &[("FIREDUP_HISTORY", "off")]);
+    assert_eq!(off.code, 2);
+    assert!(off.stderr.contains("history is off"), "{}", off.explain());
+}
