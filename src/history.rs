@@ -90,7 +90,7 @@ pub fn database_path() -> Option<PathBuf> {
     let dir = crate::rundir::state_root();
     if let Some(fs) = network_fs(&dir) {
         let uid = rustix::process::getuid().as_raw();
-        tracing_note(&format!(
+        note_once(&format!(
             "the state dir {} is on {fs}, where SQLite cannot lock safely; history is kept in /var/tmp/firedup-{uid}",
             dir.display()
         ));
@@ -102,7 +102,7 @@ pub fn database_path() -> Option<PathBuf> {
 }
 
 /// Notes about where history lives go to stderr once per process.
-fn tracing_note(text: &str) {
+fn note_once(text: &str) {
     static SAID: std::sync::Once = std::sync::Once::new();
     SAID.call_once(|| eprintln!("firedup: note: {text}"));
 }
