@@ -1467,7 +1467,9 @@ fn bench_classify() {
         fs::write(&sample, &data[..end]).unwrap();
     }
     let sample_size = fs::metadata(&sample).unwrap().len() as f64;
-    let slow = [3usize, 4, 5, 6, 8, 10];
+    // The engine path and protos A and C no longer run the Unicode set on ASCII lines
+    // (src/classify.rs fast path): only proto B and the Unicode-mode tools are slow.
+    let slow = [5usize, 8, 10];
     let path_of = |k: usize| if slow.contains(&k) { &sample } else { &log };
     let size_of = |k: usize| if slow.contains(&k) { sample_size } else { size };
     println!(
@@ -1489,7 +1491,20 @@ fn bench_classify() {
         "LC_ALL=C grep -c -E -f",
         "rg -c -f",
         "rg --no-unicode -c -f",
+        "Classifier::classify alone (cleaned lines already in memory)",
     ];
+    // The classifier alone: every cleaned line of the log in memory first.
+    let cleaned: Vec<String> = {
+        let mut follower = LogFollower::new(&log, DEFAULT_LINE_CAP);
+        let mut buf = Vec::new();
+        follower.finish(&mut buf);
+        buf.into_iter()
+            .filter_map(|ev| match ev {
+                FollowEvent::Line(raw) => Some(clean_text(&raw.bytes)),
+                _ => None,
+            })
+            .collect()
+    };
     let mut t: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
     let mut reference = Counts::default();
     let mut proto = Vec::new();
@@ -1525,18 +1540,20 @@ fn bench_classify() {
             None
         });
         go(4, &mut || {
-            proto.push(fast_pass(path_of(4), &classifier, Prefilter::None));
+            proto.push((4, fast_pass(path_of(4), &classifier, Prefilter::None)));
             None
         });
         go(5, &mut || {
-            proto.push(fast_pass(path_of(5), &classifier, Prefilter::Unicode(&set)));
+            proto.push((
+                5,
+                fast_pass(path_of(5), &classifier, Prefilter::Unicode(&set)),
+            ));
             None
         });
         go(6, &mut || {
-            proto.push(fast_pass(
-                path_of(6),
-                &classifier,
-                Prefilter::Ascii(&ascii_set),
+            proto.push((
+                6,
+                fast_pass(path_of(6), &classifier, Prefilter::Ascii(&ascii_set)),
             ));
             None
         });
@@ -1566,6 +1583,14 @@ fn bench_classify() {
                     .arg(&log),
             )
         });
+        go(12, &mut || {
+            let mut c = Counts::default();
+            for l in &cleaned {
+                c.add(&classifier.classify(l));
+            }
+            std::hint::black_box(c);
+            None
+        });
         if has_rg {
             go(10, &mut || {
                 tool(
@@ -1585,6 +1610,7 @@ fn bench_classify() {
             });
         }
     }
+    drop(cleaned);
     let med: Vec<f64> = t.iter_mut().map(|v| median(v)).collect();
     // Throughput of figure k (each on its own file).
     let g = |k: usize| size_of(k) / med[k] / 1e9;
@@ -1599,7 +1625,7 @@ fn bench_classify() {
     };
     let engine = g(3);
     row(
-        "engine path*: LogFollower → clean_text → Classifier::classify",
+        "engine path: LogFollower → clean_text → Classifier::classify",
         engine * 1e3,
         alt_name,
         alt * 1e3,
@@ -1608,7 +1634,7 @@ fn bench_classify() {
         engine >= alt && engine > 1.0,
     );
     row(
-        "engine path*",
+        "engine path",
         engine * 1e3,
         "grep -c -E -f*",
         g(8) * 1e3,
@@ -1617,7 +1643,7 @@ fn bench_classify() {
         engine >= g(8),
     );
     row(
-        "engine path*",
+        "engine path",
         engine * 1e3,
         "LC_ALL=C grep -c -E -f",
         g(9) * 1e3,
@@ -1627,13 +1653,24 @@ fn bench_classify() {
     );
     if has_rg {
         row(
-            "engine path*",
+            "engine path",
             engine * 1e3,
             "rg --no-unicode -c -f",
             g(11) * 1e3,
             "MB/s",
             "≥ rg",
             engine >= g(11),
+        );
+    }
+    if has_rg {
+        row(
+            "Classifier::classify alone (lines in memory)",
+            g(12) * 1e3,
+            "rg --no-unicode -c -f",
+            g(11) * 1e3,
+            "MB/s",
+            "≥ rg and > 1 GB/s",
+            g(12) >= g(11) && g(12) > 1.0,
         );
     }
     let best = g(7);
@@ -1674,17 +1711,26 @@ fn bench_classify() {
         }
     }
     profile_classify(&sample, &classifier, &pats);
-    println!("counts (engine, on the sample): {reference:?}");
-    // Proto D ran on the whole log: check it on the sample, against the engine's counts there.
-    proto.push(fast_pass(
-        &sample,
-        &classifier,
-        Prefilter::AsciiFull(&ascii_set, &kinds, &progress),
+    println!("counts (engine, on the whole log): {reference:?}");
+    // Proto D ran on the whole log: check it on the sample too (keyed as a sample figure).
+    let reference_sample = engine_pass(&sample, Stage::Classify, &classifier);
+    proto.push((
+        5,
+        fast_pass(
+            &sample,
+            &classifier,
+            Prefilter::AsciiFull(&ascii_set, &kinds, &progress),
+        ),
     ));
-    let same = proto.iter().all(|c| {
+    let same = proto.iter().all(|(k, c)| {
+        let want = if slow.contains(k) {
+            &reference_sample
+        } else {
+            &reference
+        };
         let mut c = c.clone();
-        c.lines = reference.lines; // prototypes that skip a line count it without classifying
-        c == reference
+        c.lines = want.lines; // prototypes that skip a line count it without classifying
+        c == *want
     });
     println!("prototype counts equal the engine's on every run: {same}");
     assert!(same, "the prototype changed a classification: {proto:?}");

@@ -3,6 +3,15 @@
 //!
 //! Pure and per line: no state, no I/O. All patterns are compiled into one `RegexSet`, so a line is
 //! scanned once whatever the size of the catalog.
+//!
+//! Fast path: most lines are ASCII, and on ASCII text the ASCII and Unicode meanings of `\w`, `\b`,
+//! `\s`, `\d`, `(?i)` and negated classes agree. So the patterns are compiled a second time as an
+//! ASCII byte set (a much smaller lazy DFA, about 500× faster than the Unicode one with the
+//! catalog), which answers for ASCII lines: first `is_match` (most lines match nothing), then
+//! `matches` on a hit. Other lines go to the Unicode set. The answer is the same either way
+//! (`classify_reference` is the Unicode-only path the tests compare against).
+
+use std::sync::OnceLock;
 
 use regex::{Regex, RegexSet};
 use serde::Deserialize;
@@ -102,7 +111,15 @@ pub struct ClassifierSpec {
 /// A compiled classifier.
 #[derive(Debug, Clone)]
 pub struct Classifier {
-    set: RegexSet,
+    patterns: Vec<String>,
+    /// The patterns with ASCII semantics, for ASCII lines; None when a pattern cannot be compiled
+    /// that way or is not ASCII itself (then every line goes to `wide`).
+    ascii: Option<regex::bytes::RegexSet>,
+    /// For the other lines, built on the first one.
+    wide: OnceLock<Wide>,
+    /// The patterns as one Unicode `RegexSet`: what `classify` answered with before the fast
+    /// paths, built only for [`Classifier::classify_reference`].
+    reference: OnceLock<RegexSet>,
     slots: Vec<Slot>,
     phase_names: Vec<String>,
     ready_count: usize,
@@ -177,16 +194,23 @@ impl Classifier {
             patterns.push(p.clone());
             slots.push(Slot::Phase(i));
         }
-        let set = regex::RegexSetBuilder::new(&patterns)
-            .dfa_size_limit(64 << 20)
-            .build()
-            .map_err(|e| PatternError {
+        let ascii = ascii_set(&patterns);
+        let wide = OnceLock::new();
+        if ascii.is_none() {
+            // Every line goes there: build it now, so a pattern set too large to build is an
+            // error here rather than a slower watch later.
+            let w = Wide::new(&patterns).ok_or_else(|| PatternError {
                 origin: "pattern set".into(),
                 pattern: String::new(),
-                message: e.to_string(),
+                message: "the patterns together exceed the regex size limit".into(),
             })?;
+            let _ = wide.set(w);
+        }
         Ok(Classifier {
-            set,
+            patterns,
+            ascii,
+            wide,
+            reference: OnceLock::new(),
             slots,
             phase_names: spec.phases.iter().map(|(n, _)| n.clone()).collect(),
             ready_count: spec.ready_lines.len(),
@@ -204,8 +228,44 @@ impl Classifier {
     }
 
     pub fn classify(&self, text: &str) -> LineClass {
+        let bytes = text.as_bytes();
+        let mut class = match &self.ascii {
+            Some(ascii) if bytes.is_ascii() => {
+                if ascii.is_match(bytes) {
+                    self.resolve(ascii.matches(bytes).iter())
+                } else {
+                    LineClass::default()
+                }
+            }
+            _ => {
+                let wide = self.wide.get_or_init(|| {
+                    Wide::new(&self.patterns).unwrap_or_else(|| Wide::singles_only(&self.patterns))
+                });
+                self.resolve(wide.matches(&self.patterns, text).into_iter())
+            }
+        };
+        class.progress = self.progress(text);
+        class
+    }
+
+    /// The same answer as [`Classifier::classify`] by the Unicode set alone (no fast path): what
+    /// the fast path is checked against.
+    #[doc(hidden)]
+    pub fn classify_reference(&self, text: &str) -> LineClass {
+        let set = self.reference.get_or_init(|| {
+            regex::RegexSetBuilder::new(&self.patterns)
+                .dfa_size_limit(64 << 20)
+                .build()
+                .expect("the patterns compiled one by one")
+        });
+        let mut class = self.resolve(set.matches(text).iter());
+        class.progress = self.progress_reference(text);
+        class
+    }
+
+    fn resolve(&self, matched: impl Iterator<Item = usize>) -> LineClass {
         let mut class = LineClass::default();
-        for i in self.set.matches(text).iter() {
+        for i in matched {
             match self.slots[i] {
                 Slot::Failure(hit) => {
                     if !class.hits.contains(&hit) {
@@ -228,11 +288,37 @@ impl Classifier {
                 h.strength == Strength::Evidence,
             )
         });
-        class.progress = self.progress(text);
         class
     }
 
+    /// A progress fraction: `percent` needs a `%`, `counter` a digit, `/`, digit; on an ASCII line
+    /// a byte scan rules both out before any regex runs (a date or a path has `/` but seldom
+    /// digit/digit with the separators the counter wants; those still go to the regex).
     fn progress(&self, text: &str) -> Option<f64> {
+        let b = text.as_bytes();
+        if !b.is_ascii() {
+            return self.progress_reference(text);
+        }
+        let percent = memchr_byte(b'%', b);
+        let counter = has_digit_slash_digit(b);
+        if !percent && !counter {
+            return None;
+        }
+        if percent {
+            if let Some(c) = self.percent.captures(text) {
+                let v: f64 = c[1].parse().ok()?;
+                if (0.0..=100.0).contains(&v) {
+                    return Some(v / 100.0);
+                }
+            }
+        }
+        if !counter {
+            return None;
+        }
+        self.counter_fraction(text)
+    }
+
+    fn progress_reference(&self, text: &str) -> Option<f64> {
         if !text.contains('%') && !text.contains('/') {
             return None;
         }
@@ -242,11 +328,188 @@ impl Classifier {
                 return Some(v / 100.0);
             }
         }
+        self.counter_fraction(text)
+    }
+
+    fn counter_fraction(&self, text: &str) -> Option<f64> {
         let c = self.counter.captures(text)?;
         let n: f64 = c[1].parse().ok()?;
         let total: f64 = c[2].parse().ok()?;
         (total > 0.0 && n <= total).then(|| n / total)
     }
+}
+
+/// The matcher for lines with non-ASCII text. A Unicode `RegexSet` of the catalog searches such a
+/// line with its slowest engine (~300 µs a line): its lazy DFA cannot decide a Unicode word
+/// boundary next to a non-ASCII byte and gives up. So `loose` is the set with every word-boundary
+/// assertion dropped (each pattern then matches a superset of what it matched, and the lazy DFA
+/// runs), and a pattern it reports is confirmed by the pattern alone (compiled on first need),
+/// unless it had no word boundary to drop (then `loose` already answered exactly).
+#[derive(Debug, Clone)]
+struct Wide {
+    loose: Option<RegexSet>,
+    /// Per pattern: `loose` holds it unchanged.
+    exact: Vec<bool>,
+    singles: Vec<OnceLock<Regex>>,
+}
+
+impl Wide {
+    fn new(patterns: &[String]) -> Option<Wide> {
+        let loosened: Vec<Option<String>> =
+            patterns.iter().map(|p| drop_word_boundaries(p)).collect();
+        let loose_patterns: Vec<&str> = patterns
+            .iter()
+            .zip(&loosened)
+            .map(|(p, l)| l.as_deref().unwrap_or(p))
+            .collect();
+        let loose = regex::RegexSetBuilder::new(&loose_patterns)
+            .dfa_size_limit(64 << 20)
+            .build()
+            .ok()?;
+        Some(Wide {
+            loose: Some(loose),
+            exact: patterns
+                .iter()
+                .zip(&loosened)
+                .map(|(p, l)| l.as_deref() == Some(p.as_str()))
+                .collect(),
+            singles: patterns.iter().map(|_| OnceLock::new()).collect(),
+        })
+    }
+
+    /// Every pattern alone (the set could not be built).
+    fn singles_only(patterns: &[String]) -> Wide {
+        Wide {
+            loose: None,
+            exact: vec![false; patterns.len()],
+            singles: patterns.iter().map(|_| OnceLock::new()).collect(),
+        }
+    }
+
+    fn matches(&self, patterns: &[String], text: &str) -> Vec<usize> {
+        let candidates: Vec<usize> = match &self.loose {
+            Some(set) => set.matches(text).into_iter().collect(),
+            None => (0..patterns.len()).collect(),
+        };
+        candidates
+            .into_iter()
+            .filter(|&i| {
+                self.exact[i]
+                    || self.singles[i]
+                        .get_or_init(|| Regex::new(&patterns[i]).expect("checked pattern"))
+                        .is_match(text)
+            })
+            .collect()
+    }
+}
+
+/// The pattern with its word-boundary assertions (`\b`, `\B`, `\b{..}`, `\<`, `\>`) removed, so
+/// that it matches a superset of what it matched; None when that is not certain (`\b` inside a
+/// bracket class, verbose mode) or the result does not compile.
+fn drop_word_boundaries(p: &str) -> Option<String> {
+    if verbose(p) {
+        // `#` comments could hold brackets the scan would take for classes.
+        return None;
+    }
+    let mut out = String::with_capacity(p.len());
+    let mut chars = p.chars().peekable();
+    let mut class_depth = 0usize;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                let next = chars.next()?;
+                if class_depth > 0 {
+                    if matches!(next, 'b' | 'B' | '<' | '>') {
+                        return None;
+                    }
+                    out.push('\\');
+                    out.push(next);
+                    continue;
+                }
+                match next {
+                    'b' | 'B' => {
+                        if chars.peek() == Some(&'{') {
+                            for n in chars.by_ref() {
+                                if n == '}' {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    '<' | '>' => {}
+                    _ => {
+                        out.push('\\');
+                        out.push(next);
+                    }
+                }
+            }
+            '[' => {
+                class_depth += 1;
+                out.push(c);
+                // A `]` (or `^]`) right after the opening bracket is a member, not the end.
+                if chars.peek() == Some(&'^') {
+                    out.push(chars.next()?);
+                }
+                if chars.peek() == Some(&']') {
+                    out.push(chars.next()?);
+                }
+            }
+            ']' if class_depth > 0 => {
+                class_depth -= 1;
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    regex::Regex::new(&out).ok()?;
+    Some(out)
+}
+
+/// Whether the pattern turns on the `x` (verbose) flag anywhere.
+fn verbose(p: &str) -> bool {
+    p.match_indices("(?").any(|(i, _)| {
+        p[i + 2..]
+            .chars()
+            .take_while(|c| *c != ')' && *c != ':')
+            .any(|c| c == 'x')
+    })
+}
+
+/// The patterns as one ASCII byte set, when that means the same as the Unicode set on ASCII text:
+/// every pattern must be ASCII itself, name no code point by number (under Unicode `(?i)` a `K`
+/// (Kelvin sign) or `\x{212A}` matches `k`, and `\u{17F}` matches `s`; without Unicode they do
+/// not), and compile without Unicode (`\p{..}` does not).
+fn ascii_set(patterns: &[String]) -> Option<regex::bytes::RegexSet> {
+    let plain =
+        |p: &String| p.is_ascii() && !p.contains("\\x") && !p.contains("\\u") && !p.contains("\\U");
+    if !patterns.iter().all(plain) {
+        return None;
+    }
+    regex::bytes::RegexSetBuilder::new(patterns)
+        .unicode(false)
+        .dfa_size_limit(8 << 20)
+        .build()
+        .ok()
+}
+
+fn memchr_byte(needle: u8, hay: &[u8]) -> bool {
+    hay.contains(&needle)
+}
+
+/// Whether `hay` has an ASCII digit, `/`, an ASCII digit (what `counter` needs on ASCII text).
+fn has_digit_slash_digit(hay: &[u8]) -> bool {
+    let mut from = 1;
+    while let Some(i) = hay
+        .get(from..)
+        .and_then(|h| h.iter().position(|&c| c == b'/'))
+    {
+        let at = from + i;
+        if at + 1 < hay.len() && hay[at - 1].is_ascii_digit() && hay[at + 1].is_ascii_digit() {
+            return true;
+        }
+        from = at + 1;
+    }
+    false
 }
 
 #[cfg(test)]
@@ -396,6 +659,200 @@ mod tests {
                 .starts_with("invalid regex in --ready-line '(unclosed'"),
             "{err}"
         );
+    }
+
+    /// The catalog and every built-in profile's patterns in one classifier: the widest set of
+    /// patterns the fast path must agree on.
+    fn everything() -> Classifier {
+        let profiles = crate::profile::builtin_profiles();
+        let mut signatures = builtin_catalog().signatures;
+        let mut spec = ClassifierSpec::default();
+        for p in &profiles {
+            signatures.extend(p.signatures.iter().cloned());
+            spec.ready_lines.extend(p.ready.iter().cloned());
+            spec.noise.extend(p.noise.iter().cloned());
+            spec.phases.extend(
+                p.phases
+                    .iter()
+                    .map(|ph| (ph.name.clone(), ph.pattern.clone())),
+            );
+        }
+        spec.signatures = signatures;
+        spec.fail_lines = vec![r"(?i)fatal:\s+\w+".into(), r"\bpanicked at\b".into()];
+        Classifier::new(&spec).expect("catalog and profiles compile")
+    }
+
+    /// Every line the repository knows: catalog examples and benign lines, profile examples, and
+    /// every line of the recorded logs under tests/fixtures.
+    fn known_lines() -> Vec<String> {
+        let cat = builtin_catalog();
+        let mut lines: Vec<String> = cat
+            .signatures
+            .iter()
+            .flat_map(|s| s.examples.iter().cloned())
+            .chain(cat.benign.iter().cloned())
+            .collect();
+        for p in crate::profile::builtin_profiles() {
+            lines.extend(p.signatures.iter().flat_map(|s| s.examples.iter().cloned()));
+            lines.extend(p.detect_examples.iter().cloned());
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let mut dirs = vec![root];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap().filter_map(|e| e.ok()) {
+                let path = e.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|x| x == "log") {
+                    let bytes = std::fs::read(&path).unwrap();
+                    for l in bytes.split(|&b| b == b'\n' || b == b'\r') {
+                        lines.push(crate::lines::clean_text(l));
+                    }
+                }
+            }
+        }
+        lines
+    }
+
+    #[test]
+    fn the_fast_path_answers_as_the_unicode_set_on_every_known_line() {
+        let c = everything();
+        assert!(c.ascii.is_some(), "the built-in patterns compile as ASCII");
+        let lines = known_lines();
+        assert!(lines.len() > 1000, "{} lines", lines.len());
+        let mut classified = 0;
+        for l in &lines {
+            let want = c.classify_reference(l);
+            classified += (want != LineClass::default()) as usize;
+            assert_eq!(c.classify(l), want, "{l:?}");
+        }
+        assert!(classified > 100, "only {classified} lines had a class");
+    }
+
+    #[test]
+    fn a_non_ascii_pattern_keeps_every_line_on_the_unicode_set() {
+        // Under Unicode (?i) the Kelvin sign matches 'k': an ASCII set would miss it.
+        let c = Classifier::new(&ClassifierSpec {
+            ready_lines: vec!["(?i)\u{212A}ernel ready".into(), r"\p{Greek}+ ok".into()],
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(c.ascii.is_none());
+        assert_eq!(c.classify("kernel ready").ready, vec![0]);
+        let c = Classifier::new(&ClassifierSpec {
+            ready_lines: vec![r"(?i)\x{212A}ernel ready".into()],
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(c.ascii.is_none());
+        assert_eq!(c.classify("kernel ready").ready, vec![0]);
+        let c = Classifier::new(&ClassifierSpec {
+            ready_lines: vec![r"(?i)\u{17F}tarted".into()],
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(c.ascii.is_none());
+        assert_eq!(c.classify("STARTED").ready, vec![0]);
+    }
+
+    #[test]
+    fn word_boundaries_are_dropped_only_where_the_scan_is_sure() {
+        let table: &[(&str, Option<&str>)] = &[
+            (r"\bCUDA\b error", Some(r"CUDA error")),
+            (
+                r"(?i)\bbind\B: \<x\> \b{start}y\b{end}",
+                Some(r"(?i)bind: x y"),
+            ),
+            (r"\\b literal", Some(r"\\b literal")),
+            (r"[]b\]]x\b", Some(r"[]b\]]x")),
+            (r"[\s\]]x\b", Some(r"[\s\]]x")),
+            (r"[\b]x", None),
+            (r"[^]a]\b", Some(r"[^]a]")),
+            (r"[[:alpha:]]+\bz", Some(r"[[:alpha:]]+z")),
+            (r"\[\bq\]", Some(r"\[q\]")),
+            (r"\p{Greek}\b", Some(r"\p{Greek}")),
+            (r"(?x) a \b # [", None),
+        ];
+        for (p, want) in table {
+            assert_eq!(drop_word_boundaries(p).as_deref(), *want, "{p}");
+        }
+    }
+
+    fn mutate(line: &str, ops: &[(u8, usize, char)]) -> String {
+        let mut chars: Vec<char> = line.chars().collect();
+        for &(op, at, c) in ops {
+            let at = if chars.is_empty() {
+                0
+            } else {
+                at % (chars.len() + 1)
+            };
+            match op % 4 {
+                0 => chars.insert(at, c),
+                1 if at < chars.len() => {
+                    chars.remove(at);
+                }
+                2 if at < chars.len() => chars[at] = c,
+                _ if at < chars.len() => {
+                    let flipped: Vec<char> = if chars[at].is_ascii_lowercase() {
+                        chars[at].to_uppercase().collect()
+                    } else {
+                        chars[at].to_lowercase().collect()
+                    };
+                    chars[at] = flipped[0];
+                }
+                _ => {}
+            }
+        }
+        chars.into_iter().collect()
+    }
+
+    fn interesting_char() -> impl Strategy<Value = char> {
+        prop_oneof![
+            proptest::char::range(' ', '~'),
+            Just('%'),
+            Just('/'),
+            Just('\t'),
+            proptest::char::range('0', '9'),
+            Just('\u{e9}'),
+            Just('\u{212A}'),
+            Just('\u{17F}'),
+            Just('\u{663}'),
+            Just('\u{a0}'),
+            Just('\u{2028}'),
+            Just('\u{3000}'),
+            Just('\u{fffd}'),
+        ]
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        #[test]
+        fn the_fast_path_answers_as_the_unicode_set_on_mutated_lines(
+            pick in any::<proptest::sample::Index>(),
+            ops in proptest::collection::vec((any::<u8>(), any::<usize>(), interesting_char()), 0..6),
+        ) {
+            static LINES: std::sync::OnceLock<(Classifier, Vec<String>)> = std::sync::OnceLock::new();
+            let (c, lines) = LINES.get_or_init(|| {
+                let mut l = known_lines();
+                l.retain(|x| !x.trim().is_empty());
+                (everything(), l)
+            });
+            let line = mutate(pick.get::<String>(lines), &ops);
+            prop_assert_eq!(c.classify(&line), c.classify_reference(&line), "{:?}", line);
+        }
+
+        #[test]
+        fn the_fast_path_answers_as_the_unicode_set_on_random_lines(
+            chars in proptest::collection::vec(interesting_char(), 0..120),
+        ) {
+            static C: std::sync::OnceLock<Classifier> = std::sync::OnceLock::new();
+            let c = C.get_or_init(everything);
+            let line: String = chars.into_iter().collect();
+            prop_assert_eq!(c.classify(&line), c.classify_reference(&line), "{:?}", line);
+        }
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::lines::{LineSplitter, RawLine};
 const CHUNK: usize = 256 * 1024;
 /// Most bytes read in one poll: a huge backlog is handed over in slices, which bounds memory
 /// (the lines of one slice) and lets the event loop judge between slices.
-const MAX_PER_POLL: u64 = 4 * 1024 * 1024;
+const MAX_PER_POLL: u64 = 1024 * 1024;
 
 /// What a poll found.
 #[derive(Debug, Clone, PartialEq, Eq)]

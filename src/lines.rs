@@ -139,6 +139,15 @@ fn memchr2(a: u8, b: u8, hay: &[u8]) -> Option<usize> {
 /// Decodes a raw line for matching and display: invalid UTF-8 replaced, ANSI escape sequences and
 /// other control characters (NUL, backspace, bell) removed, tabs kept.
 pub fn clean_text(bytes: &[u8]) -> String {
+    if bytes
+        .iter()
+        .all(|&b| (0x20..0x7f).contains(&b) || b == b'\t')
+    {
+        // Printable ASCII (most lines): nothing to replace or remove.
+        if let Ok(text) = std::str::from_utf8(bytes) {
+            return text.to_owned();
+        }
+    }
     let text = String::from_utf8_lossy(bytes);
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();

@@ -273,6 +273,17 @@ impl LocalObserver {
 impl Drop for LocalObserver {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        // Remove the inotify watches before the instance is closed: closing an instance that
+        // still has watches waits for their destruction (an SRCU grace period) in `close` or in
+        // the process's exit; removed first, they are destroyed in the background.
+        if let Some(w) = self.watcher.as_mut() {
+            if let Some(dir) = self.watched_dir.take() {
+                let _ = w.unwatch(&dir);
+            }
+            if let Some(run) = &self.target.run {
+                let _ = w.unwatch(&run.path);
+            }
+        }
     }
 }
 
