@@ -287,6 +287,10 @@ pub enum Command {
     RemoteLaunch,
     #[command(name = "__meta", hide = true)]
     Meta { run_id: String },
+    #[command(name = "__cell-finish", hide = true)]
+    CellFinish,
+    #[command(name = "__port-holders", hide = true)]
+    PortHolders { port: u16 },
 }
 
 #[derive(Debug, Subcommand)]
@@ -402,6 +406,8 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Agent => crate::agent::run(),
         Command::RemoteLaunch => crate::agent::remote_launch(),
         Command::Meta { run_id } => crate::agent::meta(&run_id),
+        Command::CellFinish => crate::matrix::host_side::cell_finish(),
+        Command::PortHolders { port } => crate::matrix::host_side::port_holders(port),
     }
 }
 

@@ -12,6 +12,8 @@
 //! error before anything launches.
 
 pub mod bench;
+pub mod host_side;
+mod remote_cell;
 pub mod runner;
 pub mod table;
 pub mod teardown;
@@ -74,6 +76,8 @@ pub struct Base {
     pub phase_timeouts: Vec<String>,
     /// Grace between SIGTERM and SIGKILL at teardown.
     pub grace: Option<String>,
+    /// Run every cell on this SSH host (as for `firedup run --host`).
+    pub host: Option<String>,
     /// Template variables.
     #[serde(default)]
     pub vars: BTreeMap<String, String>,

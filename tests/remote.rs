@@ -745,3 +745,82 @@ fn sshd_killed_and_restarted_mid_watch_is_survived() {
     assert!(stderr.contains("reconnected to fdtest"), "{stderr}");
     assert_each_line_once(&events, 50);
 }
+
+#[test]
+fn a_matrix_runs_its_cells_on_the_host_with_bench_and_teardown_there() {
+    let sshd = Sshd::start();
+    let env = Env::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/servers");
+    let file = env.path("remote-matrix.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"
+[base]
+host = "fdtest"
+command = ["python3", "{server}", "--port", "{port}", "--step", "0.02"]
+profile = "sglang"
+stall = "5s"
+grace = "2s"
+
+[[axis]]
+name = "FLASHMLA"
+env = "SGLANG_SM120_MMA_FLASHMLA"
+values = [0, 1]
+
+[bench]
+command = "python3 {bench} 10"
+metrics = {{ throughput = 'Output token throughput \(tok/s\):\s+([0-9.]+)' }}
+"#,
+            server = fixtures.join("fake_sglang_server.py").display(),
+            bench = fixtures.join("fake_bench.py").display(),
+        ),
+    )
+    .unwrap();
+    let r = fd(
+        &env,
+        &sshd,
+        &["matrix", file.to_str().unwrap(), "--format", "json"],
+    );
+    assert_eq!(r.code, 1, "{}", r.explain());
+    let cells = r.json["cells"].as_array().expect("cells");
+    let ready = &cells[0]["runs"][0];
+    assert_eq!(ready["verdict"], "ready", "{}", r.explain());
+    assert!(
+        ready["metrics"]["throughput"].as_f64().unwrap() > 0.0,
+        "{}",
+        r.explain()
+    );
+    assert_eq!(ready["clean"], true, "{}", r.explain());
+    assert_eq!(
+        cells[1]["runs"][0]["signature"],
+        "cuda_oom",
+        "{}",
+        r.explain()
+    );
+    assert!(r.stderr.contains("on fdtest"), "{}", r.explain());
+    // The bench ran on the host: its output is in the remote run directory.
+    let run_id = ready["run_id"].as_str().unwrap();
+    let bench_log = env
+        .path("remote-state")
+        .join("runs")
+        .join(run_id)
+        .join("bench.log");
+    assert!(
+        std::fs::read_to_string(&bench_log)
+            .unwrap_or_default()
+            .contains("Output token throughput"),
+        "{}",
+        bench_log.display()
+    );
+    // Recorded here, with the host.
+    let h = env.firedup(&["history", "--json", "--host", "fdtest"]);
+    assert_eq!(h.stdout.lines().count(), 2, "{}", h.explain());
+    // The port is free again on the host (which is this machine).
+    std::net::TcpListener::bind(("127.0.0.1", port)).expect("the port was released");
+}

@@ -40,6 +40,8 @@ use crate::verdict::Verdict;
 const INTERRUPTED_EXIT: i32 = 130;
 const DEFAULT_BENCH_TIMEOUT: Duration = Duration::from_secs(600);
 const DEFAULT_GRACE: Duration = Duration::from_secs(10);
+/// How long connecting to the matrix's host may take.
+const REMOTE_CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 
 #[derive(Debug, Args)]
 pub struct MatrixArgs {
@@ -99,6 +101,10 @@ pub struct MatrixArgs {
     /// Grace between SIGTERM and SIGKILL at teardown.
     #[arg(long, value_name = "DURATION")]
     pub grace: Option<String>,
+    /// Run every cell on this SSH host (an alias of ~/.ssh/config, user@host); the bench and
+    /// the teardown checks run there too.
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
     /// The base command (instead of the file's base.command).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -133,6 +139,9 @@ fn definition(a: &MatrixArgs) -> Result<Matrix> {
     }
     if a.grace.is_some() {
         b.grace = a.grace.clone();
+    }
+    if a.host.is_some() {
+        b.host = a.host.clone();
     }
     for e in &a.env {
         let (k, v) = plan::parse_env(e)?;
@@ -315,7 +324,12 @@ pub fn matrix(a: &MatrixArgs) -> Result<i32> {
     });
 
     let display = Display::new();
-    let signals = watch_signals(Arc::clone(&shared), grace)?;
+    let host = m
+        .base
+        .host
+        .as_deref()
+        .map(|h| crate::remote::HostSpec::new(h, REMOTE_CONNECT_TIMEOUT));
+    let signals = watch_signals(Arc::clone(&shared), grace, host.clone())?;
     let ctx = Ctx {
         m: &m,
         matrix_id: &matrix_id,
@@ -324,6 +338,7 @@ pub fn matrix(a: &MatrixArgs) -> Result<i32> {
         allow_dirty: a.allow_dirty,
         display: &display,
         predecessors: m.predecessors(),
+        host,
     };
     std::thread::scope(|s| {
         for slot in 0..slots {
@@ -454,30 +469,48 @@ fn print_dry_run(
     }
 }
 
-struct Shared {
+pub(super) struct Shared {
     board: Mutex<Board>,
     changed: Condvar,
-    cancel: AtomicBool,
+    pub cancel: AtomicBool,
+}
+
+impl Shared {
+    /// Registers a running cell for Ctrl-C.
+    pub fn running(&self, index: usize, r: Running) {
+        self.board.lock().expect("board").running.insert(index, r);
+    }
 }
 
 struct Board {
     rows: Vec<CellRow>,
-    /// Running cells: cell index → the target being watched (for Ctrl-C).
-    running: HashMap<usize, Target>,
+    /// Running cells: cell index → what to stop on Ctrl-C.
+    running: HashMap<usize, Running>,
     /// Why no further cell starts.
     stop_all: Option<String>,
     dirty: bool,
     firedup_error: bool,
 }
 
-struct Ctx<'a> {
-    m: &'a Matrix,
+/// A running cell, as Ctrl-C stops it.
+pub(super) enum Running {
+    Local(Target),
+    /// A run on the matrix's host.
+    Remote {
+        run_id: String,
+    },
+}
+
+pub(super) struct Ctx<'a> {
+    pub m: &'a Matrix,
     matrix_id: &'a str,
-    grace: Duration,
+    pub grace: Duration,
     fail_fast: bool,
     allow_dirty: bool,
-    display: &'a Display,
+    pub display: &'a Display,
     predecessors: Vec<Vec<(usize, usize)>>,
+    /// How to reach the matrix's host, when it has one.
+    pub host: Option<crate::remote::HostSpec>,
 }
 
 /// What a slot should do next.
@@ -640,8 +673,52 @@ fn slot_loop(ctx: &Ctx<'_>, shared: &Shared, slot: usize) {
     }
 }
 
-/// Launches, watches, benches and tears down one run of one cell. `Ok(None)`: interrupted by
-/// Ctrl-C (torn down, not recorded, so `--resume` runs it again).
+/// One run of one cell, ready to launch.
+pub(super) struct Prepared {
+    pub spec: LaunchSpec,
+    pub opts: WatchOptions,
+    pub bench: Option<String>,
+    pub address: Option<crate::profile::Address>,
+    pub label: String,
+    pub index: usize,
+}
+
+/// What running a cell found, before it is recorded.
+pub(super) struct Finished {
+    pub outcome: crate::verdict::Outcome,
+    pub bench: Option<bench::BenchResult>,
+    pub teardown: super::teardown::TeardownCheck,
+}
+
+impl Prepared {
+    /// The env the bench runs with: the cell's, and where to find the server.
+    pub fn bench_env(&self, outcome: &crate::verdict::Outcome) -> Vec<(String, String)> {
+        let mut env = self.spec.env.clone();
+        env.push(("FIREDUP_LOG".into(), outcome.log.clone()));
+        env.push(("FIREDUP_RUN_ID".into(), outcome.run_id.clone()));
+        if let Some(pid) = outcome.pid {
+            env.push(("FIREDUP_PID".into(), pid.to_string()));
+        }
+        if let Some(a) = &self.address {
+            env.push(("FIREDUP_HOST".into(), a.connect_host().to_string()));
+            env.push(("FIREDUP_PORT".into(), a.port.to_string()));
+            env.push(("FIREDUP_URL".into(), a.base_url()));
+        }
+        env
+    }
+}
+
+/// The bench's time limit.
+pub(super) fn bench_timeout(m: &Matrix) -> Duration {
+    match m.bench.as_ref().and_then(|b| b.timeout.as_ref()) {
+        Some(t) => parse_duration(t).unwrap_or(DEFAULT_BENCH_TIMEOUT),
+        None => DEFAULT_BENCH_TIMEOUT,
+    }
+}
+
+/// Launches, watches, benches and tears down one run of one cell, here or on the matrix's host,
+/// and records it. `Ok(None)`: interrupted by Ctrl-C (torn down, not recorded, so `--resume` runs
+/// it again).
 fn run_cell(
     ctx: &Ctx<'_>,
     shared: &Shared,
@@ -652,100 +729,51 @@ fn run_cell(
     let m = ctx.m;
     let cell = &m.cells[index];
     let (spec, opts, bench_cmd) = cell_spec(m, cell, slot)?;
-    let hash = crate::history::launch_hash(&spec, None);
+    let host = m.base.host.as_deref();
+    let hash = crate::history::launch_hash(&spec, host);
     let address = plan::resolve(&opts, &spec.command, "", true)?.address;
-    let port = address.as_ref().map(|a| a.port);
-    // A listener already on the port is not the cell's doing: teardown does not blame it on the
-    // cell (the cell will likely fail with port_in_use, which is the finding).
-    let held_before = port
-        .map(crate::probe::tcp::listener_pids)
-        .unwrap_or_default();
-    if shared.cancel.load(Ordering::SeqCst) {
-        return Ok(None);
-    }
-    let mut launched = launch::launch(&spec)?;
-    let target = Target::from_launch(&launched);
-    shared
-        .board
-        .lock()
-        .expect("board")
-        .running
-        .insert(index, target.clone());
     let mut label = format!("cell {}/{} {}", index + 1, m.cells.len(), cell.label);
     if m.repeat > 1 {
         label.push_str(&format!(" (run {}/{})", repeat + 1, m.repeat));
     }
-    ctx.display.say(&format!(
-        "{label}: started {} (slot {slot})",
-        launched.run.id
-    ));
-    let plan = plan::resolve(
-        &opts,
-        &spec.command,
-        &launched.log.display().to_string(),
-        true,
-    )?;
-    let mut progress = ctx
-        .display
-        .progress(&label, crate::history::last_time(&hash));
-    // The signal thread may have looked for running cells before this one registered.
-    if shared.cancel.load(Ordering::SeqCst) {
-        if let Some(pid) = target.pid {
-            crate::stop::stop_tree(pid, target.start_ticks, ctx.grace);
-        }
-    }
-    let mut outcome = engine::watch(&plan, &target, progress.as_mut(), None)?;
-    progress.finish();
-    let _ = launched.supervisor.try_wait();
-
-    let mut metrics = std::collections::BTreeMap::new();
-    let mut bench_problem = None;
-    if outcome.verdict == Verdict::Ready && !shared.cancel.load(Ordering::SeqCst) {
-        if let Some(cmd) = &bench_cmd {
-            let mut env = spec.env.clone();
-            env.push(("FIREDUP_LOG".into(), outcome.log.clone()));
-            env.push(("FIREDUP_RUN_ID".into(), outcome.run_id.clone()));
-            if let Some(pid) = outcome.pid {
-                env.push(("FIREDUP_PID".into(), pid.to_string()));
-            }
-            if let Some(a) = &address {
-                env.push(("FIREDUP_HOST".into(), a.connect_host().to_string()));
-                env.push(("FIREDUP_PORT".into(), a.port.to_string()));
-                env.push(("FIREDUP_URL".into(), a.base_url()));
-            }
-            let timeout = match m.bench.as_ref().and_then(|b| b.timeout.as_ref()) {
-                Some(t) => parse_duration(t).unwrap_or(DEFAULT_BENCH_TIMEOUT),
-                None => DEFAULT_BENCH_TIMEOUT,
-            };
-            ctx.display
-                .say(&format!("{label}: ready; running the bench"));
-            let res = bench::run(
-                cmd,
-                &env,
-                &launched.run.path.join("bench.log"),
-                timeout,
-                &m.metrics,
-                &shared.cancel,
-            );
-            metrics = res.metrics.clone();
-            bench_problem = res.problem();
-        }
-    }
-    let check = teardown(&target, ctx.grace, port, &held_before);
-    if let Some(g) = outcome.gpu.as_mut() {
-        g.after_teardown_mib = check.gpu_after_mib;
-    }
-    outcome.server_running = !check.clean;
     if shared.cancel.load(Ordering::SeqCst) {
         return Ok(None);
     }
+    let prepared = Prepared {
+        spec,
+        opts,
+        bench: bench_cmd,
+        address,
+        label,
+        index,
+    };
+    let last = crate::history::last_time(&hash);
+    let finished = match host {
+        Some(h) => super::remote_cell::run(ctx, shared, &prepared, h, slot, last)?,
+        None => run_local(ctx, shared, &prepared, slot, last)?,
+    };
+    let Some(Finished {
+        outcome,
+        bench,
+        teardown: check,
+    }) = finished
+    else {
+        return Ok(None);
+    };
+    if shared.cancel.load(Ordering::SeqCst) {
+        return Ok(None);
+    }
+    let metrics = bench
+        .as_ref()
+        .map(|b| b.metrics.clone())
+        .unwrap_or_default();
     let summary = check.summary();
     let mut record = RunRecord::new(
         "matrix",
         hash,
-        &spec.command,
-        &spec.env,
-        Some(spec.profile.clone()),
+        &prepared.spec.command,
+        &prepared.spec.env,
+        Some(prepared.spec.profile.clone()),
         &outcome,
     );
     record.metrics = metrics.clone();
@@ -766,16 +794,85 @@ fn run_cell(
         elapsed_s: outcome.elapsed_s,
         line: outcome.line.as_ref().map(|l| l.text.clone()),
         metrics,
-        bench_problem,
+        bench_problem: bench.as_ref().and_then(|b| b.problem()),
         teardown: summary,
         clean: check.clean,
         resumed: false,
     }))
 }
 
+/// A cell on this machine.
+fn run_local(
+    ctx: &Ctx<'_>,
+    shared: &Shared,
+    p: &Prepared,
+    slot: usize,
+    last: Option<LastTime>,
+) -> Result<Option<Finished>> {
+    let port = p.address.as_ref().map(|a| a.port);
+    // A listener already on the port is not the cell's doing: teardown does not blame it on the
+    // cell (the cell will likely fail with port_in_use, which is the finding).
+    let held_before = port
+        .map(crate::probe::tcp::listener_pids)
+        .unwrap_or_default();
+    let mut launched = launch::launch(&p.spec)?;
+    let target = Target::from_launch(&launched);
+    shared
+        .board
+        .lock()
+        .expect("board")
+        .running
+        .insert(p.index, Running::Local(target.clone()));
+    ctx.display.say(&format!(
+        "{}: started {} (slot {slot})",
+        p.label, launched.run.id
+    ));
+    let plan = plan::resolve(
+        &p.opts,
+        &p.spec.command,
+        &launched.log.display().to_string(),
+        true,
+    )?;
+    let mut progress = ctx.display.progress(&p.label, last);
+    // The signal thread may have looked for running cells before this one registered.
+    if shared.cancel.load(Ordering::SeqCst) {
+        if let Some(pid) = target.pid {
+            crate::stop::stop_tree(pid, target.start_ticks, ctx.grace);
+        }
+    }
+    let mut outcome = engine::watch(&plan, &target, progress.as_mut(), None)?;
+    progress.finish();
+    let _ = launched.supervisor.try_wait();
+    let mut bench_result = None;
+    if outcome.verdict == Verdict::Ready && !shared.cancel.load(Ordering::SeqCst) {
+        if let Some(cmd) = &p.bench {
+            ctx.display
+                .say(&format!("{}: ready; running the bench", p.label));
+            bench_result = Some(bench::run(
+                cmd,
+                &p.bench_env(&outcome),
+                &launched.run.path.join("bench.log"),
+                bench_timeout(ctx.m),
+                &ctx.m.metrics,
+                &shared.cancel,
+            ));
+        }
+    }
+    let check = teardown(&target, ctx.grace, port, &held_before);
+    if let Some(g) = outcome.gpu.as_mut() {
+        g.after_teardown_mib = check.gpu_after_mib;
+    }
+    outcome.server_running = !check.clean;
+    Ok(Some(Finished {
+        outcome,
+        bench: bench_result,
+        teardown: check,
+    }))
+}
+
 /// Progress on stderr: on a terminal, one line per running cell under the finished rows;
 /// otherwise plain lines.
-struct Display {
+pub(super) struct Display {
     multi: Option<MultiProgress>,
 }
 
@@ -787,7 +884,7 @@ impl Display {
         }
     }
 
-    fn say(&self, text: &str) {
+    pub fn say(&self, text: &str) {
         match &self.multi {
             Some(m) => {
                 let _ = m.println(text);
@@ -824,7 +921,7 @@ impl Display {
         self.say(&text);
     }
 
-    fn progress(&self, label: &str, last_time: Option<LastTime>) -> Box<dyn Progress> {
+    pub fn progress(&self, label: &str, last_time: Option<LastTime>) -> Box<dyn Progress> {
         match &self.multi {
             Some(multi) => {
                 let bar = multi.add(ProgressBar::new_spinner());
@@ -895,7 +992,11 @@ struct SignalWatch {
     thread: std::thread::JoinHandle<()>,
 }
 
-fn watch_signals(shared: Arc<Shared>, grace: Duration) -> Result<SignalWatch> {
+fn watch_signals(
+    shared: Arc<Shared>,
+    grace: Duration,
+    host: Option<crate::remote::HostSpec>,
+) -> Result<SignalWatch> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
         .map_err(|e| anyhow::anyhow!("cannot handle Ctrl-C: {e}"))?;
@@ -906,14 +1007,27 @@ fn watch_signals(shared: Arc<Shared>, grace: Duration) -> Result<SignalWatch> {
             eprintln!(
                 "firedup: interrupted: tearing down the running cells; finished cells are kept"
             );
-            let targets: Vec<Target> = {
+            let (local, remote): (Vec<Target>, Vec<String>) = {
                 let b = shared.board.lock().expect("board");
-                b.running.values().cloned().collect()
+                let mut local = Vec::new();
+                let mut remote = Vec::new();
+                for r in b.running.values() {
+                    match r {
+                        Running::Local(t) => local.push(t.clone()),
+                        Running::Remote { run_id } => remote.push(run_id.clone()),
+                    }
+                }
+                (local, remote)
             };
             shared.changed.notify_all();
-            for t in targets {
+            for t in local {
                 if let Some(pid) = t.pid {
                     crate::stop::stop_tree(pid, t.start_ticks, grace);
+                }
+            }
+            if let Some(h) = &host {
+                for run_id in remote {
+                    super::remote_cell::stop(h, &run_id, grace);
                 }
             }
         }

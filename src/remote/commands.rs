@@ -59,7 +59,7 @@ fn transport_verdict(json: bool, host: &str, reason: String) -> i32 {
 }
 
 /// Runs `f` with an open connection to `host`, on a small runtime of its own.
-fn with_remote<T>(
+pub(crate) fn with_remote<T>(
     host: &HostSpec,
     f: impl for<'a> FnOnce(
         &'a Remote,
@@ -76,7 +76,7 @@ fn with_remote<T>(
     })
 }
 
-fn agent_spec(
+pub(crate) fn agent_spec(
     plan: &Plan,
     run_id: Option<String>,
     log: Option<PathBuf>,
@@ -96,24 +96,25 @@ fn agent_spec(
 }
 
 /// How one remote watch is streamed.
-struct Stream<'a> {
-    host: &'a HostSpec,
-    reconnect_for: Duration,
+pub(crate) struct Stream<'a> {
+    pub(crate) host: &'a HostSpec,
+    pub(crate) reconnect_for: Duration,
     /// The run id or `host:log`, for the progress display.
-    label: &'a str,
+    pub(crate) label: &'a str,
     /// The command that re-attaches later.
-    resume_hint: &'a str,
+    pub(crate) resume_hint: &'a str,
     /// The host was already reached by this command.
-    reached: bool,
+    pub(crate) reached: bool,
     /// How the previous run of the same spec went, for the ETA.
-    last_time: Option<crate::report::LastTime>,
+    pub(crate) last_time: Option<crate::report::LastTime>,
 }
 
-fn judge_remote(
+pub(crate) fn judge_remote(
     plan: &Plan,
     s: &Stream,
     spec: AgentSpec,
     log: &str,
+    progress: &mut dyn engine::Progress,
     events: Option<&mut dyn Write>,
 ) -> Judgement {
     let mut source = RemoteSource::start(
@@ -123,8 +124,7 @@ fn judge_remote(
         s.resume_hint,
         s.reached,
     );
-    let mut progress = report::progress_for_stderr(s.label, s.last_time.clone());
-    engine::judge_loop(plan, Path::new(log), &mut source, progress.as_mut(), events)
+    engine::judge_loop(plan, Path::new(log), &mut source, progress, events)
 }
 
 /// `firedup run --host HOST ... -- COMMAND`.
@@ -189,11 +189,13 @@ pub fn run(
         reached: true,
         last_time: crate::history::last_time(&spec_hash),
     };
+    let mut progress = report::progress_for_stderr(stream.label, stream.last_time.clone());
     let j = judge_remote(
         &plan,
         &stream,
         agent,
         &launched.log,
+        progress.as_mut(),
         events.as_mut().map(|e| e.as_mut() as &mut dyn Write),
     );
     let target = Target {
@@ -345,11 +347,13 @@ pub fn watch(
         reached: run_id.is_some(),
         last_time: crate::history::last_time(&spec_hash),
     };
+    let mut progress = report::progress_for_stderr(stream.label, stream.last_time.clone());
     let j = judge_remote(
         &plan,
         &stream,
         spec,
         &log_shown,
+        progress.as_mut(),
         events.as_mut().map(|e| e.as_mut() as &mut dyn Write),
     );
     let target = Target {

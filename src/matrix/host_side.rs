@@ -1,0 +1,103 @@
+//! The host's side of a matrix cell run with `--host`: `firedup __cell-finish` (bench, then
+//! verified teardown, where the server runs) and `firedup __port-holders PORT` (who listens on
+//! the cell's port before it starts). Requests come as JSON on stdin, answers as JSON on stdout,
+//! so that the port, process and GPU checks are made on the machine they are about.
+
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use super::bench::{self, BenchResult};
+use super::teardown::{TeardownCheck, teardown};
+use crate::engine::Target;
+use crate::rundir::RunDir;
+
+/// What `__cell-finish` is asked to do.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FinishRequest {
+    pub run_id: String,
+    /// Run the bench first (the cell is ready).
+    pub bench: Option<BenchRequest>,
+    pub grace_ms: u64,
+    pub port: Option<u16>,
+    pub held_before: Vec<u32>,
+}
+
+/// A bench to run on the host.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BenchRequest {
+    pub command: String,
+    pub env: Vec<(String, String)>,
+    pub timeout_ms: u64,
+    /// Metric name and regex.
+    pub metrics: Vec<(String, String)>,
+}
+
+/// What `__cell-finish` answers.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FinishAnswer {
+    pub bench: Option<BenchResult>,
+    pub teardown: TeardownCheck,
+}
+
+/// `firedup __cell-finish`.
+pub fn cell_finish() -> Result<i32> {
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+        .context("cannot read the request on stdin")?;
+    let req: FinishRequest = serde_json::from_str(&text).context("bad cell-finish request")?;
+    let run = RunDir::open(&req.run_id)?;
+    let process = run.process();
+    let target = Target {
+        log: std::path::PathBuf::from(run.meta()?.log),
+        pid: process.map(|p| p.pid),
+        start_ticks: process.map(|p| p.start_ticks).filter(|t| *t != 0),
+        run: Some(run.clone()),
+        run_id: run.id.clone(),
+        ..Default::default()
+    };
+    let bench = match &req.bench {
+        Some(b) => {
+            let metrics = b
+                .metrics
+                .iter()
+                .map(|(n, r)| Ok((n.clone(), Regex::new(r)?)))
+                .collect::<Result<Vec<_>>>()?;
+            // Bounded by its timeout; the local firedup's Ctrl-C stops the server, not the bench.
+            let never = AtomicBool::new(false);
+            Some(bench::run(
+                &b.command,
+                &b.env,
+                &run.path.join("bench.log"),
+                Duration::from_millis(b.timeout_ms),
+                &metrics,
+                &never,
+            ))
+        }
+        None => None,
+    };
+    let check = teardown(
+        &target,
+        Duration::from_millis(req.grace_ms),
+        req.port,
+        &req.held_before,
+    );
+    let answer = FinishAnswer {
+        bench,
+        teardown: check,
+    };
+    println!("{}", serde_json::to_string(&answer)?);
+    Ok(0)
+}
+
+/// `firedup __port-holders PORT`: the pids listening on PORT, as a JSON array.
+pub fn port_holders(port: u16) -> Result<i32> {
+    println!(
+        "{}",
+        serde_json::to_string(&crate::probe::tcp::listener_pids(port))?
+    );
+    Ok(0)
+}
