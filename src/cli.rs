@@ -791,20 +791,7 @@ fn watch(
         progress.as_mut(),
         events.as_mut().map(|e| e.as_mut() as &mut dyn Write),
     )?;
-    match &launched_spec {
-        Some((spec, hash)) => crate::history::record_launch("watch", spec, hash, &outcome, None),
-        None => {
-            let r = crate::history::RunRecord::new(
-                "watch",
-                spec_hash,
-                &command,
-                &[],
-                Some(plan.profile.clone()),
-                &outcome,
-            );
-            crate::history::record_quietly(&r);
-        }
-    }
+    crate::history::record_watch(&launched_spec, spec_hash, &command, &plan.profile, &outcome);
     print_outcome(judge.json, &outcome, None, None);
     Ok(outcome.verdict.exit_code())
 }

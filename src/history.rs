@@ -217,6 +217,28 @@ pub fn record_launch(
     record_quietly(&r);
 }
 
+/// Records a watch: with the launch's spec when firedup launched the run (`launched`, with its
+/// hash), else as an attach by log with `spec_hash`.
+pub fn record_watch(
+    launched: &Option<(crate::launch::LaunchSpec, String)>,
+    spec_hash: String,
+    command: &[String],
+    profile: &str,
+    outcome: &Outcome,
+) {
+    match launched {
+        Some((spec, hash)) => record_launch("watch", spec, hash, outcome, None),
+        None => record_quietly(&RunRecord::new(
+            "watch",
+            spec_hash,
+            command,
+            &[],
+            Some(profile.to_string()),
+            outcome,
+        )),
+    }
+}
+
 /// What identifies "the same launch" across runs: command, env (secret values reduced to their
 /// names), working dir, host, profile and the judging options. Hex, 16 digits.
 pub fn spec_hash(

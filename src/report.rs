@@ -35,6 +35,14 @@ pub struct LastTime {
 }
 
 impl LastTime {
+    /// The ETA words at `at`, in `phase` (its name and when it began), or before any phase.
+    pub fn hint_at(&self, phase: Option<&(String, Duration)>, at: Duration) -> Option<String> {
+        match phase {
+            Some((p, since)) => self.hint(Some(p), at.saturating_sub(*since)),
+            None => self.hint(None, at),
+        }
+    }
+
     /// The ETA words for `phase` (or the start, before any phase), `so_far` into it.
     pub fn hint(&self, phase: Option<&str>, so_far: Duration) -> Option<String> {
         let took = match phase {
@@ -190,14 +198,12 @@ impl Progress for TerminalProgress {
         if let Some(w) = s.waiting_for.first().filter(|_| s.waiting_for.len() == 1) {
             msg = format!("{msg} | waiting for {}", truncate(w, 80));
         }
-        if let Some(lt) = &self.last_time {
-            let (phase, since) = match &self.phase {
-                Some((p, since)) => (Some(p.as_str()), *since),
-                None => (None, Duration::ZERO),
-            };
-            if let Some(h) = lt.hint(phase, at.saturating_sub(since)) {
-                msg = format!("{msg} | {h}");
-            }
+        if let Some(h) = self
+            .last_time
+            .as_ref()
+            .and_then(|lt| lt.hint_at(self.phase.as_ref(), at))
+        {
+            msg = format!("{msg} | {h}");
         }
         self.bar.set_message(msg);
     }

@@ -7,26 +7,21 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::Env;
+use common::{Env, free_port};
 
-fn fixture(rel: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/servers")
-        .join(rel)
-        .display()
-        .to_string()
+fn server_fixture(name: &str) -> String {
+    common::fixture(&format!("servers/{name}"))
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// Writes a matrix file into the work dir.
+fn matrix_file(env: &Env, name: &str, text: &str) -> PathBuf {
+    let file = env.path(name);
+    std::fs::write(&file, text).unwrap();
+    file
 }
 
 /// Runs `firedup ARGS` bounded by `bound`: killed and failed past it.
@@ -112,8 +107,8 @@ timeout = "30s"
 metrics = {{ throughput = 'Output token throughput \(tok/s\):\s+([0-9.]+)' }}
 {extra}
 "#,
-            server = fixture("fake_sglang_server.py"),
-            bench = fixture("fake_bench.py"),
+            server = server_fixture("fake_sglang_server.py"),
+            bench = server_fixture("fake_bench.py"),
         ),
     )
     .unwrap();
@@ -367,9 +362,9 @@ fn repeat_and_parallel_slots_report_medians_and_use_every_slot() {
 fn resume_runs_only_what_is_missing() {
     let env = Env::new();
     // Cell b fails; with --fail-fast, c is not run.
-    let file = env.path("resume.toml");
-    std::fs::write(
-        &file,
+    let file = matrix_file(
+        &env,
+        "resume.toml",
         r#"
 [base]
 command = ["sh", "-c", "if [ \"$MODE\" = b ]; then echo 'RuntimeError: CUDA error: an illegal memory access was encountered'; exit 1; fi; echo serving; sleep 300"]
@@ -381,8 +376,7 @@ grace = "2s"
 env = "MODE"
 values = ["a", "b", "c"]
 "#,
-    )
-    .unwrap();
+    );
     let first = bounded(
         &env,
         &["matrix", file.to_str().unwrap(), "--fail-fast"],
@@ -449,7 +443,7 @@ values = ["0.80", "0.85", "0.90", "0.95"]
 ordered = true
 stop_on = ["cuda_oom"]
 "#,
-            server = fixture("fake_sglang_server.py"),
+            server = server_fixture("fake_sglang_server.py"),
         ),
     )
     .unwrap();
@@ -603,9 +597,9 @@ values = ["a", "b"]
 #[test]
 fn ctrl_c_tears_down_the_running_cell_and_keeps_the_finished_ones() {
     let env = Env::new();
-    let file = env.path("ctrlc.toml");
-    std::fs::write(
-        &file,
+    let file = matrix_file(
+        &env,
+        "ctrlc.toml",
         r#"
 [base]
 command = ["sh", "-c", "if [ \"$MODE\" = slow ]; then echo loading; exec sleep 300; fi; echo serving; exec sleep 300"]
@@ -617,8 +611,7 @@ grace = "2s"
 env = "MODE"
 values = ["quick", "slow", "never"]
 "#,
-    )
-    .unwrap();
+    );
     let mut child = env
         .cmd()
         .args(["matrix", file.to_str().unwrap(), "--format", "json"])

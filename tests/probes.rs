@@ -8,23 +8,7 @@ mod common;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 
-use common::Env;
-
-fn fixture(rel: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(rel)
-        .display()
-        .to_string()
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use common::{Env, fixture, free_port};
 
 /// A `vllm` executable (so the command line reads `./vllm serve MODEL --port P`) that runs the
 /// scripted server.

@@ -13,6 +13,7 @@ use std::time::Duration;
 mod common;
 
 use common::bounded::run_bounded;
+use common::free_port;
 use common::pg::{AS_POSTGRES, Pg, find_pg, pg_cluster, sh};
 
 /// The longest any single firedup or helper process may run before the test kills it.
@@ -146,11 +147,6 @@ fn assert_port_probe_held_by_tree(r: &Run, port: &str) {
         "{}",
         r.explain()
     );
-}
-
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
 }
 
 /// A listener holding 127.0.0.1 on some port, kept open by the caller.

@@ -9,10 +9,9 @@ use anyhow::Result;
 
 use super::host_side::{BenchRequest, FinishAnswer, FinishRequest};
 use super::runner::{Ctx, Finished, Prepared, Running, Shared, bench_timeout};
-use crate::agent::RemoteLaunched;
 use crate::engine::Target;
 use crate::remote::HostSpec;
-use crate::remote::commands::{Stream, agent_spec, judge_remote, with_remote};
+use crate::remote::commands::{Stream, agent_spec, judge_remote, launch_on, with_remote};
 use crate::report::LastTime;
 use crate::verdict::Verdict;
 
@@ -45,17 +44,7 @@ pub(super) fn run(
                 }
                 None => Vec::new(),
             };
-            let out = r.firedup(&["__remote-launch"], Some(&request)).await?;
-            if out.code != Some(0) {
-                return Err(format!(
-                    "{}: launching failed: {}",
-                    r.host,
-                    out.stderr.trim().trim_start_matches("firedup: ")
-                ));
-            }
-            let l = serde_json::from_str::<RemoteLaunched>(out.stdout.trim())
-                .map_err(|e| format!("{}: bad answer from the remote launch: {e}", r.host))?;
-            Ok((held, l))
+            Ok((held, launch_on(r, &request).await?))
         })
     });
     let (held_before, launched) = match launched {

@@ -966,14 +966,12 @@ impl Progress for CellBar {
     fn ready(&mut self, _: Duration, _: Option<Duration>) {}
     fn status(&mut self, s: &Status, at: Duration) {
         let mut msg = status_text(s, at);
-        if let Some(lt) = &self.last_time {
-            let (phase, since) = match &self.phase {
-                Some((p, since)) => (Some(p.as_str()), *since),
-                None => (None, Duration::ZERO),
-            };
-            if let Some(h) = lt.hint(phase, at.saturating_sub(since)) {
-                msg = format!("{msg} | {h}");
-            }
+        if let Some(h) = self
+            .last_time
+            .as_ref()
+            .and_then(|lt| lt.hint_at(self.phase.as_ref(), at))
+        {
+            msg = format!("{msg} | {h}");
         }
         self.bar.set_message(msg);
     }

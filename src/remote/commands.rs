@@ -95,6 +95,20 @@ pub(crate) fn agent_spec(
     }
 }
 
+/// Launches the JSON [`crate::launch::LaunchSpec`] `request` on the host, under its supervisor.
+pub(crate) async fn launch_on(r: &Remote, request: &[u8]) -> Result<RemoteLaunched, String> {
+    let out = r.firedup(&["__remote-launch"], Some(request)).await?;
+    if out.code != Some(0) {
+        return Err(format!(
+            "{}: launching failed: {}",
+            r.host,
+            out.stderr.trim().trim_start_matches("firedup: ")
+        ));
+    }
+    serde_json::from_str::<RemoteLaunched>(out.stdout.trim())
+        .map_err(|e| format!("{}: bad answer from the remote launch: {e}", r.host))
+}
+
 /// How one remote watch is streamed.
 pub(crate) struct Stream<'a> {
     pub(crate) host: &'a HostSpec,
@@ -160,18 +174,7 @@ pub fn run(
     let mut events = open_events(&judge.events)?;
     let request = serde_json::to_vec(&spec).context("cannot encode the launch spec")?;
     let launched = with_remote(&hs, |r| {
-        Box::pin(async move {
-            let out = r.firedup(&["__remote-launch"], Some(&request)).await?;
-            if out.code != Some(0) {
-                return Err(format!(
-                    "{}: launching failed: {}",
-                    r.host,
-                    out.stderr.trim().trim_start_matches("firedup: ")
-                ));
-            }
-            serde_json::from_str::<RemoteLaunched>(out.stdout.trim())
-                .map_err(|e| format!("{}: bad answer from the remote launch: {e}", r.host))
-        })
+        Box::pin(async move { launch_on(r, &request).await })
     });
     let launched = match launched {
         Ok(l) => l,
@@ -364,17 +367,7 @@ pub fn watch(
     };
     let mut outcome = engine::outcome(j, &target);
     outcome.host = Some(host.to_string());
-    match &launched_spec {
-        Some((spec, hash)) => crate::history::record_launch("watch", spec, hash, &outcome, None),
-        None => crate::history::record_quietly(&crate::history::RunRecord::new(
-            "watch",
-            spec_hash,
-            &command,
-            &[],
-            Some(plan.profile.clone()),
-            &outcome,
-        )),
-    }
+    crate::history::record_watch(&launched_spec, spec_hash, &command, &plan.profile, &outcome);
     print_outcome(judge.json, &outcome, None, None);
     Ok(outcome.verdict.exit_code())
 }

@@ -14,33 +14,13 @@ pub struct Out {
 /// Runs `cmd` to completion, killing it if it outlives `bound`.
 pub fn run_bounded(mut cmd: Command, bound: Duration) -> Out {
     let what = format!("{cmd:?}");
-    let started = Instant::now();
     let child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
-    let pid = child.id();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(bound) {
-        Ok(Ok(out)) => Out {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            took: started.elapsed(),
-        },
-        Ok(Err(e)) => panic!("waiting for {what}: {e}"),
-        Err(_) => {
-            // SAFETY: kill(2) on the pid of our own child, which has not been reaped (its waiter
-            // thread is still blocked in wait).
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-            panic!("{what} ran past the process-level bound of {bound:?}");
-        }
-    }
+    wait_output(child, bound)
 }
 
 /// Waits for a spawned `child` (stdout/stderr piped or null) to finish, killing it past `bound`.
