@@ -6,7 +6,7 @@
 mod common;
 
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use common::{Env, fixture, free_port};
 
