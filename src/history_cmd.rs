@@ -70,8 +70,9 @@ pub fn history(a: &HistoryArgs) -> Result<i32> {
         println!("no runs recorded yet match (history: {})", h.path.display());
         return Ok(0);
     }
-    let mut t = Table::new();
-    t.load_style(UTF8_FULL_CONDENSED).set_header([
+    // Matrix cells say which cell they were.
+    let cells = runs.iter().any(|r| r.cell.is_some());
+    let mut header = vec![
         "run",
         "ended",
         "verdict",
@@ -81,11 +82,18 @@ pub fn history(a: &HistoryArgs) -> Result<i32> {
         "elapsed",
         "where",
         "metrics",
-    ]);
+    ];
+    if cells {
+        header.insert(1, "cell");
+    }
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(arrangement())
+        .set_header(header);
     let now = crate::rundir::now_unix();
     for r in &runs {
         let o = &r.outcome;
-        t.add_row([
+        let mut row = vec![
             r.run_id.clone(),
             ago(now - r.ended_at),
             o.verdict.as_str().to_string(),
@@ -95,7 +103,14 @@ pub fn history(a: &HistoryArgs) -> Result<i32> {
             secs(o.elapsed_s),
             where_(r),
             metrics_text(r),
-        ]);
+        ];
+        if cells {
+            row.insert(
+                1,
+                r.cell.as_ref().map(|c| c.label.clone()).unwrap_or_default(),
+            );
+        }
+        t.add_row(row);
     }
     println!("{t}");
     Ok(0)
@@ -165,7 +180,7 @@ pub fn compare(a: &str, b: &str, json: bool) -> Result<i32> {
     }
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_content_arrangement(arrangement())
         .set_header(["", a.run_id.as_str(), b.run_id.as_str()]);
     let row = |t: &mut Table, name: &str, x: String, y: String| {
         let mark = if x != y { " *" } else { "" };
@@ -255,6 +270,15 @@ pub fn compare(a: &str, b: &str, json: bool) -> Result<i32> {
     println!("{t}");
     println!("* differs");
     Ok(0)
+}
+
+/// Wrap to the terminal when its width is known and usable; a pseudo-terminal of width 0 (under
+/// `script`, some CI runners) would squeeze every column to one character.
+pub(crate) fn arrangement() -> ContentArrangement {
+    match Table::new().width() {
+        Some(w) if w >= 60 => ContentArrangement::Dynamic,
+        _ => ContentArrangement::Disabled,
+    }
 }
 
 /// `--since`: a duration ago, or an RFC 3339 time (a bare date is midnight UTC).

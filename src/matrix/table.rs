@@ -6,8 +6,10 @@
 
 use std::collections::BTreeMap;
 
+use comfy_table::Table;
 use comfy_table::presets::{ASCII_MARKDOWN, UTF8_FULL_CONDENSED};
-use comfy_table::{ContentArrangement, Table};
+
+use crate::history_cmd::arrangement;
 use serde::{Deserialize, Serialize};
 
 use crate::duration::format_duration;
@@ -387,7 +389,7 @@ pub fn render(
                 t.load_style(ASCII_MARKDOWN);
             } else {
                 t.load_style(UTF8_FULL_CONDENSED)
-                    .set_content_arrangement(ContentArrangement::Dynamic);
+                    .set_content_arrangement(arrangement());
             }
             t.set_header(header);
             for r in body {
