@@ -393,12 +393,21 @@ impl History {
         Ok(h)
     }
 
-    /// Opens the default database; `None` when history is off.
+    /// Opens the default database, and moves into it the runs kept aside while it could not be
+    /// used; `None` when history is off.
     pub fn open_default() -> Result<Option<History>> {
-        match database_path() {
-            Some(p) => History::open(&p).map(Some),
-            None => Ok(None),
+        let Some(path) = database_path() else {
+            return Ok(None);
+        };
+        let mut h = History::open(&path)?;
+        let pending = pending_path(&path);
+        if let Err(e) = h.import_pending(&pending) {
+            eprintln!(
+                "firedup: runs kept in {} could not be added to the history yet: {e:#}",
+                pending.display()
+            );
         }
+        Ok(Some(h))
     }
 
     fn migrate(&mut self) -> rusqlite::Result<()> {
@@ -426,44 +435,7 @@ impl History {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let o = &r.outcome;
-        tx.execute(
-            "INSERT INTO runs (run_id, kind, spec_hash, command, env, host, profile, started_at,
-                ended_at, verdict, signature, reason, line_number, line_text, phase, timeline,
-                ready_s, elapsed_s, metrics, teardown, outcome, version, matrix_id, cell,
-                cell_label, repeat)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
-            params![
-                r.run_id,
-                r.kind,
-                r.spec_hash,
-                serde_json::to_string(&r.command)?,
-                serde_json::to_string(&r.env)?,
-                r.host,
-                r.profile,
-                r.started_at,
-                r.ended_at,
-                o.verdict.as_str(),
-                o.signature.map(|s| s.as_str()),
-                o.reason,
-                o.line.as_ref().map(|l| l.number as i64),
-                o.line.as_ref().map(|l| l.text.clone()),
-                o.phase,
-                serde_json::to_string(&o.timeline)?,
-                o.ready_s,
-                o.elapsed_s,
-                serde_json::to_string(&r.metrics)?,
-                r.teardown,
-                serde_json::to_string(o)?,
-                r.version,
-                r.cell.as_ref().map(|c| c.matrix_id.clone()),
-                r.cell.as_ref().map(|c| c.key.clone()),
-                r.cell.as_ref().map(|c| c.label.clone()),
-                r.cell.as_ref().map(|c| c.repeat),
-            ],
-        )?;
-        let id = tx.last_insert_rowid();
+        let id = insert(&tx, r)?;
         tx.commit()?;
         Ok(id)
     }
@@ -616,6 +588,48 @@ impl History {
     }
 }
 
+/// Inserts one run inside `tx`.
+fn insert(tx: &rusqlite::Transaction<'_>, r: &RunRecord) -> Result<i64> {
+    let o = &r.outcome;
+    tx.execute(
+        "INSERT INTO runs (run_id, kind, spec_hash, command, env, host, profile, started_at,
+                ended_at, verdict, signature, reason, line_number, line_text, phase, timeline,
+                ready_s, elapsed_s, metrics, teardown, outcome, version, matrix_id, cell,
+                cell_label, repeat)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+                ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
+        params![
+            r.run_id,
+            r.kind,
+            r.spec_hash,
+            serde_json::to_string(&r.command)?,
+            serde_json::to_string(&r.env)?,
+            r.host,
+            r.profile,
+            r.started_at,
+            r.ended_at,
+            o.verdict.as_str(),
+            o.signature.map(|s| s.as_str()),
+            o.reason,
+            o.line.as_ref().map(|l| l.number as i64),
+            o.line.as_ref().map(|l| l.text.clone()),
+            o.phase,
+            serde_json::to_string(&o.timeline)?,
+            o.ready_s,
+            o.elapsed_s,
+            serde_json::to_string(&r.metrics)?,
+            r.teardown,
+            serde_json::to_string(o)?,
+            r.version,
+            r.cell.as_ref().map(|c| c.matrix_id.clone()),
+            r.cell.as_ref().map(|c| c.key.clone()),
+            r.cell.as_ref().map(|c| c.label.clone()),
+            r.cell.as_ref().map(|c| c.repeat),
+        ],
+    )?;
+    Ok(tx.last_insert_rowid())
+}
+
 fn json_col<T: serde::de::DeserializeOwned + Default>(
     r: &rusqlite::Row<'_>,
     name: &str,
@@ -672,15 +686,97 @@ pub fn phase_durations(timeline: &[PhaseAt], end_s: f64) -> Vec<(String, f64)> {
         .collect()
 }
 
-/// Records `r` in the default history. A failure never changes the verdict: it is one line on
-/// stderr saying what failed.
+/// Records `r` in the default history. A failure never changes the verdict, and loses no run:
+/// the record is appended to `history-pending.ndjson` next to the database (one line on stderr
+/// says so), and moved into the database by the next firedup that can open it.
 pub fn record_quietly(r: &RunRecord) {
+    let Some(path) = database_path() else {
+        return;
+    };
+    let pending = pending_path(&path);
     let result = History::open_default().and_then(|h| match h {
         Some(mut h) => h.record(r).map(|_| ()),
         None => Ok(()),
     });
     if let Err(e) = result {
-        eprintln!("firedup: this run was not recorded in the history: {e:#}");
+        match append_pending(&pending, r) {
+            Ok(()) => eprintln!(
+                "firedup: this run is not in the history database ({e:#}); it was kept in {} and will be added once the database can be used",
+                pending.display()
+            ),
+            Err(pe) => eprintln!(
+                "firedup: this run was not recorded in the history: {e:#}; keeping it in {} failed too: {pe}",
+                pending.display()
+            ),
+        }
+    }
+}
+
+/// Where records wait while the database cannot be used.
+fn pending_path(db: &Path) -> PathBuf {
+    db.with_file_name("history-pending.ndjson")
+}
+
+fn append_pending(pending: &Path, r: &RunRecord) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(pending)?;
+    // One write of one line: concurrent appenders do not interleave.
+    let mut line = serde_json::to_vec(r)?;
+    line.push(b'\n');
+    f.write_all(&line)?;
+    Ok(())
+}
+
+impl History {
+    /// Moves the records kept in `pending` (while the database could not be used) into it, in one
+    /// transaction; the file is removed only after the commit. Lines that do not parse are kept
+    /// in `pending.bad` rather than dropped.
+    pub fn import_pending(&mut self, pending: &Path) -> Result<usize> {
+        // Take the file first, so a record appended meanwhile is not removed unimported; a file
+        // left taken by a firedup that died while importing is imported too.
+        let taken = pending.with_extension("importing");
+        if !taken.exists() {
+            match std::fs::rename(pending, &taken) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let text = std::fs::read_to_string(&taken)?;
+        let mut bad = Vec::new();
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let mut n = 0;
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let Ok(r) = serde_json::from_str::<RunRecord>(line) else {
+                bad.push(line);
+                continue;
+            };
+            // Imported before, by a firedup that died between its commit and the removal.
+            let seen: bool = tx.query_row(
+                "SELECT EXISTS(SELECT 1 FROM runs WHERE run_id = ?1 AND ended_at = ?2)",
+                params![r.run_id, r.ended_at],
+                |row| row.get(0),
+            )?;
+            if !seen {
+                insert(&tx, &r)?;
+                n += 1;
+            }
+        }
+        tx.commit()?;
+        if !bad.is_empty() {
+            let mut keep = bad.join("\n");
+            keep.push('\n');
+            std::fs::write(pending.with_extension("bad"), keep)?;
+        }
+        std::fs::remove_file(&taken)?;
+        Ok(n)
     }
 }
 

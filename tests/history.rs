@@ -155,7 +155,7 @@ fn concurrent_firedup_processes_all_land_in_the_history() {
 }
 
 #[test]
-fn a_broken_history_never_changes_the_verdict() {
+fn a_broken_history_never_changes_the_verdict_and_loses_no_run() {
     let env = Env::new();
     let db = env.state.path().join("history.sqlite");
     let junk = vec![0x5au8; 4096];
@@ -164,8 +164,7 @@ fn a_broken_history_never_changes_the_verdict() {
     assert_eq!(r.code, 0, "{}", r.explain());
     assert_eq!(r.verdict(), "succeeded");
     assert!(
-        r.stderr
-            .contains("this run was not recorded in the history"),
+        r.stderr.contains("history-pending.ndjson"),
         "{}",
         r.explain()
     );
@@ -177,6 +176,19 @@ fn a_broken_history_never_changes_the_verdict() {
         junk,
         "the broken file was rewritten"
     );
+
+    // Once the broken file is moved aside, the run kept meanwhile is in the history.
+    std::fs::rename(&db, env.state.path().join("history.broken")).unwrap();
+    let h = env.firedup(&["history", "--json"]);
+    assert_eq!(h.code, 0, "{}", h.explain());
+    let rows: Vec<serde_json::Value> = h
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 1, "{}", h.explain());
+    assert_eq!(rows[0]["run_id"], r.run_id());
+    assert!(!env.state.path().join("history-pending.ndjson").exists());
 
     // FIREDUP_HISTORY points elsewhere; off records nothing.
     let other = env.path("elsewhere.sqlite");

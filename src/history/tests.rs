@@ -313,3 +313,34 @@ fn spec_hash_ignores_secret_values_but_not_other_changes() {
     );
     assert_eq!(base.len(), 16);
 }
+
+#[test]
+fn runs_kept_aside_are_imported_once_and_bad_lines_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.sqlite");
+    let pending = pending_path(&db);
+    let a = record("kept-1", Verdict::Ready, None, "redis");
+    let b = record("kept-2", Verdict::Failed, Some(Signature::CudaOom), "redis");
+    append_pending(&pending, &a).unwrap();
+    append_pending(&pending, &b).unwrap();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&pending)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"{not json\n"))
+        .unwrap();
+    let mut h = History::open(&db).unwrap();
+    assert_eq!(h.import_pending(&pending).unwrap(), 2);
+    assert!(!pending.exists());
+    assert_eq!(
+        std::fs::read_to_string(pending.with_extension("bad")).unwrap(),
+        "{not json\n"
+    );
+    assert_eq!(h.find("kept-2").unwrap(), b);
+    // A firedup that died after committing but before removing the file: imported again, no
+    // duplicates.
+    append_pending(&pending, &a).unwrap();
+    std::fs::rename(&pending, pending.with_extension("importing")).unwrap();
+    assert_eq!(h.import_pending(&pending).unwrap(), 0);
+    assert_eq!(h.list(&Filter::default()).unwrap().len(), 2);
+    assert_eq!(h.import_pending(&pending).unwrap(), 0);
+}
