@@ -61,10 +61,12 @@ fn a_redis_matrix_benches_ready_cells_and_names_the_failures() {
         format!(
             r#"
 [base]
-command = ["redis-server", "--port", "{{port}}", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+# With STUBBORN_HELPER=1 the server has a helper that ignores SIGTERM: teardown must SIGKILL it.
+command = ["sh", "-c", "if [ \"$STUBBORN_HELPER\" = 1 ]; then (trap '' TERM; exec sleep 300) & fi; exec redis-server \"$@\"", "sh",
+           "--port", "{{port}}", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
 profile = "redis"
 timeout = "30s"
-grace = "3s"
+grace = "2s"
 
 [[axis]]
 var = "port"
@@ -74,9 +76,18 @@ values = ["{free}", "{taken_port}"]
 arg = "--maxmemory-policy"
 values = ["allkeys-lru", "no-such-policy"]
 
+[[axis]]
+env = "STUBBORN_HELPER"
+values = ["0"]
+
 [[exclude]]
 port = "{taken_port}"
 maxmemory-policy = "no-such-policy"
+
+[[include]]
+port = "{free}"
+maxmemory-policy = "allkeys-lru"
+STUBBORN_HELPER = "1"
 
 [bench]
 command = "redis-benchmark -h 127.0.0.1 -p {{port}} -q -n 2000 -t set,get"
@@ -88,7 +99,10 @@ metrics = {{ set_rps = 'SET: ([0-9.]+) requests per second', get_rps = 'GET: ([0
     .unwrap();
     let (code, json, explain) = matrix_json(&env, &file);
     assert_eq!(code, 1, "{explain}");
-    let ok = cell(&json, &format!("port={free} maxmemory-policy=allkeys-lru"));
+    let ok = cell(
+        &json,
+        &format!("port={free} maxmemory-policy=allkeys-lru STUBBORN_HELPER=0"),
+    );
     let run = &ok["runs"][0];
     assert_eq!(run["verdict"], "ready", "{explain}");
     assert!(
@@ -102,13 +116,13 @@ metrics = {{ set_rps = 'SET: ([0-9.]+) requests per second', get_rps = 'GET: ([0
     assert_eq!(run["clean"], true, "{explain}");
     let bad = cell(
         &json,
-        &format!("port={free} maxmemory-policy=no-such-policy"),
+        &format!("port={free} maxmemory-policy=no-such-policy STUBBORN_HELPER=0"),
     );
     assert_eq!(bad["runs"][0]["verdict"], "failed", "{explain}");
     assert_eq!(bad["runs"][0]["signature"], "config_error", "{explain}");
     let busy = cell(
         &json,
-        &format!("port={taken_port} maxmemory-policy=allkeys-lru"),
+        &format!("port={taken_port} maxmemory-policy=allkeys-lru STUBBORN_HELPER=0"),
     );
     assert_eq!(busy["runs"][0]["signature"], "port_in_use", "{explain}");
     // The other process still holding the port is not the cell's doing: teardown is clean.
@@ -120,8 +134,33 @@ metrics = {{ set_rps = 'SET: ([0-9.]+) requests per second', get_rps = 'GET: ([0
         .map(|g| g["sentence"].as_str().unwrap())
         .collect();
     assert!(
-        groups.contains(&"1 cell failed with port_in_use during starting: port={taken_port} maxmemory-policy=allkeys-lru".replace("{taken_port}", &taken_port.to_string()).as_str()),
+        groups.contains(
+            &format!(
+                "1 cell failed with port_in_use during starting: port={taken_port} maxmemory-policy=allkeys-lru STUBBORN_HELPER=0"
+            )
+            .as_str()
+        ),
         "{groups:?}"
+    );
+    // The cell whose helper ignores SIGTERM: ready, benched, and its teardown needed SIGKILL
+    // but ended clean (nothing left, port free).
+    let stubborn = cell(
+        &json,
+        &format!("port={free} maxmemory-policy=allkeys-lru STUBBORN_HELPER=1"),
+    );
+    let run = &stubborn["runs"][0];
+    assert_eq!(run["verdict"], "ready", "{explain}");
+    assert!(
+        run["metrics"]["set_rps"].as_f64().unwrap() > 0.0,
+        "{explain}"
+    );
+    assert_eq!(run["clean"], true, "{explain}");
+    assert!(
+        run["teardown"]
+            .as_str()
+            .unwrap()
+            .contains("SIGKILL after the 2.0s grace"),
+        "{explain}"
     );
     // The metrics landed in the history.
     let h = env.firedup(&[
