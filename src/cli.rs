@@ -289,8 +289,8 @@ pub enum Command {
     Meta { run_id: String },
     #[command(name = "__cell-finish", hide = true)]
     CellFinish,
-    #[command(name = "__port-holders", hide = true)]
-    PortHolders { port: u16 },
+    #[command(name = "__cell-before", hide = true)]
+    CellBefore { port: Option<u16> },
 }
 
 #[derive(Debug, Subcommand)]
@@ -407,7 +407,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::RemoteLaunch => crate::agent::remote_launch(),
         Command::Meta { run_id } => crate::agent::meta(&run_id),
         Command::CellFinish => crate::matrix::host_side::cell_finish(),
-        Command::PortHolders { port } => crate::matrix::host_side::port_holders(port),
+        Command::CellBefore { port } => crate::matrix::host_side::cell_before(port),
     }
 }
 

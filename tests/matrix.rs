@@ -674,3 +674,55 @@ values = ["quick", "slow", "never"]
         assert!(!common::alive(pid), "{r} is still running");
     }
 }
+
+#[test]
+fn a_gpu_process_that_escaped_the_tree_is_found_by_teardown() {
+    let env = Env::new();
+    let (path, pidfile) = stuck_gpu(&env);
+    // The server double-forks a worker into a session of its own: it is no longer in the
+    // server's process tree, but it is the cell's, and it holds the GPU.
+    let file = matrix_file(
+        &env,
+        "escape.toml",
+        &format!(
+            r#"
+[base]
+command = ["sh", "-c", "(setsid sh -c 'echo $$ > {pidfile}; exec sleep 300' &); echo serving; exec sleep 300"]
+ready_lines = ["serving"]
+grace = "1s"
+
+[[axis]]
+env = "MODE"
+values = ["a", "b"]
+"#
+        ),
+    );
+    let vars = [
+        ("PATH", path.as_str()),
+        ("FAKE_GPU_PIDFILE", pidfile.as_str()),
+    ];
+    let r = bounded(
+        &env,
+        &["matrix", file.to_str().unwrap(), "--format", "json"],
+        &vars,
+        BOUND,
+    );
+    let escaped: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap_or_default()
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    if escaped > 0 {
+        let _ = Command::new("kill")
+            .args(["-9", &escaped.to_string()])
+            .status();
+    }
+    assert_eq!(r.code, 7, "{}", r.explain());
+    let teardown = r.json["cells"][0]["runs"][0]["teardown"].as_str().unwrap();
+    assert!(
+        teardown.contains(&format!("pid {escaped} (sleep 300) 20480 MiB")),
+        "{}",
+        r.explain()
+    );
+    assert_eq!(r.json["cells"][1]["state"], "skipped");
+}

@@ -1,6 +1,6 @@
 //! The host's side of a matrix cell run with `--host`: `firedup __cell-finish` (bench, then
-//! verified teardown, where the server runs) and `firedup __port-holders PORT` (who listens on
-//! the cell's port before it starts). Requests come as JSON on stdin, answers as JSON on stdout,
+//! verified teardown, where the server runs) and `firedup __cell-before [PORT]` (who listens on
+//! the cell's port and uses the GPU before it starts). Requests come as JSON on stdin, answers as JSON on stdout,
 //! so that the port, process and GPU checks are made on the machine they are about.
 
 use std::sync::atomic::AtomicBool;
@@ -11,7 +11,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::bench::{self, BenchResult};
-use super::teardown::{TeardownCheck, teardown};
+use super::teardown::{Before, TeardownCheck, teardown};
 use crate::engine::Target;
 use crate::rundir::RunDir;
 
@@ -23,7 +23,7 @@ pub struct FinishRequest {
     pub bench: Option<BenchRequest>,
     pub grace_ms: u64,
     pub port: Option<u16>,
-    pub held_before: Vec<u32>,
+    pub before: Before,
 }
 
 /// A bench to run on the host.
@@ -83,7 +83,7 @@ pub fn cell_finish() -> Result<i32> {
         &target,
         Duration::from_millis(req.grace_ms),
         req.port,
-        &req.held_before,
+        &req.before,
     );
     let answer = FinishAnswer {
         bench,
@@ -93,11 +93,8 @@ pub fn cell_finish() -> Result<i32> {
     Ok(0)
 }
 
-/// `firedup __port-holders PORT`: the pids listening on PORT, as a JSON array.
-pub fn port_holders(port: u16) -> Result<i32> {
-    println!(
-        "{}",
-        serde_json::to_string(&crate::probe::tcp::listener_pids(port))?
-    );
+/// `firedup __cell-before [PORT]`: the machine before a cell, as JSON ([`Before`]).
+pub fn cell_before(port: Option<u16>) -> Result<i32> {
+    println!("{}", serde_json::to_string(&Before::capture(port))?);
     Ok(0)
 }

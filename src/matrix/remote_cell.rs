@@ -9,6 +9,7 @@ use anyhow::Result;
 
 use super::host_side::{BenchRequest, FinishAnswer, FinishRequest};
 use super::runner::{Ctx, Finished, Prepared, Running, Shared, bench_timeout};
+use super::teardown::Before;
 use crate::engine::Target;
 use crate::remote::HostSpec;
 use crate::remote::commands::{Stream, agent_spec, judge_remote, launch_on, with_remote};
@@ -34,20 +35,18 @@ pub(super) fn run(
     let port = p.address.as_ref().map(|a| a.port);
     let request = serde_json::to_vec(&p.spec)?;
     let port_arg = port.map(|p| p.to_string());
-    // Who holds the port before the cell, then the launch: one connection.
+    // The machine before the cell (port holders, GPU processes), then the launch: one connection.
     let launched = with_remote(&hs, |r| {
         Box::pin(async move {
-            let held: Vec<u32> = match &port_arg {
-                Some(pa) => {
-                    let out = r.firedup(&["__port-holders", pa], None).await?;
-                    serde_json::from_str(out.stdout.trim()).unwrap_or_default()
-                }
-                None => Vec::new(),
-            };
-            Ok((held, launch_on(r, &request).await?))
+            let mut args = vec!["__cell-before"];
+            args.extend(port_arg.as_deref());
+            let out = r.firedup(&args, None).await?;
+            let before: Before = serde_json::from_str(out.stdout.trim())
+                .map_err(|e| format!("{}: bad answer about the port and GPU: {e}", r.host))?;
+            Ok((before, launch_on(r, &request).await?))
         })
     });
-    let (held_before, launched) = match launched {
+    let (before, launched) = match launched {
         Ok(x) => x,
         Err(reason) => {
             // The host could not be reached or used: firedup's own failure, named.
@@ -117,7 +116,7 @@ pub(super) fn run(
         bench,
         grace_ms: ctx.grace.as_millis() as u64,
         port,
-        held_before,
+        before,
     })?;
     let answer = with_remote(&hs, |r| {
         Box::pin(async move {

@@ -810,11 +810,10 @@ fn run_local(
     last: Option<LastTime>,
 ) -> Result<Option<Finished>> {
     let port = p.address.as_ref().map(|a| a.port);
-    // A listener already on the port is not the cell's doing: teardown does not blame it on the
-    // cell (the cell will likely fail with port_in_use, which is the finding).
-    let held_before = port
-        .map(crate::probe::tcp::listener_pids)
-        .unwrap_or_default();
+    // A listener already on the port, or a GPU process already running, is not the cell's
+    // doing: teardown does not blame it on the cell (a taken port is the cell's finding,
+    // port_in_use).
+    let before = super::teardown::Before::capture(port);
     let mut launched = launch::launch(&p.spec)?;
     let target = Target::from_launch(&launched);
     shared
@@ -858,7 +857,7 @@ fn run_local(
             ));
         }
     }
-    let check = teardown(&target, ctx.grace, port, &held_before);
+    let check = teardown(&target, ctx.grace, port, &before);
     if let Some(g) = outcome.gpu.as_mut() {
         g.after_teardown_mib = check.gpu_after_mib;
     }

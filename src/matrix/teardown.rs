@@ -2,8 +2,9 @@
 //! is clean before the next cell starts on it:
 //! - no process of the tree is left;
 //! - the cell's port has no listener that was not there before the cell started;
-//! - the GPU memory those processes held is released (where nvidia-smi exists; a failing
-//!   nvidia-smi means it cannot be verified).
+//! - the GPU memory those processes held is released, and no GPU process that appeared during the
+//!   cell is still alive (one that escaped the tree, e.g. a double-forked worker, still holds the
+//!   GPU) — where nvidia-smi exists; a failing nvidia-smi means it cannot be verified.
 //!
 //! Each check is bounded; what cannot be proven clean is a named problem, and the runner does not
 //! start another cell on a dirty machine unless told to.
@@ -21,6 +22,30 @@ const PORT_RELEASE_WAIT: Duration = Duration::from_secs(5);
 /// How long the driver may take to release a dead process's GPU memory.
 const GPU_RELEASE_WAIT: Duration = Duration::from_secs(10);
 const RECHECK: Duration = Duration::from_millis(100);
+
+/// The machine before a cell starts: what is already there is not the cell's doing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Before {
+    /// Pids listening on the cell's port.
+    pub port_holders: Vec<u32>,
+    /// Pids of GPU compute processes; `None` when nvidia-smi is missing or failing.
+    pub gpu_pids: Option<Vec<u32>>,
+}
+
+impl Before {
+    /// Looks at the machine now.
+    pub fn capture(port: Option<u16>) -> Before {
+        Before {
+            port_holders: port
+                .map(crate::probe::tcp::listener_pids)
+                .unwrap_or_default(),
+            gpu_pids: crate::probe::gpu::gpu_pids()
+                .ok()
+                .flatten()
+                .map(|apps| apps.into_iter().map(|(p, _)| p).collect()),
+        }
+    }
+}
 
 /// What teardown found.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -50,14 +75,15 @@ impl TeardownCheck {
     }
 }
 
-/// Stops `target`'s tree and verifies the machine is clean. `port` is the cell's listen port and
-/// `held_before` the pids that listened on it before the cell started (not the cell's doing).
+/// Stops `target`'s tree and verifies the machine is clean. `port` is the cell's listen port;
+/// `before` is how the machine looked before the cell started.
 pub fn teardown(
     target: &Target,
     grace: Duration,
     port: Option<u16>,
-    held_before: &[u32],
+    before: &Before,
 ) -> TeardownCheck {
+    let held_before = &before.port_holders;
     let began = Instant::now();
     let mut check = TeardownCheck::default();
     let mut pids: Vec<u32> = target.pid.into_iter().collect();
@@ -103,16 +129,42 @@ pub fn teardown(
     }
     let deadline = Instant::now() + GPU_RELEASE_WAIT;
     loop {
-        match crate::probe::gpu::tree_memory_mib(&pids) {
+        match crate::probe::gpu::gpu_pids() {
             Ok(None) => break,
-            Ok(Some(mib)) => {
+            Ok(Some(apps)) => {
+                // The tree's own processes, and any GPU process born during the cell that is
+                // still alive (it escaped the tree but is the cell's).
+                let left: Vec<(u32, u64)> = apps
+                    .iter()
+                    .filter(|(p, _)| {
+                        pids.contains(p)
+                            || before
+                                .gpu_pids
+                                .as_ref()
+                                .is_some_and(|b| !b.contains(p) && process::is_alive(*p, None))
+                    })
+                    .map(|(p, mib)| (*p, mib.unwrap_or(0)))
+                    .collect();
+                let mib: u64 = left.iter().map(|(_, m)| m).sum();
                 check.gpu_after_mib = Some(mib);
-                if mib == 0 {
+                if left.is_empty() {
                     break;
                 }
                 if Instant::now() >= deadline {
+                    let who: Vec<String> = left
+                        .iter()
+                        .map(|(p, m)| {
+                            let alive = if process::is_alive(*p, None) {
+                                process::cmdline(*p)
+                            } else {
+                                "exited".into()
+                            };
+                            format!("pid {p} ({alive}) {m} MiB")
+                        })
+                        .collect();
                     check.problems.push(format!(
-                        "{mib} MiB of GPU memory still held by the cell's processes"
+                        "{mib} MiB of GPU memory still held by the cell's processes: {}",
+                        who.join(", ")
                     ));
                     break;
                 }
