@@ -12,9 +12,12 @@
 //! error before anything launches.
 
 pub mod bench;
+mod display;
 pub mod host_side;
+mod interrupt;
 mod remote_cell;
 pub mod runner;
+pub mod schedule;
 pub mod table;
 pub mod teardown;
 

@@ -13,7 +13,6 @@
 //! stopped on a dirty machine or firedup itself failed on a cell, 130 after Ctrl-C; 2 for usage.
 
 use std::collections::HashMap;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -21,19 +20,20 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 use clap::Args;
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use super::bench;
+use super::display::Display;
+use super::interrupt::watch_signals;
+use super::schedule::{Next, pick};
 use super::table::{CellRow, CellState, Format, RunResult, render};
 use super::teardown::teardown;
 use super::{Cell, Matrix, MatrixFile, parse_axis_flag, read_file};
 use crate::duration::{format_duration, parse_duration};
-use crate::engine::{self, Progress, Target};
+use crate::engine::{self, Target};
 use crate::history::{CellRef, History, MatrixRecord, RunRecord};
-use crate::judge::Status;
 use crate::launch::{self, LaunchSpec};
 use crate::plan::{self, WatchOptions};
-use crate::report::{HeartbeatProgress, LastTime, status_text};
+use crate::report::LastTime;
 use crate::verdict::Verdict;
 
 /// Exit code after Ctrl-C.
@@ -480,6 +480,20 @@ impl Shared {
     pub fn running(&self, index: usize, r: Running) {
         self.board.lock().expect("board").running.insert(index, r);
     }
+
+    /// The running cells, for Ctrl-C; wakes the slots so they see the cancel flag.
+    pub fn running_now(&self) -> Vec<Running> {
+        let list = self
+            .board
+            .lock()
+            .expect("board")
+            .running
+            .values()
+            .cloned()
+            .collect();
+        self.changed.notify_all();
+        list
+    }
 }
 
 struct Board {
@@ -493,6 +507,7 @@ struct Board {
 }
 
 /// A running cell, as Ctrl-C stops it.
+#[derive(Clone)]
 pub(super) enum Running {
     Local(Target),
     /// A run on the matrix's host.
@@ -513,93 +528,21 @@ pub(super) struct Ctx<'a> {
     pub host: Option<crate::remote::HostSpec>,
 }
 
-/// What a slot should do next.
-enum Next {
-    Run(usize, u32),
-    Wait,
-    Done,
-}
-
-/// Whether `runs` stop an ordered axis with these `stop_on` conditions.
-fn stops_axis(stop_on: &[String], runs: &[RunResult]) -> Option<String> {
-    runs.iter().find_map(|r| {
-        let hit = if stop_on.is_empty() {
-            !matches!(r.verdict, Verdict::Ready | Verdict::Succeeded)
-        } else {
-            stop_on.iter().any(|s| {
-                s == r.verdict.as_str() || r.signature.is_some_and(|sig| sig.as_str() == s)
-            })
-        };
-        hit.then(|| {
-            r.signature
-                .map(|s| s.to_string())
-                .unwrap_or_else(|| r.verdict.to_string())
-        })
-    })
-}
-
-/// Picks the next run for a slot, marking skipped cells on the way. Called with the board locked.
-fn pick(ctx: &Ctx<'_>, b: &mut Board, cancel: bool) -> Next {
-    let mut waiting = false;
-    for i in 0..b.rows.len() {
-        match b.rows[i].state {
-            CellState::Pending => {}
-            CellState::Running { .. } => {
-                waiting = true;
-                continue;
-            }
-            _ => continue,
-        }
-        if cancel || b.stop_all.is_some() {
-            let reason = if cancel {
-                "not run: interrupted (Ctrl-C)".to_string()
-            } else {
-                b.stop_all.clone().unwrap_or_default()
-            };
-            b.rows[i].state = CellState::Skipped { reason };
-            continue;
-        }
-        // Along an ordered axis, a cell waits for the one before it, and is skipped if that one
-        // stopped the axis (or was itself skipped by it).
-        let mut blocked = false;
-        let mut skip: Option<String> = None;
-        for &(ai, p) in &ctx.predecessors[i] {
-            let axis = &ctx.m.axes[ai];
-            match &b.rows[p].state {
-                CellState::Done => {
-                    if let Some(cause) = stops_axis(&axis.stop_on, &b.rows[p].runs) {
-                        skip = Some(format!(
-                            "not run: {} stopped at {} ({cause})",
-                            axis.name, b.rows[p].values[ai]
-                        ));
-                    }
-                }
-                CellState::Skipped { reason } if reason.contains(" stopped at ") => {
-                    skip = Some(reason.clone());
-                }
-                CellState::Skipped { .. } => {}
-                CellState::Pending | CellState::Running { .. } => blocked = true,
-            }
-        }
-        if let Some(reason) = skip {
-            b.rows[i].state = CellState::Skipped { reason };
-            continue;
-        }
-        if blocked {
-            waiting = true;
-            continue;
-        }
-        return Next::Run(i, b.rows[i].runs.len() as u32);
-    }
-    if waiting { Next::Wait } else { Next::Done }
-}
-
 fn slot_loop(ctx: &Ctx<'_>, shared: &Shared, slot: usize) {
     loop {
         let (cell, repeat_index) = {
             let mut b = shared.board.lock().expect("board");
             loop {
-                match pick(ctx, &mut b, shared.cancel.load(Ordering::SeqCst)) {
+                let cancel = shared.cancel.load(Ordering::SeqCst);
+                let board = &mut *b;
+                let stop_all = board.stop_all.clone();
+                match pick(
+                    &ctx.m.axes,
+                    &ctx.predecessors,
+                    &mut board.rows,
+                    stop_all.as_deref(),
+                    cancel,
+                ) {
                     Next::Run(i, r) => {
                         b.rows[i].state = CellState::Running { phase: None };
                         break (i, r);
@@ -867,174 +810,4 @@ fn run_local(
         bench: bench_result,
         teardown: check,
     }))
-}
-
-/// Progress on stderr: on a terminal, one line per running cell under the finished rows;
-/// otherwise plain lines.
-pub(super) struct Display {
-    multi: Option<MultiProgress>,
-}
-
-impl Display {
-    fn new() -> Display {
-        let tty = std::io::stderr().is_terminal() && std::env::var_os("FIREDUP_PLAIN").is_none();
-        Display {
-            multi: tty.then(MultiProgress::new),
-        }
-    }
-
-    pub fn say(&self, text: &str) {
-        match &self.multi {
-            Some(m) => {
-                let _ = m.println(text);
-            }
-            None => eprintln!("firedup: {text}"),
-        }
-    }
-
-    /// The live table: one row per finished run.
-    fn finished(&self, m: &Matrix, cell: usize, repeat: u32, r: &RunResult) {
-        let mut text = format!("[{}/{}] {}", cell + 1, m.cells.len(), m.cells[cell].label);
-        if m.repeat > 1 {
-            text.push_str(&format!(" (run {}/{})", repeat + 1, m.repeat));
-        }
-        text.push_str(&format!(" → {}", r.verdict));
-        if let Some(s) = r.signature {
-            text.push_str(&format!(" ({s})"));
-        }
-        if let Some(p) = r.phase.as_ref().filter(|p| *p != "ready") {
-            text.push_str(&format!(" during {p}"));
-        }
-        let at = r.ready_s.unwrap_or(r.elapsed_s);
-        text.push_str(&format!(
-            " after {}",
-            format_duration(Duration::from_secs_f64(at))
-        ));
-        for (k, v) in &r.metrics {
-            text.push_str(&format!(" | {k}={v}"));
-        }
-        if let Some(b) = &r.bench_problem {
-            text.push_str(&format!(" | {b}"));
-        }
-        text.push_str(&format!(" | teardown {}", r.teardown));
-        self.say(&text);
-    }
-
-    pub fn progress(&self, label: &str, last_time: Option<LastTime>) -> Box<dyn Progress> {
-        match &self.multi {
-            Some(multi) => {
-                let bar = multi.add(ProgressBar::new_spinner());
-                bar.set_style(
-                    ProgressStyle::with_template("{spinner} {prefix:.bold} {wide_msg}")
-                        .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-                );
-                bar.set_prefix(label.to_string());
-                bar.enable_steady_tick(Duration::from_millis(200));
-                Box::new(CellBar {
-                    bar,
-                    multi: multi.clone(),
-                    label: label.to_string(),
-                    phase: None,
-                    last_time,
-                })
-            }
-            None => Box::new(HeartbeatProgress::new(label, last_time)),
-        }
-    }
-
-    fn finish(&self) {
-        if let Some(m) = &self.multi {
-            let _ = m.clear();
-        }
-    }
-}
-
-/// One running cell's line on the terminal.
-struct CellBar {
-    bar: ProgressBar,
-    multi: MultiProgress,
-    label: String,
-    phase: Option<(String, Duration)>,
-    last_time: Option<LastTime>,
-}
-
-impl Progress for CellBar {
-    fn phase(&mut self, phase: &str, at: Duration) {
-        self.phase = Some((phase.to_string(), at));
-    }
-    fn ready(&mut self, _: Duration, _: Option<Duration>) {}
-    fn status(&mut self, s: &Status, at: Duration) {
-        let mut msg = status_text(s, at);
-        if let Some(h) = self
-            .last_time
-            .as_ref()
-            .and_then(|lt| lt.hint_at(self.phase.as_ref(), at))
-        {
-            msg = format!("{msg} | {h}");
-        }
-        self.bar.set_message(msg);
-    }
-    fn note(&mut self, text: &str, _: Duration) {
-        let _ = self.multi.println(format!("{}: {text}", self.label));
-    }
-    fn finish(&mut self) {
-        self.bar.finish_and_clear();
-        self.multi.remove(&self.bar);
-    }
-}
-
-/// Ctrl-C (or SIGTERM): stop starting cells, tear down the running ones, keep what is done.
-struct SignalWatch {
-    handle: signal_hook::iterator::Handle,
-    thread: std::thread::JoinHandle<()>,
-}
-
-fn watch_signals(
-    shared: Arc<Shared>,
-    grace: Duration,
-    host: Option<crate::remote::HostSpec>,
-) -> Result<SignalWatch> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
-        .map_err(|e| anyhow::anyhow!("cannot handle Ctrl-C: {e}"))?;
-    let handle = signals.handle();
-    let thread = std::thread::spawn(move || {
-        for _ in signals.forever() {
-            shared.cancel.store(true, Ordering::SeqCst);
-            eprintln!(
-                "firedup: interrupted: tearing down the running cells; finished cells are kept"
-            );
-            let (local, remote): (Vec<Target>, Vec<String>) = {
-                let b = shared.board.lock().expect("board");
-                let mut local = Vec::new();
-                let mut remote = Vec::new();
-                for r in b.running.values() {
-                    match r {
-                        Running::Local(t) => local.push(t.clone()),
-                        Running::Remote { run_id } => remote.push(run_id.clone()),
-                    }
-                }
-                (local, remote)
-            };
-            shared.changed.notify_all();
-            for t in local {
-                if let Some(pid) = t.pid {
-                    crate::stop::stop_tree(pid, t.start_ticks, grace);
-                }
-            }
-            if let Some(h) = &host {
-                for run_id in remote {
-                    super::remote_cell::stop(h, &run_id, grace);
-                }
-            }
-        }
-    });
-    Ok(SignalWatch { handle, thread })
-}
-
-impl SignalWatch {
-    fn close(self) {
-        self.handle.close();
-        let _ = self.thread.join();
-    }
 }
