@@ -255,6 +255,9 @@ pub enum Command {
     },
     /// Run the same launch under a grid of env vars, flags and arguments: every cell to a
     /// verdict, a bench on ready cells, verified teardown between cells, a grouped table.
+    #[command(
+        after_help = "Exit codes: 0 every run became ready (or succeeded), 1 some did not, 7 the matrix stopped on a machine left dirty (or firedup itself failed on a cell), 130 interrupted (Ctrl-C), 2 usage error. Worked example: docs/matrix.md."
+    )]
     Matrix {
         #[command(flatten)]
         args: crate::matrix::runner::MatrixArgs,
