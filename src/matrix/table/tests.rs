@@ -158,3 +158,35 @@ fn skipped_cells_say_why() {
         "1 cell was skipped: FLASHMLA=1 torch.compile=on"
     );
 }
+
+#[test]
+fn the_h200_matrix_check_groups_as_recorded() {
+    // tests/fixtures/gpu/matrix_check/matrix.json: a real run on an H200 (see its README).
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/gpu/matrix_check/matrix.json"
+    ))
+    .unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let axes: Vec<String> = serde_json::from_value(json["axes"].clone()).unwrap();
+    let rows: Vec<CellRow> = serde_json::from_value(json["cells"].clone()).unwrap();
+    let sentences: Vec<String> = groups(&axes, &rows)
+        .into_iter()
+        .map(|g| g.sentence)
+        .collect();
+    assert_eq!(
+        sentences,
+        [
+            "1 cell failed with cuda_oom: gib=160 escape=off",
+            "5 cells became ready"
+        ]
+    );
+    let (_, body) = text_rows(&axes, &rows);
+    let last = body.last().unwrap();
+    assert!(
+        last.last()
+            .unwrap()
+            .starts_with("DIRTY: 2566 MiB of GPU memory still held"),
+        "{last:?}"
+    );
+}
