@@ -202,3 +202,40 @@ fn a_broken_history_never_changes_the_verdict_and_loses_no_run() {
     assert_eq!(off.code, 2);
     assert!(off.stderr.contains("history is off"), "{}", off.explain());
 }
+
+#[test]
+fn watching_a_run_again_is_the_same_launch_in_the_history() {
+    let env = Env::new();
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--keep",
+        "--env",
+        "API_TOKEN=abc123",
+        "--ready-line",
+        "up",
+        "--",
+        "sh",
+        "-c",
+        "echo up; sleep 300",
+    ]);
+    assert_eq!(r.verdict(), "ready", "{}", r.explain());
+    let w = env.firedup(&["watch", "--json", r.run_id()]);
+    assert_eq!(w.verdict(), "ready", "{}", w.explain());
+    env.firedup(&["stop", "--grace", "1s", r.run_id()]);
+    let h = env.firedup(&["history", "--json"]);
+    let rows: Vec<serde_json::Value> = h
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2, "{}", h.explain());
+    assert_eq!(rows[0]["kind"], "watch");
+    assert_eq!(rows[1]["kind"], "run");
+    assert_eq!(
+        rows[0]["spec_hash"],
+        rows[1]["spec_hash"],
+        "{}",
+        h.explain()
+    );
+}
