@@ -120,6 +120,9 @@ pub fn launch(spec: &LaunchSpec) -> Result<Launched> {
         .arg(&run.path)
         .current_dir(&cwd)
         .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        // Every process of the run inherits its id: what escapes the process tree (a
+        // double-forked worker) is still recognisably the run's.
+        .env("FIREDUP_RUN_ID", &run.id)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::from(supervisor_log));

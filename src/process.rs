@@ -199,6 +199,15 @@ pub fn writers_of(path: &std::path::Path) -> Vec<u32> {
     found.into_iter().map(|(_, p)| p).collect()
 }
 
+/// Whether `pid`'s environment (as it was at its exec) has `key=value`. False when it cannot be
+/// read (another user's process, or gone).
+pub fn environ_has(pid: u32, key: &str, value: &str) -> bool {
+    let want = format!("{key}={value}");
+    fs::read(format!("/proc/{pid}/environ"))
+        .map(|b| b.split(|c| *c == 0).any(|e| e == want.as_bytes()))
+        .unwrap_or(false)
+}
+
 /// The command line of a process, for reports.
 pub fn cmdline(pid: u32) -> String {
     fs::read(format!("/proc/{pid}/cmdline"))

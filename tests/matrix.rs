@@ -726,3 +726,45 @@ values = ["a", "b"]
     );
     assert_eq!(r.json["cells"][1]["state"], "skipped");
 }
+
+#[test]
+fn in_parallel_a_cell_is_not_blamed_for_another_slots_gpu_process() {
+    let env = Env::new();
+    let (path, pidfile) = stuck_gpu(&env);
+    // Slot 1's cell starts a GPU process a second in; slot 0's cell is torn down two seconds in,
+    // while that process runs. Only its own processes count against slot 0's cell.
+    let file = matrix_file(
+        &env,
+        "parallel-gpu.toml",
+        &format!(
+            r#"
+[base]
+command = ["sh", "-c", "if [ $MODE = other ]; then sleep 1; echo $$ > {pidfile}; fi; echo serving; exec sleep 300"]
+ready_lines = ["serving"]
+grace = "1s"
+
+[[axis]]
+env = "MODE"
+values = ["quick", "other"]
+
+[[slot]]
+[[slot]]
+
+[bench]
+command = "sleep 2"
+"#
+        ),
+    );
+    let vars = [("PATH", path.as_str()), ("FAKE_GPU_PIDFILE", pidfile.as_str())];
+    let r = bounded(
+        &env,
+        &["matrix", file.to_str().unwrap(), "--format", "json"],
+        &vars,
+        BOUND,
+    );
+    let cells = r.json["cells"].as_array().expect("cells");
+    assert_eq!(cells[0]["runs"][0]["clean"], true, "{}", r.explain());
+    // The other cell's own process is still listed by the stuck driver: that one is its dirt.
+    assert_eq!(cells[1]["runs"][0]["clean"], false, "{}", r.explain());
+    assert_eq!(r.code, 7, "{}", r.explain());
+}

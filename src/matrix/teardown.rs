@@ -1,10 +1,11 @@
 //! Verified teardown between matrix cells: stop the cell's process tree, then prove the machine
 //! is clean before the next cell starts on it:
 //! - no process of the tree is left;
-//! - the cell's port has no listener that was not there before the cell started;
-//! - the GPU memory those processes held is released, and no GPU process that appeared during the
-//!   cell is still alive (one that escaped the tree, e.g. a double-forked worker, still holds the
-//!   GPU) — where nvidia-smi exists; a failing nvidia-smi means it cannot be verified.
+//! - the cell's port has no listening socket that was not there before the cell started;
+//! - the GPU memory those processes held is released, and no GPU process of the run (born during
+//!   the cell, with the run's `FIREDUP_RUN_ID` in its environment: one that escaped the tree,
+//!   e.g. a double-forked worker) is still alive — where nvidia-smi exists; a failing nvidia-smi
+//!   means it cannot be verified.
 //!
 //! Each check is bounded; what cannot be proven clean is a named problem, and the runner does not
 //! start another cell on a dirty machine unless told to.
@@ -28,6 +29,9 @@ const RECHECK: Duration = Duration::from_millis(100);
 pub struct Before {
     /// Pids listening on the cell's port.
     pub port_holders: Vec<u32>,
+    /// The sockets listening on the cell's port (their owners may not be visible).
+    #[serde(default)]
+    pub port_inodes: Vec<u64>,
     /// Pids of GPU compute processes; `None` when nvidia-smi is missing or failing.
     pub gpu_pids: Option<Vec<u32>>,
 }
@@ -38,6 +42,9 @@ impl Before {
         Before {
             port_holders: port
                 .map(crate::probe::tcp::listener_pids)
+                .unwrap_or_default(),
+            port_inodes: port
+                .map(crate::probe::tcp::listener_inodes)
                 .unwrap_or_default(),
             gpu_pids: crate::probe::gpu::gpu_pids()
                 .ok()
@@ -105,23 +112,34 @@ pub fn teardown(
         pids.dedup();
     }
     if let Some(port) = port {
+        // By socket, not only by owner: a listener whose owner cannot be seen (another user's
+        // process, e.g. a container proxy) still keeps the port.
         let deadline = Instant::now() + PORT_RELEASE_WAIT;
         loop {
-            let holders: Vec<u32> = crate::probe::tcp::listener_pids(port)
+            let new_sockets: Vec<u64> = crate::probe::tcp::listener_inodes(port)
                 .into_iter()
-                .filter(|p| !held_before.contains(p))
+                .filter(|i| !before.port_inodes.contains(i))
                 .collect();
-            if holders.is_empty() {
+            if new_sockets.is_empty() {
                 break;
             }
             if Instant::now() >= deadline {
-                let who: Vec<String> = holders
-                    .iter()
-                    .map(|p| format!("pid {p} ({})", process::cmdline(*p)))
+                let holders: Vec<u32> = crate::probe::tcp::listener_pids(port)
+                    .into_iter()
+                    .filter(|p| !held_before.contains(p))
                     .collect();
+                let who = if holders.is_empty() {
+                    "a process firedup cannot see (another user's?)".to_string()
+                } else {
+                    holders
+                        .iter()
+                        .map(|p| format!("pid {p} ({})", process::cmdline(*p)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
                 check
                     .problems
-                    .push(format!("port {port} still held by {}", who.join(", ")));
+                    .push(format!("port {port} still held by {who}"));
                 break;
             }
             std::thread::sleep(RECHECK);

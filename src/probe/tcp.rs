@@ -137,6 +137,20 @@ pub fn listener_pids(port: u16) -> Vec<u32> {
     pids
 }
 
+/// The inodes of the sockets listening on `port` (any address), sorted: they identify a listener
+/// even when its owner cannot be found (a process of another user).
+pub fn listener_inodes(port: u16) -> Vec<u64> {
+    let mut inodes: Vec<u64> = read_listeners()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|l| l.port == port)
+        .map(|l| l.inode)
+        .collect();
+    inodes.sort_unstable();
+    inodes.dedup();
+    inodes
+}
+
 /// One listening socket from `/proc/net/tcp` or `/proc/net/tcp6`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Listener {
