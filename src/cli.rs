@@ -698,6 +698,7 @@ fn watch(
                 spawn_error,
                 run_id: run.id.clone(),
                 notify: None,
+                exit_pipe: None,
             }
         }
         (None, Some(log)) => {
@@ -720,6 +721,7 @@ fn watch(
                 spawn_error: None,
                 run_id: String::new(),
                 notify: None,
+                exit_pipe: None,
             }
         }
         (Some(_), Some(_)) => bail!("give either a RUN_ID or --log PATH, not both"),

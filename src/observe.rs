@@ -5,14 +5,16 @@
 //! Sources, all waking one channel: inotify events (through `notify`) on the log's directory, or
 //! its nearest existing ancestor until the directory appears, and on the run directory (where
 //! `exit.json` lands); the watched pid's pidfd becoming readable (a thread blocked in `poll`); the
-//! prober's results (port, HTTP, real request, GPU memory) and sd_notify messages; and a slow
-//! safety-net poll (NFS and other file systems give no inotify events).
+//! supervisor's exit report on its pipe, when this process launched the run (a thread blocked in
+//! `poll`); the prober's results (port, HTTP, real request, GPU memory) and sd_notify messages;
+//! and a slow safety-net poll (NFS and other file systems give no inotify events).
 //!
 //! Order matters and is kept: on each [`LocalObserver::collect`] the log is read first, then the
 //! probe results that arrived meanwhile, so a fatal line written before the health endpoint
 //! answered is observed first. When the process is gone, the log is read to its end and a partial
-//! last line flushed, then the supervisor's exit record is awaited (bounded) and only then the exit
-//! is observed: a fatal line written just before death is never missed.
+//! last line flushed, then the supervisor's exit record (from its pipe or `exit.json`, the same
+//! record) is awaited (bounded) and only then the exit is observed: a fatal line written just
+//! before death is never missed.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,11 +30,14 @@ use crate::judge::{LogState, Observation};
 use crate::lines::clean_text;
 use crate::plan::ProbePlan;
 use crate::process;
+use crate::rundir::ExitRecord;
 use crate::verdict::ExitInfo;
 
 enum Wake {
     Fs,
     ProcessGone,
+    /// The supervisor reported the exit on its pipe (it has reaped the process).
+    ExitRecord(ExitRecord),
     /// An observation from the prober or the sd_notify thread.
     Obs(Observation),
 }
@@ -65,6 +70,8 @@ pub struct LocalObserver {
     oom_baseline: Option<(String, u64)>,
     pending: Vec<Observation>,
     process_gone_at: Option<Instant>,
+    /// The exit record, once the supervisor's pipe has brought it.
+    exit_record: Option<ExitRecord>,
     exit_reported: bool,
     next_sample: Instant,
     sample_every: Duration,
@@ -118,6 +125,9 @@ impl LocalObserver {
             }
             (None, None) => {}
         }
+        if let Some(pipe) = target.exit_pipe.clone() {
+            spawn_exit_report(pipe, tx.clone(), stop.clone());
+        }
         if !settings.probes.is_empty() || (settings.probes.gpu && target.pid.is_some()) {
             let tx = tx.clone();
             crate::prober::spawn(
@@ -141,6 +151,7 @@ impl LocalObserver {
             stop,
             pending,
             process_gone_at: None,
+            exit_record: None,
             exit_reported: false,
             next_sample: Instant::now(),
             sample_every: settings.sample_every,
@@ -194,7 +205,10 @@ impl LocalObserver {
         // The process is gone: drain the log, then learn the exit status.
         if let (Some(gone), false, false) = (self.process_gone_at, self.exit_reported, self.backlog)
         {
-            let record = self.target.run.as_ref().and_then(|r| r.exit());
+            let record = self
+                .exit_record
+                .clone()
+                .or_else(|| self.target.run.as_ref().and_then(|r| r.exit()));
             if record.is_some() || self.target.run.is_none() || gone.elapsed() >= EXIT_RECORD_WAIT {
                 let mut rest = Vec::new();
                 self.follower.finish(&mut rest);
@@ -264,6 +278,10 @@ impl LocalObserver {
             Wake::ProcessGone => {
                 self.process_gone_at.get_or_insert_with(Instant::now);
             }
+            Wake::ExitRecord(r) => {
+                self.process_gone_at.get_or_insert_with(Instant::now);
+                self.exit_record = Some(r);
+            }
             Wake::Obs(o) => self.pending.push(o),
             Wake::Fs => {}
         }
@@ -304,6 +322,14 @@ fn spawn_exit_watch(pid: u32, tx: Sender<Wake>, stop: Arc<AtomicBool>) {
             stop.load(Ordering::Relaxed)
         });
         let _ = tx.send(Wake::ProcessGone);
+    });
+}
+
+fn spawn_exit_report(pipe: crate::launch::ExitPipe, tx: Sender<Wake>, stop: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        if let Some(r) = pipe.wait(Duration::from_millis(500), &|| stop.load(Ordering::Relaxed)) {
+            let _ = tx.send(Wake::ExitRecord(r));
+        }
     });
 }
 
