@@ -733,6 +733,9 @@ fn bench_exit() {
         spread(&r),
         spread(&l)
     );
+    // Every trial, for pooling runs of this figure taken in turns with another binary.
+    println!("raw ms: watch --pid {w:.2?}");
+    println!("raw ms: run {r:.2?}");
     let (mw, mr, ml) = (median(&mut w), median(&mut r), median(&mut l));
     row(
         "kill -9 → `watch --pid` exits",

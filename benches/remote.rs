@@ -1,5 +1,6 @@
 //! Remote figure: a decisive line written on the host → the verdict here, over a real sshd in a
-//! network namespace (the test harness's `NetLink`, with added latency), against the loop users
+//! network namespace (the test harness's `NetLink`, with added latency, half of it on each
+//! direction: the log line's way back to firedup is delayed too), against the loop users
 //! write instead: `until ssh host grep -q READY LOG; do sleep 1; done`, a new connection per poll.
 //! Goal: firedup's latency ≤ the link's round trip + 10 ms.
 //!
@@ -144,7 +145,7 @@ fn main() {
     let addr = format!("{}:{}", link.server_addr(), sshd.port());
     println!("## remote: decisive line on the host → verdict here (ms, median of {runs})\n");
     println!(
-        "| added latency | link RTT | firedup watch --host | `until ssh host grep; sleep 1` | ratio | goal (RTT + 10 ms) | met? |"
+        "| added latency (round trip; each way) | link RTT | firedup watch --host | `until ssh host grep; sleep 1` | ratio | goal (RTT + 10 ms) | met? |"
     );
     println!("| --- | --- | --- | --- | --- | --- | --- |");
     for d in delays {
@@ -158,9 +159,11 @@ fn main() {
             .map(|_| trial_firedup(&sshd, dir.path(), &state))
             .collect();
         let mut l: Vec<f64> = (0..runs).map(|_| trial_loop(&sshd, dir.path())).collect();
+        eprintln!("raw ms, {d} ms added: firedup {f:.2?} loop {l:.0?}");
         let (mf, ml) = (median(&mut f), median(&mut l));
         println!(
-            "| {d} ms | {rtt:.2} ms | {mf:.2} ms | {ml:.0} ms | {:.3} | ≤ {:.1} ms | {} |",
+            "| {d} ms; {:.1} ms | {rtt:.2} ms | {mf:.2} ms | {ml:.0} ms | {:.3} | ≤ {:.1} ms | {} |",
+            d as f64 / 2.0,
             mf / ml,
             rtt + 10.0,
             if mf <= rtt + 10.0 { "yes" } else { "NO" }

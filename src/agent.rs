@@ -139,6 +139,7 @@ fn target_of(spec: &AgentSpec) -> Result<Target> {
             run_id: run.id.clone(),
             run: Some(run),
             notify: None,
+            exit_pipe: None,
         })
     } else {
         let log = spec

@@ -707,6 +707,7 @@ fn watch(
                 spawn_error,
                 run_id: run.id.clone(),
                 notify: None,
+                exit_pipe: None,
             }
         }
         (None, Some(log)) => {
@@ -729,6 +730,7 @@ fn watch(
                 spawn_error: None,
                 run_id: String::new(),
                 notify: None,
+                exit_pipe: None,
             }
         }
         (Some(_), Some(_)) => bail!("give either a RUN_ID or --log PATH, not both"),

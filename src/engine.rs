@@ -35,6 +35,9 @@ pub struct Target {
     pub run_id: String,
     /// The sd_notify socket given to the command (`--notify`).
     pub notify: Option<Arc<NotifySocket>>,
+    /// The supervisor's pipe, when this process launched the run: the exit comes on it sooner than
+    /// through `exit.json`.
+    pub exit_pipe: Option<crate::launch::ExitPipe>,
 }
 
 /// Receives progress while the watch runs (terminal status line, heartbeat, nothing).
@@ -387,6 +390,7 @@ impl Target {
                 spawn_error: None,
                 run_id: l.run.id.clone(),
                 notify: None,
+                exit_pipe: l.exit_pipe.clone(),
             },
             Err(reason) => Target {
                 log: l.log.clone(),
@@ -396,6 +400,7 @@ impl Target {
                 spawn_error: Some(reason.clone()),
                 run_id: l.run.id.clone(),
                 notify: None,
+                exit_pipe: None,
             },
         }
     }

@@ -7,15 +7,23 @@
 //! never holds the server's output; if firedup dies, the server, its log and its exit record live
 //! on, and `firedup watch RUN_ID` re-attaches.
 //!
-//! The supervisor tells the launcher "started PID" or "failed REASON" on a pipe, once, and then
-//! closes it.
+//! The supervisor tells the launcher "started PID" or "failed REASON" on a pipe. After "started"
+//! it keeps the pipe and, when the command ends, writes `exit.json` and then one more line,
+//! `exited JSON` (the same [`ExitRecord`]): the launching firedup learns the exit without an
+//! inotify wake, a notify-thread hop and a re-read of the file ([`ExitPipe`]), and whoever it tells
+//! can already find `exit.json`. That file stays the durable record: a firedup that re-attaches
+//! later (`firedup watch RUN_ID`) reads it; a supervisor whose launcher is gone gets EPIPE and
+//! carries on.
 
 use std::fs::{self, OpenOptions};
-use std::io::{BufRead, BufReader};
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
@@ -66,6 +74,80 @@ pub struct Launched {
     /// `Err(reason)` when the command could not be started.
     pub started: std::result::Result<ProcessRecord, String>,
     pub supervisor: Child,
+    /// The supervisor's pipe, when the command started: its exit comes on it.
+    pub exit_pipe: Option<ExitPipe>,
+}
+
+/// The launcher's end of the supervisor's pipe once "started" was read. Clones share one pipe;
+/// the first [`ExitPipe::wait`] takes it.
+#[derive(Debug, Clone)]
+pub struct ExitPipe(Arc<Mutex<Option<OwnedFd>>>);
+
+impl ExitPipe {
+    /// Blocks until the supervisor reports the command's exit (`Some`), the pipe ends without a
+    /// report (the supervisor died, or another waiter took the pipe: `None`), or `stop()` says so;
+    /// `stop` is checked every `check`.
+    pub fn wait(&self, check: Duration, stop: &dyn Fn() -> bool) -> Option<ExitRecord> {
+        let fd = self.0.lock().ok()?.take()?;
+        let timeout = rustix::event::Timespec {
+            tv_sec: check.as_secs() as i64,
+            tv_nsec: check.subsec_nanos() as i64,
+        };
+        let mut line = Vec::new();
+        let mut buf = [0u8; 512];
+        loop {
+            let mut fds = [rustix::event::PollFd::new(
+                &fd,
+                rustix::event::PollFlags::IN,
+            )];
+            match rustix::event::poll(&mut fds, Some(&timeout)) {
+                Ok(0) | Err(rustix::io::Errno::INTR) => {
+                    if stop() {
+                        return None;
+                    }
+                    continue;
+                }
+                Ok(_) => {}
+                Err(_) => return None,
+            }
+            match rustix::io::read(&fd, &mut buf) {
+                Ok(0) => return None,
+                Ok(n) => line.extend_from_slice(&buf[..n]),
+                Err(rustix::io::Errno::INTR) | Err(rustix::io::Errno::AGAIN) => continue,
+                Err(_) => return None,
+            }
+            if let Some(end) = line.iter().position(|&b| b == b'\n') {
+                return parse_exit_report(&line[..end]);
+            }
+        }
+    }
+}
+
+/// The line the supervisor writes when the command ends.
+fn exit_report_line(rec: &ExitRecord) -> Result<String> {
+    Ok(format!("exited {}\n", serde_json::to_string(rec)?))
+}
+
+fn parse_exit_report(line: &[u8]) -> Option<ExitRecord> {
+    let json = line.strip_prefix(b"exited ")?;
+    serde_json::from_slice(json).ok()
+}
+
+/// Reads one line from the supervisor's pipe a byte at a time: what follows it (the exit report
+/// of a command that ended at once) must stay in the pipe for [`ExitPipe::wait`].
+fn read_first_line(r: &mut impl Read) -> std::io::Result<String> {
+    let mut line = Vec::new();
+    let mut b = [0u8; 1];
+    loop {
+        match r.read(&mut b) {
+            Ok(0) => break,
+            Ok(_) if b[0] == b'\n' => break,
+            Ok(_) => line.push(b[0]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(String::from_utf8_lossy(&line).into_owned())
 }
 
 /// Starts the supervisor and waits for its one-line report.
@@ -136,11 +218,8 @@ pub fn launch(spec: &LaunchSpec) -> Result<Launched> {
     let mut supervisor = cmd
         .spawn()
         .context("cannot start firedup's supervisor process")?;
-    let stdout = supervisor.stdout.take().context("supervisor pipe")?;
-    let mut first = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut first)
-        .context("cannot read the supervisor's report")?;
+    let mut stdout = supervisor.stdout.take().context("supervisor pipe")?;
+    let first = read_first_line(&mut stdout).context("cannot read the supervisor's report")?;
     let first = first.trim_end();
     let started = if let Some(pid) = first.strip_prefix("started ") {
         let pid: u32 = pid.parse().context("supervisor reported a bad pid")?;
@@ -159,11 +238,15 @@ pub fn launch(spec: &LaunchSpec) -> Result<Launched> {
             detail.trim()
         );
     };
+    let exit_pipe = started
+        .is_ok()
+        .then(|| ExitPipe(Arc::new(Mutex::new(Some(OwnedFd::from(stdout))))));
     Ok(Launched {
         run,
         log,
         started,
         supervisor,
+        exit_pipe,
     })
 }
 
@@ -328,9 +411,17 @@ pub fn supervise(run_path: &Path) -> Result<i32> {
         supervisor_pid: std::process::id(),
     })?;
     println!("started {pid}");
-    // Close the report pipe: from here on the launcher may be gone.
-    // SAFETY: dup2 of a freshly opened /dev/null onto stdout.
+    // Keep the pipe for the exit report, off stdout (nothing else may write on it). From here on
+    // the launcher may be gone: a write then fails with EPIPE (SIGPIPE is ignored, so it cannot
+    // kill us before exit.json is written).
+    let report = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .map(fs::File::from)
+        .ok();
+    // SAFETY: plain signal() and dup2 of a freshly opened /dev/null onto stdout.
     unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
         let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
         if null >= 0 {
             libc::dup2(null, 1);
@@ -354,13 +445,55 @@ pub fn supervise(run_path: &Path) -> Result<i32> {
             } else {
                 crate::verdict::ExitInfo::code(libc::WEXITSTATUS(status))
             };
-            run.write_exit(&ExitRecord {
+            let rec = ExitRecord {
                 exit: Some(exit),
                 spawn_error: None,
                 ended_at: now_unix(),
-            })?;
+            };
+            // The record first: once the launcher hears of the exit, `firedup ps` or a re-attach
+            // finds it (sending first saves its fsync, ~0.6 ms, and loses that).
+            run.write_exit(&rec)?;
+            if let Some(mut p) = report.as_ref() {
+                let _ = p.write_all(exit_report_line(&rec)?.as_bytes());
+            }
             break;
         }
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_started_line_is_read_alone_and_the_exit_report_after_it_comes_through_the_pipe() {
+        let rec = ExitRecord {
+            exit: Some(crate::verdict::ExitInfo::code(3)),
+            spawn_error: None,
+            ended_at: 12.5,
+        };
+        let (mut r, mut w) = std::io::pipe().unwrap();
+        // A command that ends at once: both lines are in the pipe before the launcher reads.
+        w.write_all(format!("started 42\n{}", exit_report_line(&rec).unwrap()).as_bytes())
+            .unwrap();
+        drop(w);
+        assert_eq!(read_first_line(&mut r).unwrap(), "started 42");
+        let pipe = ExitPipe(Arc::new(Mutex::new(Some(OwnedFd::from(r)))));
+        let other = pipe.clone();
+        assert_eq!(pipe.wait(Duration::from_millis(50), &|| false), Some(rec));
+        assert_eq!(
+            other.wait(Duration::from_millis(50), &|| false),
+            None,
+            "taken once"
+        );
+    }
+
+    #[test]
+    fn a_pipe_that_ends_without_a_report_gives_none() {
+        let (r, w) = std::io::pipe().unwrap();
+        drop(w);
+        let pipe = ExitPipe(Arc::new(Mutex::new(Some(OwnedFd::from(r)))));
+        assert_eq!(pipe.wait(Duration::from_millis(50), &|| false), None);
+    }
 }

@@ -24,6 +24,7 @@
 pub mod agent;
 pub mod classify;
 pub mod cli;
+pub mod dirwatch;
 pub mod duration;
 pub mod engine;
 pub mod follow;

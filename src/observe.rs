@@ -2,17 +2,20 @@
 //! timestamped observations. It judges nothing (the judge does); the engine feeds what it returns
 //! to the judge, and the remote agent (`firedup __agent`) streams it to a firedup elsewhere.
 //!
-//! Sources, all waking one channel: inotify events (through `notify`) on the log's directory, or
-//! its nearest existing ancestor until the directory appears, and on the run directory (where
+//! Sources, all waking one channel: inotify events (the process's shared instance,
+//! [`crate::dirwatch`]) about the log in its directory, or about the next path component in its
+//! nearest existing ancestor until the directory appears, and in the run directory (where
 //! `exit.json` lands); the watched pid's pidfd becoming readable (a thread blocked in `poll`); the
-//! prober's results (port, HTTP, real request, GPU memory) and sd_notify messages; and a slow
-//! safety-net poll (NFS and other file systems give no inotify events).
+//! supervisor's exit report on its pipe, when this process launched the run (a thread blocked in
+//! `poll`); the prober's results (port, HTTP, real request, GPU memory) and sd_notify messages;
+//! and a slow safety-net poll (NFS and other file systems give no inotify events).
 //!
 //! Order matters and is kept: on each [`LocalObserver::collect`] the log is read first, then the
 //! probe results that arrived meanwhile, so a fatal line written before the health endpoint
 //! answered is observed first. When the process is gone, the log is read to its end and a partial
-//! last line flushed, then the supervisor's exit record is awaited (bounded) and only then the exit
-//! is observed: a fatal line written just before death is never missed.
+//! last line flushed, then the supervisor's exit record (from its pipe or `exit.json`, the same
+//! record) is awaited (bounded) and only then the exit is observed: a fatal line written just
+//! before death is never missed.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,19 +23,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
-use notify::{RecursiveMode, Watcher};
-
+use crate::dirwatch::{self, DirSubscription};
 use crate::engine::Target;
 use crate::follow::{FollowEvent, LogFollower};
 use crate::judge::{LogState, Observation};
 use crate::lines::clean_text;
 use crate::plan::ProbePlan;
 use crate::process;
+use crate::rundir::ExitRecord;
 use crate::verdict::ExitInfo;
 
 enum Wake {
     Fs,
     ProcessGone,
+    /// The supervisor reported the exit on its pipe (it has reaped the process).
+    ExitRecord(ExitRecord),
     /// An observation from the prober or the sd_notify thread.
     Obs(Observation),
 }
@@ -59,12 +64,17 @@ pub struct LocalObserver {
     target: Target,
     rx: Receiver<Wake>,
     follower: LogFollower,
-    watcher: Option<notify::RecommendedWatcher>,
-    watched_dir: Option<PathBuf>,
+    /// Wakes this observer's channel (the shared inotify instance calls it).
+    fs_wake: dirwatch::Wake,
+    /// The directory watched for the log (its own, or the nearest existing ancestor).
+    log_watch: Option<(PathBuf, DirSubscription)>,
+    _run_watch: Option<DirSubscription>,
     stop: Arc<AtomicBool>,
     oom_baseline: Option<(String, u64)>,
     pending: Vec<Observation>,
     process_gone_at: Option<Instant>,
+    /// The exit record, once the supervisor's pipe has brought it.
+    exit_record: Option<ExitRecord>,
     exit_reported: bool,
     next_sample: Instant,
     sample_every: Duration,
@@ -92,16 +102,15 @@ impl LocalObserver {
             follower.skip_existing();
         }
         let fs_tx = tx.clone();
-        let mut watcher =
-            notify::recommended_watcher(move |_res: notify::Result<notify::Event>| {
-                let _ = fs_tx.send(Wake::Fs);
-            })
-            .ok();
-        let mut watched_dir = None;
-        rearm(&mut watcher, &mut watched_dir, &target.log);
-        if let (Some(w), Some(run)) = (watcher.as_mut(), target.run.as_ref()) {
-            let _ = w.watch(&run.path, RecursiveMode::NonRecursive);
-        }
+        let fs_wake: dirwatch::Wake = Arc::new(move || {
+            let _ = fs_tx.send(Wake::Fs);
+        });
+        let mut log_watch = None;
+        rearm(&mut log_watch, &target.log, &fs_wake);
+        let run_watch = target
+            .run
+            .as_ref()
+            .and_then(|run| dirwatch::subscribe(&run.path, None, fs_wake.clone()));
         let stop = Arc::new(AtomicBool::new(false));
         let mut pending = Vec::new();
         match (&target.spawn_error, target.pid) {
@@ -117,6 +126,9 @@ impl LocalObserver {
                 }
             }
             (None, None) => {}
+        }
+        if let Some(pipe) = target.exit_pipe.clone() {
+            spawn_exit_report(pipe, tx.clone(), stop.clone());
         }
         if !settings.probes.is_empty() || (settings.probes.gpu && target.pid.is_some()) {
             let tx = tx.clone();
@@ -136,11 +148,13 @@ impl LocalObserver {
             target: target.clone(),
             rx,
             follower,
-            watcher,
-            watched_dir,
+            fs_wake,
+            log_watch,
+            _run_watch: run_watch,
             stop,
             pending,
             process_gone_at: None,
+            exit_record: None,
             exit_reported: false,
             next_sample: Instant::now(),
             sample_every: settings.sample_every,
@@ -187,14 +201,17 @@ impl LocalObserver {
         for ev in buf.drain(..) {
             out.push((now, follow_observation(ev)));
         }
-        rearm(&mut self.watcher, &mut self.watched_dir, &self.target.log);
+        rearm(&mut self.log_watch, &self.target.log, &self.fs_wake);
         for o in std::mem::take(&mut self.pending) {
             out.push((self.now(), o));
         }
         // The process is gone: drain the log, then learn the exit status.
         if let (Some(gone), false, false) = (self.process_gone_at, self.exit_reported, self.backlog)
         {
-            let record = self.target.run.as_ref().and_then(|r| r.exit());
+            let record = self
+                .exit_record
+                .clone()
+                .or_else(|| self.target.run.as_ref().and_then(|r| r.exit()));
             if record.is_some() || self.target.run.is_none() || gone.elapsed() >= EXIT_RECORD_WAIT {
                 let mut rest = Vec::new();
                 self.follower.finish(&mut rest);
@@ -251,7 +268,9 @@ impl LocalObserver {
         let timeout = until.saturating_duration_since(Instant::now());
         match self.rx.recv_timeout(timeout) {
             Ok(w) => self.take(w),
-            Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => {}
+            Err(RecvTimeoutError::Timeout) => {}
+            // Nothing can wake us (no inotify, no process, no probes): sleep instead of spinning.
+            Err(RecvTimeoutError::Disconnected) => std::thread::sleep(timeout),
         }
         // Coalesce a burst of wake-ups into one read.
         while let Ok(w) = self.rx.try_recv() {
@@ -264,6 +283,10 @@ impl LocalObserver {
             Wake::ProcessGone => {
                 self.process_gone_at.get_or_insert_with(Instant::now);
             }
+            Wake::ExitRecord(r) => {
+                self.process_gone_at.get_or_insert_with(Instant::now);
+                self.exit_record = Some(r);
+            }
             Wake::Obs(o) => self.pending.push(o),
             Wake::Fs => {}
         }
@@ -272,18 +295,8 @@ impl LocalObserver {
 
 impl Drop for LocalObserver {
     fn drop(&mut self) {
+        // The subscriptions end with the fields (the last one of a directory unwatches it).
         self.stop.store(true, Ordering::Relaxed);
-        // Remove the inotify watches before the instance is closed: closing an instance that
-        // still has watches waits for their destruction (an SRCU grace period) in `close` or in
-        // the process's exit; removed first, they are destroyed in the background.
-        if let Some(w) = self.watcher.as_mut() {
-            if let Some(dir) = self.watched_dir.take() {
-                let _ = w.unwatch(&dir);
-            }
-            if let Some(run) = &self.target.run {
-                let _ = w.unwatch(&run.path);
-            }
-        }
     }
 }
 
@@ -307,6 +320,14 @@ fn spawn_exit_watch(pid: u32, tx: Sender<Wake>, stop: Arc<AtomicBool>) {
     });
 }
 
+fn spawn_exit_report(pipe: crate::launch::ExitPipe, tx: Sender<Wake>, stop: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        if let Some(r) = pipe.wait(Duration::from_millis(500), &|| stop.load(Ordering::Relaxed)) {
+            let _ = tx.send(Wake::ExitRecord(r));
+        }
+    });
+}
+
 fn spawn_notify(
     sock: Arc<crate::probe::notify::NotifySocket>,
     tx: Sender<Wake>,
@@ -323,13 +344,9 @@ fn spawn_notify(
     });
 }
 
-/// Watches the log's directory, or its nearest existing ancestor until the directory appears.
-fn rearm(
-    watcher: &mut Option<notify::RecommendedWatcher>,
-    current: &mut Option<PathBuf>,
-    log: &Path,
-) {
-    let Some(w) = watcher.as_mut() else { return };
+/// Watches the log in its directory, or, until the directory appears, the next component of its
+/// path in the nearest existing ancestor.
+fn rearm(current: &mut Option<(PathBuf, DirSubscription)>, log: &Path, wake: &dirwatch::Wake) {
     let mut dir = log.parent().map(Path::to_path_buf);
     while let Some(d) = &dir {
         if d.is_dir() {
@@ -337,15 +354,18 @@ fn rearm(
         }
         dir = d.parent().map(Path::to_path_buf);
     }
-    if dir != *current {
-        if let Some(old) = current.take() {
-            let _ = w.unwatch(&old);
-        }
-        if let Some(d) = &dir {
-            if w.watch(d, RecursiveMode::NonRecursive).is_ok() {
-                *current = Some(d.clone());
-            }
-        }
+    if dir.as_ref() == current.as_ref().map(|(d, _)| d) {
+        return;
+    }
+    *current = None;
+    let Some(d) = dir else { return };
+    let name = log
+        .strip_prefix(&d)
+        .ok()
+        .and_then(|rest| rest.components().next())
+        .map(|c| c.as_os_str());
+    if let Some(sub) = dirwatch::subscribe(&d, name, wake.clone()) {
+        *current = Some((d, sub));
     }
 }
 

@@ -8,9 +8,10 @@
 //! private /30; `Sshd::start_in(&link)` runs sshd inside it, on the namespace's address, so that
 //! `link.freeze()` (every packet silently dropped, both ways: no RST, no FIN, like a frozen
 //! network), `link.thaw()` and `link.add_latency(ms)` act on the real TCP connection. Latency is
-//! a netem qdisc where the kernel has sch_netem; where it has not (this VM and CI: no netem, no
-//! loadable modules), the traffic is routed over a tun pair joined by a delay line in the test
-//! process (see `add_latency`). `freeze` needs only the `blackhole` qdisc, built into every
+//! split evenly between the two directions (a round trip gains `ms`): netem qdiscs on both veth
+//! ends where the kernel has sch_netem; where it has not (this VM and CI: no netem, no loadable
+//! modules), the traffic is routed over a tun pair joined by a delay line in the test process
+//! (see `add_latency`). `freeze` needs only the `blackhole` qdisc, built into every
 //! kernel with traffic control.
 //!
 //! Everything is torn down on Drop (processes killed, namespace and veth deleted, temp dir
@@ -749,9 +750,10 @@ impl NetLink {
         self.apply();
     }
 
-    /// Adds `ms` to the link's round trip: the packets from the client to the server are
-    /// delayed by `ms` (the way back is not). With netem (`latency_supported()`): a netem qdisc
-    /// on the root side's veth end. Without it (kernels without sch_netem, e.g. the CI VM): the
+    /// Adds `ms` to the link's round trip: the packets of each direction are delayed by `ms / 2`
+    /// (so a stream from the server, such as a log line, arrives `ms / 2` later, and a request's
+    /// answer `ms` later). With netem (`latency_supported()`): a netem qdisc on each veth end's
+    /// egress. Without it (kernels without sch_netem, e.g. the CI VM): the
     /// traffic between the two addresses is routed (/32 routes) over a pair of tun devices, one
     /// in each namespace, joined by a delay line in this process; the TCP connections already
     /// established move over to it. `FDT_LATENCY=tun` forces the latter.
@@ -775,10 +777,11 @@ impl NetLink {
             root_q = vec!["blackhole".into()];
             ns_q = vec!["blackhole".into()];
         } else if st.latency_ms > 0 && netem {
-            let d = format!("{}ms", st.latency_ms);
+            let d = format!("{}us", one_way_us(st.latency_ms));
             root_q = ["netem", "delay", &d, "limit", "100000"]
                 .map(String::from)
                 .to_vec();
+            ns_q = root_q.clone();
         }
         if netem || st.latency_ms == 0 {
             if let Some(d) = st.delayer.take() {
@@ -797,7 +800,9 @@ impl NetLink {
                 st.delayer = Some(d);
             }
             let d = st.delayer.as_ref().unwrap();
-            d.shared.delay_ms.store(st.latency_ms, Ordering::SeqCst);
+            d.shared
+                .one_way_us
+                .store(one_way_us(st.latency_ms), Ordering::SeqCst);
         }
         if let Some(d) = &st.delayer {
             d.shared.frozen.store(st.frozen, Ordering::SeqCst);
@@ -867,10 +872,15 @@ impl NetLink {
     }
 }
 
+/// Half of a round trip's added latency, in microseconds: what each direction is delayed by.
+fn one_way_us(round_trip_ms: u32) -> u32 {
+    round_trip_ms * 1000 / 2
+}
+
 /// A delay line between two tun devices: `root_dev` in the root namespace and `ns_dev` in the
-/// link's namespace. Packets read from `root_dev` (sent by the client towards the server) are
-/// written into `ns_dev` `delay_ms` later; those read from `ns_dev` go back at once. Frozen: all
-/// dropped. The devices belong to this process's file descriptors: they go with it.
+/// link's namespace. Packets read from either device are written into the other `one_way_us`
+/// later (each direction has its own pump, so the two ways do not queue behind each other).
+/// Frozen: all dropped. The devices belong to this process's file descriptors: they go with it.
 #[derive(Debug)]
 struct Delayer {
     root_dev: String,
@@ -881,7 +891,7 @@ struct Delayer {
 
 #[derive(Debug, Default)]
 struct DelayShared {
-    delay_ms: AtomicU32,
+    one_way_us: AtomicU32,
     frozen: std::sync::atomic::AtomicBool,
     stop: std::sync::atomic::AtomicBool,
 }
@@ -930,10 +940,7 @@ impl Delayer {
         ]);
         let shared = std::sync::Arc::new(DelayShared::default());
         let (a2, b2) = (a.try_clone().unwrap(), b.try_clone().unwrap());
-        let threads = vec![
-            pump(a, b2, shared.clone(), true),
-            pump(b, a2, shared.clone(), false),
-        ];
+        let threads = vec![pump(a, b2, shared.clone()), pump(b, a2, shared.clone())];
         Delayer {
             root_dev: root_dev.to_string(),
             ns_dev: ns_dev.to_string(),
@@ -952,13 +959,12 @@ impl Drop for Delayer {
     }
 }
 
-/// Moves packets from `from` to `to`, after the delay when `delayed`. Returns when told to stop
-/// (within 100 ms).
+/// Moves packets from `from` to `to` after the one-way delay. Returns when told to stop (within
+/// 100 ms).
 fn pump(
     from: std::fs::File,
     to: std::fs::File,
     shared: std::sync::Arc<DelayShared>,
-    delayed: bool,
 ) -> std::thread::JoinHandle<()> {
     use std::io::Write;
     use std::os::fd::AsRawFd;
@@ -991,11 +997,7 @@ fn pump(
             if shared.frozen.load(Ordering::SeqCst) {
                 continue;
             }
-            let delay = if delayed {
-                Duration::from_millis(shared.delay_ms.load(Ordering::SeqCst) as u64)
-            } else {
-                Duration::ZERO
-            };
+            let delay = Duration::from_micros(shared.one_way_us.load(Ordering::SeqCst) as u64);
             if tx
                 .send((Instant::now() + delay, buf[..n].to_vec()))
                 .is_err()
