@@ -485,13 +485,14 @@ fn run(
             gpu_after_teardown(&mut outcome, &report);
             outcome.server_running = !report.survivors.is_empty();
             exit_code = status;
-            crate::history::record_launch("run", &spec, &spec_hash, &outcome, teardown.as_deref());
             print_outcome(
                 judge.json,
                 &outcome,
                 teardown.as_deref(),
                 Some((cmd.as_str(), status)),
             );
+            // The verdict first: recording it must not delay what the user waits for.
+            crate::history::record_launch("run", &spec, &spec_hash, &outcome, teardown.as_deref());
             return Ok(exit_code);
         }
         outcome.server_running = target
@@ -516,8 +517,9 @@ fn run(
     } else {
         outcome.server_running = false;
     }
-    crate::history::record_launch("run", &spec, &spec_hash, &outcome, teardown.as_deref());
     print_outcome(judge.json, &outcome, teardown.as_deref(), None);
+    // The verdict first: recording it must not delay what the user waits for.
+    crate::history::record_launch("run", &spec, &spec_hash, &outcome, teardown.as_deref());
     Ok(exit_code)
 }
 
@@ -796,8 +798,8 @@ fn watch(
         progress.as_mut(),
         events.as_mut().map(|e| e.as_mut() as &mut dyn Write),
     )?;
-    crate::history::record_watch(&launched_spec, spec_hash, &command, &plan.profile, &outcome);
     print_outcome(judge.json, &outcome, None, None);
+    crate::history::record_watch(&launched_spec, spec_hash, &command, &plan.profile, &outcome);
     Ok(outcome.verdict.exit_code())
 }
 

@@ -380,16 +380,25 @@ impl History {
             .map_err(unreadable)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(unreadable)?;
+        // Checkpointing the WAL into the database on every close costs fsyncs on every run;
+        // SQLite's automatic checkpoint (every 1000 pages) is enough.
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        )
+        .map_err(unreadable)?;
         let mut h = History {
             conn,
             path: path.to_path_buf(),
         };
-        h.migrate().map_err(|e| {
-            anyhow::anyhow!(
-                "cannot migrate the history database {}: {e}; it was left as it was",
-                path.display()
-            )
-        })?;
+        if version < SCHEMA_VERSION {
+            h.migrate().map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot migrate the history database {}: {e}; it was left as it was",
+                    path.display()
+                )
+            })?;
+        }
         Ok(h)
     }
 

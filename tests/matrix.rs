@@ -755,7 +755,10 @@ command = "sleep 2"
 "#
         ),
     );
-    let vars = [("PATH", path.as_str()), ("FAKE_GPU_PIDFILE", pidfile.as_str())];
+    let vars = [
+        ("PATH", path.as_str()),
+        ("FAKE_GPU_PIDFILE", pidfile.as_str()),
+    ];
     let r = bounded(
         &env,
         &["matrix", file.to_str().unwrap(), "--format", "json"],

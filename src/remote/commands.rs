@@ -233,13 +233,14 @@ pub fn run(
             let status = run_then(&cmd, &outcome, None)?;
             teardown = Some(stop_remote(&format!("stopped on {host}")));
             outcome.server_running = false;
-            crate::history::record_launch("run", &spec, &spec_hash, &outcome, teardown.as_deref());
             print_outcome(
                 judge.json,
                 &outcome,
                 teardown.as_deref(),
                 Some((cmd.as_str(), status)),
             );
+            // The verdict first: recording it must not delay what the user waits for.
+            crate::history::record_launch("run", &spec, &spec_hash, &outcome, teardown.as_deref());
             return Ok(status);
         }
         outcome.server_running = true;
@@ -253,8 +254,9 @@ pub fn run(
         teardown = Some(stop_remote(&format!("stopped on {host}")));
         outcome.server_running = false;
     }
-    crate::history::record_launch("run", &spec, &spec_hash, &outcome, teardown.as_deref());
     print_outcome(judge.json, &outcome, teardown.as_deref(), None);
+    // The verdict first: recording it must not delay what the user waits for.
+    crate::history::record_launch("run", &spec, &spec_hash, &outcome, teardown.as_deref());
     Ok(outcome.verdict.exit_code())
 }
 
@@ -367,8 +369,8 @@ pub fn watch(
     };
     let mut outcome = engine::outcome(j, &target);
     outcome.host = Some(host.to_string());
-    crate::history::record_watch(&launched_spec, spec_hash, &command, &plan.profile, &outcome);
     print_outcome(judge.json, &outcome, None, None);
+    crate::history::record_watch(&launched_spec, spec_hash, &command, &plan.profile, &outcome);
     Ok(outcome.verdict.exit_code())
 }
 
