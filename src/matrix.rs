@@ -160,7 +160,10 @@ pub struct Cell {
     pub index: usize,
     /// One value per axis, in axis order.
     pub values: Vec<String>,
-    /// Stable identity within the definition (`name=value;...`), for `--resume`.
+    /// The values as shown (tables, history, JSON): a secret-looking axis (`HF_TOKEN`,
+    /// `--api-key`) shows `<redacted #N>`, N numbering its distinct values.
+    pub shown: Vec<String>,
+    /// Stable identity within the definition (`name=value;...`, shown values), for `--resume`.
     pub key: String,
     /// The values in words (`FLASHMLA=1 torch.compile=on`).
     pub label: String,
@@ -452,13 +455,64 @@ impl Matrix {
     /// The hash that identifies this definition for `--resume` (slots and repeat are how it runs,
     /// not what it is).
     pub fn def_hash(&self) -> String {
-        let def = serde_json::json!({
-            "base": self.base,
-            "axes": self.axes,
-            "cells": self.cells.iter().map(|c| &c.key).collect::<Vec<_>>(),
-            "bench": self.bench,
-        });
+        let mut def = self.redacted_definition();
+        // How it runs is not what it is.
+        if let Some(o) = def.as_object_mut() {
+            o.remove("slots");
+            o.remove("repeat");
+            o.remove("source");
+        }
         crate::history::spec_hash(&[], &[], None, None, &def)
+    }
+
+    /// The definition as it may be stored and shown: secret-looking env values, flag values and
+    /// bench credentials redacted, secret axes' values replaced by their shown form.
+    pub fn redacted_definition(&self) -> serde_json::Value {
+        use crate::secrets::{redact_args, redact_text, shown_value};
+        let env = |e: &BTreeMap<String, String>| -> BTreeMap<String, String> {
+            e.iter()
+                .map(|(k, v)| (k.clone(), shown_value(k, v).to_string()))
+                .collect()
+        };
+        let mut base = self.base.clone();
+        base.env = env(&base.env);
+        base.command = redact_args(&base.command);
+        let slots: Vec<SlotDef> = self
+            .slots
+            .iter()
+            .map(|s| SlotDef {
+                env: env(&s.env),
+                vars: s.vars.clone(),
+            })
+            .collect();
+        let bench = self.bench.clone().map(|mut b| {
+            b.command = redact_text(&b.command);
+            b
+        });
+        let axes: Vec<serde_json::Value> = self
+            .axes
+            .iter()
+            .map(|a| {
+                let mut v = serde_json::to_value(a).unwrap_or_default();
+                if secret_axis(a) {
+                    v["values"] = serde_json::json!(
+                        (1..=a.values.len())
+                            .map(|i| format!("<redacted #{i}>"))
+                            .collect::<Vec<_>>()
+                    );
+                }
+                v
+            })
+            .collect();
+        serde_json::json!({
+            "base": base,
+            "axes": axes,
+            "cells": self.cells.iter().map(|c| &c.key).collect::<Vec<_>>(),
+            "bench": bench,
+            "slots": slots,
+            "repeat": self.repeat,
+            "source": self.source,
+        })
     }
 
     /// The exact launch of `cell` in slot `slot`.
@@ -559,6 +613,16 @@ impl Matrix {
     }
 }
 
+/// Whether an axis's values are secrets: an env var or flag whose name looks like one.
+fn secret_axis(a: &Axis) -> bool {
+    match &a.kind {
+        AxisKind::Env(n) | AxisKind::Arg(n) | AxisKind::Var(n) => {
+            crate::secrets::looks_secret(&n.trim_start_matches('-').replace('-', "_"))
+        }
+        AxisKind::Flag(_) => false,
+    }
+}
+
 /// The cells: the Cartesian product in axis order (the first axis varies slowest), minus
 /// excluded ones, plus included ones (which may use values outside the axes).
 fn expand_cells(
@@ -616,13 +680,35 @@ fn expand_cells(
             rows.push(r);
         }
     }
+    // A secret axis's values are numbered in order of first appearance, never shown.
+    let mut seen: Vec<Vec<String>> = vec![Vec::new(); axes.len()];
+    for r in &rows {
+        for (ai, v) in r.iter().enumerate() {
+            if !seen[ai].contains(v) {
+                seen[ai].push(v.clone());
+            }
+        }
+    }
     Ok(rows
         .into_iter()
         .enumerate()
         .map(|(index, values)| {
+            let shown: Vec<String> = axes
+                .iter()
+                .enumerate()
+                .zip(&values)
+                .map(|((ai, a), v)| {
+                    if secret_axis(a) {
+                        let n = seen[ai].iter().position(|x| x == v).unwrap_or(0) + 1;
+                        format!("<redacted #{n}>")
+                    } else {
+                        v.clone()
+                    }
+                })
+                .collect();
             let pairs: Vec<String> = axes
                 .iter()
-                .zip(&values)
+                .zip(&shown)
                 .map(|(a, v)| format!("{}={v}", a.name))
                 .collect();
             Cell {
@@ -630,6 +716,7 @@ fn expand_cells(
                 key: pairs.join(";"),
                 label: pairs.join(" "),
                 values,
+                shown,
             }
         })
         .collect())

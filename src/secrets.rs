@@ -58,6 +58,37 @@ pub fn redact_args(command: &[String]) -> Vec<String> {
     out
 }
 
+/// A shell command line with what looks secret replaced: `Bearer`/`Basic` credentials,
+/// `NAME=VALUE` for secret-looking names, and the values of secret-looking flags.
+pub fn redact_text(text: &str) -> String {
+    use std::sync::OnceLock;
+    static RES: OnceLock<[regex::Regex; 3]> = OnceLock::new();
+    let [cred, assign, flag] = RES.get_or_init(|| {
+        [
+            regex::Regex::new(r#"(?i)\b(bearer|basic|token)(\s+)[^\s'"]+"#).expect("valid"),
+            regex::Regex::new(r#"\b([A-Za-z_][A-Za-z0-9_]*)=([^\s'"]+)"#).expect("valid"),
+            regex::Regex::new(r#"(--?[A-Za-z][A-Za-z0-9_-]*)(\s+|=)([^\s'"-][^\s'"]*)"#)
+                .expect("valid"),
+        ]
+    });
+    let text = cred.replace_all(text, format!("$1$2{REDACTED}"));
+    let text = assign.replace_all(&text, |c: &regex::Captures<'_>| {
+        if looks_secret(&c[1]) {
+            format!("{}={REDACTED}", &c[1])
+        } else {
+            c[0].to_string()
+        }
+    });
+    flag.replace_all(&text, |c: &regex::Captures<'_>| {
+        if looks_secret(&c[1].trim_start_matches('-').replace('-', "_")) {
+            format!("{}{}{REDACTED}", &c[1], &c[2])
+        } else {
+            c[0].to_string()
+        }
+    })
+    .into_owned()
+}
+
 /// `command` as a person can paste it into a shell, secret flag values redacted.
 pub fn shown_command(command: &[String]) -> String {
     let redacted = redact_args(command);
@@ -115,6 +146,31 @@ mod tests {
         ];
         for (input, want) in table {
             assert_eq!(redact_args(&input), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn redacts_secrets_in_shell_text() {
+        let table = [
+            (
+                "curl -H 'Authorization: Bearer sk-live-123' http://x",
+                "curl -H 'Authorization: Bearer <redacted>' http://x",
+            ),
+            (
+                "HF_TOKEN=hf_abc python bench.py --api-key k1 --port 8000",
+                "HF_TOKEN=<redacted> python bench.py --api-key <redacted> --port 8000",
+            ),
+            (
+                "redis-benchmark -p 6379 -q -t set,get",
+                "redis-benchmark -p 6379 -q -t set,get",
+            ),
+            (
+                "pgbench --password=pw1 -c 2",
+                "pgbench --password=<redacted> -c 2",
+            ),
+        ];
+        for (input, want) in table {
+            assert_eq!(redact_text(input), want, "{input}");
         }
     }
 }

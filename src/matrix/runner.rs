@@ -283,7 +283,7 @@ pub fn matrix(a: &MatrixArgs) -> Result<i32> {
             ended_at: None,
             state: "running".into(),
             cells: m.cells.len() as u32,
-            definition: serde_json::to_value(&m).unwrap_or_default(),
+            definition: m.redacted_definition(),
         })?;
     }
     drop(history);
@@ -301,7 +301,7 @@ pub fn matrix(a: &MatrixArgs) -> Result<i32> {
             CellRow {
                 index: c.index,
                 label: c.label.clone(),
-                values: c.values.clone(),
+                values: c.shown.clone(),
                 state: if runs.len() >= m.repeat as usize {
                     CellState::Done
                 } else {
@@ -439,7 +439,7 @@ fn print_dry_run(
         }
         println!("    profile  {}", spec.profile);
         if let Some(b) = bench {
-            println!("    bench    {b}");
+            println!("    bench    {}", crate::secrets::redact_text(b));
         }
         let hash = crate::history::launch_hash(spec, None);
         match history.and_then(|h| h.previous_of_spec(&hash).ok().flatten()) {

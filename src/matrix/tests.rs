@@ -269,3 +269,69 @@ fn toml_mistakes_name_the_line() {
     assert!(e.contains("m.toml:5"), "{e}");
     assert!(e.contains("envv"), "{e}");
 }
+
+#[test]
+fn secret_axes_and_values_are_never_shown_or_stored() {
+    let m = build(
+        r#"
+[base]
+command = ["vllm", "serve", "m", "--api-key", "sk-base-secret"]
+env = { HF_TOKEN = "hf_base_secret", PORT = "8000" }
+[[axis]]
+env = "OPENAI_API_KEY"
+values = ["sk-one", "sk-two"]
+[[axis]]
+env = "MODE"
+values = ["a"]
+[bench]
+command = "curl -H 'Authorization: Bearer sk-bench-secret' localhost"
+[[slot]]
+env = { SLOT_PASSWORD = "pw-slot" }
+"#,
+    )
+    .unwrap();
+    let labels: Vec<&str> = m.cells.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "OPENAI_API_KEY=<redacted #1> MODE=a",
+            "OPENAI_API_KEY=<redacted #2> MODE=a"
+        ]
+    );
+    // The launch still gets the real value.
+    let l = m.launch_of(&m.cells[1], 0).unwrap();
+    assert!(
+        l.env
+            .contains(&("OPENAI_API_KEY".to_string(), "sk-two".to_string()))
+    );
+    let stored = m.redacted_definition().to_string();
+    for secret in [
+        "sk-one",
+        "sk-two",
+        "sk-base-secret",
+        "hf_base_secret",
+        "sk-bench-secret",
+        "pw-slot",
+    ] {
+        assert!(!stored.contains(secret), "{secret} in {stored}");
+    }
+    assert!(stored.contains("8000"));
+    // Rotating a secret is the same definition, for --resume.
+    let rotated = build(
+        r#"
+[base]
+command = ["vllm", "serve", "m", "--api-key", "sk-rotated"]
+env = { HF_TOKEN = "hf_rotated", PORT = "8000" }
+[[axis]]
+env = "OPENAI_API_KEY"
+values = ["sk-three", "sk-four"]
+[[axis]]
+env = "MODE"
+values = ["a"]
+[bench]
+command = "curl -H 'Authorization: Bearer sk-other' localhost"
+"#,
+    )
+    .unwrap();
+    assert_eq!(m.def_hash(), rotated.def_hash());
+}
