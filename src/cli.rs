@@ -292,6 +292,8 @@ pub enum Command {
     Meta { run_id: String },
     #[command(name = "__cell-finish", hide = true)]
     CellFinish,
+    #[command(name = "__cell-cancel", hide = true)]
+    CellCancel { run_id: String },
     #[command(name = "__cell-before", hide = true)]
     CellBefore { port: Option<u16> },
 }
@@ -410,6 +412,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::RemoteLaunch => crate::agent::remote_launch(),
         Command::Meta { run_id } => crate::agent::meta(&run_id),
         Command::CellFinish => crate::matrix::host_side::cell_finish(),
+        Command::CellCancel { run_id } => crate::matrix::host_side::cell_cancel(&run_id),
         Command::CellBefore { port } => crate::matrix::host_side::cell_before(port),
     }
 }

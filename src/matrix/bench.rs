@@ -75,7 +75,8 @@ pub fn extract(output: &str, metrics: &[(String, Regex)]) -> (BTreeMap<String, f
 }
 
 /// Runs `command` with `env`, output into `output`, until it exits, `timeout` passes or `cancel`
-/// is set (then its whole process group is killed).
+/// is set (then its whole process group is killed). The group's id is written to `pgid_file`
+/// when given, for another firedup to stop it (`__cell-cancel` on a matrix's host).
 pub fn run(
     command: &str,
     env: &[(String, String)],
@@ -83,6 +84,7 @@ pub fn run(
     timeout: Duration,
     metrics: &[(String, Regex)],
     cancel: &AtomicBool,
+    pgid_file: Option<&Path>,
 ) -> BenchResult {
     let began = Instant::now();
     let mut result = BenchResult {
@@ -125,6 +127,9 @@ pub fn run(
             return result;
         }
     };
+    if let Some(f) = pgid_file {
+        let _ = std::fs::write(f, child.id().to_string());
+    }
     let deadline = began + timeout;
     crate::process::wait_for_exit(child.id(), Duration::from_millis(100), &|| {
         Instant::now() >= deadline || cancel.load(Ordering::SeqCst)
@@ -141,6 +146,9 @@ pub fn run(
             None
         }
     };
+    if let Some(f) = pgid_file {
+        let _ = std::fs::remove_file(f);
+    }
     result.status = status.map(|s| s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)));
     result.took_s = began.elapsed().as_secs_f64();
     let text = std::fs::read(output)
@@ -196,6 +204,7 @@ Output token throughput (tok/s):         1532.07
             Duration::from_secs(10),
             &m,
             &cancel,
+            None,
         );
         assert_eq!(ok.status, Some(0));
         assert_eq!(ok.metrics["tps"], 41.5);
@@ -208,6 +217,7 @@ Output token throughput (tok/s):         1532.07
             Duration::from_secs(10),
             &m,
             &cancel,
+            None,
         );
         assert_eq!(failed.status, Some(3));
         assert_eq!(failed.problem().as_deref(), Some("bench exit 3"));
@@ -219,6 +229,7 @@ Output token throughput (tok/s):         1532.07
             Duration::from_millis(300),
             &m,
             &cancel,
+            None,
         );
         assert!(slow.timed_out);
         assert!(slow.took_s < 10.0, "{}", slow.took_s);

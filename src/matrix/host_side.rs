@@ -1,5 +1,6 @@
 //! The host's side of a matrix cell run with `--host`: `firedup __cell-finish` (bench, then
-//! verified teardown, where the server runs) and `firedup __cell-before [PORT]` (who listens on
+//! verified teardown, where the server runs), `firedup __cell-cancel RUN_ID` (Ctrl-C: stop the
+//! bench) and `firedup __cell-before [PORT]` (who listens on
 //! the cell's port and uses the GPU before it starts). Requests come as JSON on stdin, answers as JSON on stdout,
 //! so that the port, process and GPU checks are made on the machine they are about.
 
@@ -66,7 +67,8 @@ pub fn cell_finish() -> Result<i32> {
                 .iter()
                 .map(|(n, r)| Ok((n.clone(), Regex::new(r)?)))
                 .collect::<Result<Vec<_>>>()?;
-            // Bounded by its timeout; the local firedup's Ctrl-C stops the server, not the bench.
+            // Bounded by its timeout; the local firedup's Ctrl-C stops it through
+            // `__cell-cancel`, which kills the process group recorded here.
             let never = AtomicBool::new(false);
             Some(bench::run(
                 &b.command,
@@ -75,6 +77,7 @@ pub fn cell_finish() -> Result<i32> {
                 Duration::from_millis(b.timeout_ms),
                 &metrics,
                 &never,
+                Some(&run.path.join(BENCH_PGID)),
             ))
         }
         None => None,
@@ -90,6 +93,25 @@ pub fn cell_finish() -> Result<i32> {
         teardown: check,
     };
     println!("{}", serde_json::to_string(&answer)?);
+    Ok(0)
+}
+
+/// Where a running bench's process group is written, in the run directory.
+const BENCH_PGID: &str = "bench.pgid";
+
+/// `firedup __cell-cancel RUN_ID`: kills the process group of the run's bench, if one runs.
+pub fn cell_cancel(run_id: &str) -> Result<i32> {
+    let run = RunDir::open(run_id)?;
+    if let Ok(text) = std::fs::read_to_string(run.path.join(BENCH_PGID)) {
+        if let Some(pg) = text
+            .trim()
+            .parse::<i32>()
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process_group(pg, rustix::process::Signal::KILL);
+        }
+    }
     Ok(0)
 }
 

@@ -63,6 +63,10 @@ pub(super) fn run(
         "{}: started {} on {host} (slot {slot})",
         p.label, launched.run_id
     ));
+    // Ctrl-C may have come while it was being launched, before it could be stopped.
+    if shared.cancel.load(std::sync::atomic::Ordering::SeqCst) {
+        stop(&hs, &launched.run_id, ctx.grace);
+    }
     let mut plan = crate::plan::resolve(&p.opts, &p.spec.command, &launched.log, true)?;
     plan.judge.probe_origin = format!("remote {host}");
     let hint = format!("firedup watch --host {host} {}", launched.run_id);
@@ -155,11 +159,15 @@ pub(super) fn run(
     }))
 }
 
-/// Stops a cell's run on the host (Ctrl-C), bounded by the grace.
+/// Stops a cell's run on the host (Ctrl-C): its bench, if one runs, then the server, bounded by
+/// the grace.
 pub(super) fn stop(hs: &HostSpec, run_id: &str, grace: Duration) {
     let id = run_id.to_string();
     let g = format!("{}ms", grace.as_millis());
     let _ = with_remote(hs, |r| {
-        Box::pin(async move { r.firedup(&["stop", &id, "--grace", &g], None).await })
+        Box::pin(async move {
+            r.firedup(&["__cell-cancel", &id], None).await?;
+            r.firedup(&["stop", &id, "--grace", &g], None).await
+        })
     });
 }

@@ -352,12 +352,11 @@ pub fn matrix(a: &MatrixArgs) -> Result<i32> {
 
     let b = shared.board.lock().expect("board");
     let interrupted = shared.cancel.load(Ordering::SeqCst);
-    let state = if interrupted {
-        "interrupted"
-    } else if b.stop_all.is_some() {
-        "stopped"
-    } else {
-        "done"
+    let state = match (interrupted, b.stop_all.is_some(), b.dirty) {
+        (true, _, true) => "interrupted; a cell left the machine DIRTY",
+        (true, _, false) => "interrupted",
+        (false, true, _) => "stopped",
+        (false, false, _) => "done",
     };
     if let Ok(Some(mut h)) = History::open_default() {
         let _ = h.end_matrix(&matrix_id, state);
@@ -566,7 +565,7 @@ fn slot_loop(ctx: &Ctx<'_>, shared: &Shared, slot: usize) {
         b.running.remove(&cell);
         let cancelled = shared.cancel.load(Ordering::SeqCst);
         match outcome {
-            Ok(Some(r)) => {
+            Ok(CellRun::Done(r)) => {
                 ctx.display.finished(ctx.m, cell, repeat_index, &r);
                 if !r.clean && !ctx.allow_dirty {
                     b.dirty = true;
@@ -598,10 +597,19 @@ fn slot_loop(ctx: &Ctx<'_>, shared: &Shared, slot: usize) {
                     CellState::Pending
                 };
             }
-            Ok(None) => {
-                b.rows[cell].state = CellState::Skipped {
-                    reason: "interrupted (Ctrl-C): torn down, not recorded".into(),
-                };
+            Ok(CellRun::Interrupted(check)) => {
+                let mut reason = "interrupted (Ctrl-C): torn down, not recorded".to_string();
+                if let Some(c) = check.filter(|c| !c.clean) {
+                    // What teardown found still matters: the machine is not clean.
+                    b.dirty = true;
+                    reason = format!("{reason}; {}", c.summary());
+                    ctx.display.say(&format!(
+                        "cell {}: teardown after Ctrl-C: {}",
+                        cell + 1,
+                        c.summary()
+                    ));
+                }
+                b.rows[cell].state = CellState::Skipped { reason };
             }
             Err(e) => {
                 ctx.display
@@ -624,6 +632,15 @@ pub(super) struct Prepared {
     pub address: Option<crate::profile::Address>,
     pub label: String,
     pub index: usize,
+}
+
+/// How one run of a cell ended.
+pub(super) enum CellRun {
+    /// It reached its verdict and was recorded.
+    Done(RunResult),
+    /// Ctrl-C came first: torn down (with what teardown found, when it got that far), not
+    /// recorded, so `--resume` runs it again.
+    Interrupted(Option<super::teardown::TeardownCheck>),
 }
 
 /// What running a cell found, before it is recorded.
@@ -660,15 +677,14 @@ pub(super) fn bench_timeout(m: &Matrix) -> Duration {
 }
 
 /// Launches, watches, benches and tears down one run of one cell, here or on the matrix's host,
-/// and records it. `Ok(None)`: interrupted by Ctrl-C (torn down, not recorded, so `--resume` runs
-/// it again).
+/// and records it.
 fn run_cell(
     ctx: &Ctx<'_>,
     shared: &Shared,
     index: usize,
     slot: usize,
     repeat: u32,
-) -> Result<Option<RunResult>> {
+) -> Result<CellRun> {
     let m = ctx.m;
     let cell = &m.cells[index];
     let (spec, opts, bench_cmd) = cell_spec(m, cell, slot)?;
@@ -680,7 +696,7 @@ fn run_cell(
         label.push_str(&format!(" (run {}/{})", repeat + 1, m.repeat));
     }
     if shared.cancel.load(Ordering::SeqCst) {
-        return Ok(None);
+        return Ok(CellRun::Interrupted(None));
     }
     let prepared = Prepared {
         spec,
@@ -701,10 +717,10 @@ fn run_cell(
         teardown: check,
     }) = finished
     else {
-        return Ok(None);
+        return Ok(CellRun::Interrupted(None));
     };
     if shared.cancel.load(Ordering::SeqCst) {
-        return Ok(None);
+        return Ok(CellRun::Interrupted(Some(check)));
     }
     let metrics = bench
         .as_ref()
@@ -728,7 +744,7 @@ fn run_cell(
         repeat,
     });
     crate::history::record_quietly(&record);
-    Ok(Some(RunResult {
+    Ok(CellRun::Done(RunResult {
         run_id: outcome.run_id.clone(),
         verdict: outcome.verdict,
         signature: outcome.signature,
@@ -797,6 +813,7 @@ fn run_local(
                 bench_timeout(ctx.m),
                 &ctx.m.metrics,
                 &shared.cancel,
+                None,
             ));
         }
     }
