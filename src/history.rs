@@ -728,17 +728,26 @@ fn pending_path(db: &Path) -> PathBuf {
 
 fn append_pending(pending: &Path, r: &RunRecord) -> Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(pending)?;
-    // One write of one line: concurrent appenders do not interleave.
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let mut line = serde_json::to_vec(r)?;
     line.push(b'\n');
-    f.write_all(&line)?;
-    Ok(())
+    // An importer may rename the file between our open and our write: hold its lock while
+    // writing, and write only if the path still names the file we hold (else open it anew).
+    for _ in 0..10 {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(pending)?;
+        rustix::fs::flock(&f, rustix::fs::FlockOperation::LockExclusive)?;
+        let same = std::fs::metadata(pending)
+            .is_ok_and(|m| m.ino() == f.metadata().map(|h| h.ino()).unwrap_or(0));
+        if same {
+            f.write_all(&line)?;
+            return Ok(());
+        }
+    }
+    bail!("{} kept being moved away", pending.display())
 }
 
 impl History {
@@ -746,9 +755,16 @@ impl History {
     /// transaction; the file is removed only after the commit. Lines that do not parse are kept
     /// in `pending.bad` rather than dropped.
     pub fn import_pending(&mut self, pending: &Path) -> Result<usize> {
-        // Take the file first, so a record appended meanwhile is not removed unimported; a file
-        // left taken by a firedup that died while importing is imported too.
         let taken = pending.with_extension("importing");
+        if !pending.exists() && !taken.exists() {
+            return Ok(0);
+        }
+        // One importer at a time, across processes and threads: the database's write lock is
+        // taken before the files are touched.
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        // A file left taken by a firedup that died while importing is imported first.
         if !taken.exists() {
             match std::fs::rename(pending, &taken) {
                 Ok(()) => {}
@@ -756,11 +772,11 @@ impl History {
                 Err(e) => return Err(e.into()),
             }
         }
+        // A writer that opened the file before the rename finishes its line first.
+        let file = std::fs::File::open(&taken)?;
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
         let text = std::fs::read_to_string(&taken)?;
         let mut bad = Vec::new();
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let mut n = 0;
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
             let Ok(r) = serde_json::from_str::<RunRecord>(line) else {
@@ -778,12 +794,17 @@ impl History {
                 n += 1;
             }
         }
-        tx.commit()?;
         if !bad.is_empty() {
-            let mut keep = bad.join("\n");
-            keep.push('\n');
-            std::fs::write(pending.with_extension("bad"), keep)?;
+            use std::io::Write;
+            let mut keep = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(pending.with_extension("bad"))?;
+            for l in bad {
+                writeln!(keep, "{l}")?;
+            }
         }
+        tx.commit()?;
         std::fs::remove_file(&taken)?;
         Ok(n)
     }

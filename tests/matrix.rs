@@ -348,14 +348,42 @@ fn repeat_and_parallel_slots_report_medians_and_use_every_slot() {
         .map(|r| r["env"]["SLOT_NAME"].as_str().unwrap())
         .collect();
     assert_eq!(slots.into_iter().collect::<Vec<_>>(), ["gpu0", "gpu1"]);
-    // The table shows medians and spread for the repeats.
-    let t = bounded(
+    // Two slots ran at the same time: some runs overlap.
+    let spans: Vec<(f64, f64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["started_at"].as_f64().unwrap(),
+                r["ended_at"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    let overlap = spans
+        .iter()
+        .enumerate()
+        .any(|(i, a)| spans.iter().skip(i + 1).any(|b| a.0 < b.1 && b.0 < a.1));
+    assert!(overlap, "no two runs overlapped: {spans:?}");
+    // The table shows medians and spread for the repeats (e.g. `41.0 (40.0–42.0)` or `41.0`).
+    let cells_md = bounded(
         &env,
-        &["history", "--matrix", r.json["matrix_id"].as_str().unwrap()],
+        &[
+            "matrix",
+            file.to_str().unwrap(),
+            "--resume",
+            "--repeat",
+            "2",
+            "--format",
+            "md",
+        ],
         &[],
         BOUND,
     );
-    assert!(t.stdout.contains("rate="), "{}", t.explain());
+    assert!(cells_md.stdout.contains("| rate"), "{}", cells_md.explain());
+    assert!(
+        cells_md.stdout.contains("ready 2/2"),
+        "{}",
+        cells_md.explain()
+    );
 }
 
 #[test]

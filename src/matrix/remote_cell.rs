@@ -95,6 +95,7 @@ pub(super) fn run(
         ..Default::default()
     };
     let mut outcome = crate::engine::outcome(j, &target);
+    let verdict_at = crate::rundir::now_unix();
     outcome.host = Some(host.to_string());
     let cancelled = || shared.cancel.load(std::sync::atomic::Ordering::SeqCst);
     let bench = match (&p.bench, outcome.verdict == Verdict::Ready && !cancelled()) {
@@ -154,6 +155,7 @@ pub(super) fn run(
     outcome.server_running = !answer.teardown.clean;
     Ok(Some(Finished {
         outcome,
+        verdict_at,
         bench: answer.bench,
         teardown: answer.teardown,
     }))

@@ -275,7 +275,7 @@ pub fn matrix(a: &MatrixArgs) -> Result<i32> {
     };
     let mut history = history;
     if let Some(h) = history.as_mut() {
-        h.begin_matrix(&MatrixRecord {
+        let begun = h.begin_matrix(&MatrixRecord {
             id: matrix_id.clone(),
             def_hash: def_hash.clone(),
             source: Some(m.source.clone()),
@@ -284,7 +284,11 @@ pub fn matrix(a: &MatrixArgs) -> Result<i32> {
             state: "running".into(),
             cells: m.cells.len() as u32,
             definition: m.redacted_definition(),
-        })?;
+        });
+        // A busy or failing history never stops the matrix; its runs are kept aside if need be.
+        if let Err(e) = begun {
+            eprintln!("firedup: the matrix itself is not in the history: {e:#}");
+        }
     }
     drop(history);
 
@@ -440,7 +444,7 @@ fn print_dry_run(
         if let Some(b) = bench {
             println!("    bench    {}", crate::secrets::redact_text(b));
         }
-        let hash = crate::history::launch_hash(spec, None);
+        let hash = crate::history::launch_hash(spec, m.base.host.as_deref());
         match history.and_then(|h| h.previous_of_spec(&hash).ok().flatten()) {
             Some(r) => {
                 known += r.outcome.elapsed_s;
@@ -646,6 +650,8 @@ pub(super) enum CellRun {
 /// What running a cell found, before it is recorded.
 pub(super) struct Finished {
     pub outcome: crate::verdict::Outcome,
+    /// Unix time of the verdict (the bench and teardown come after).
+    pub verdict_at: f64,
     pub bench: Option<bench::BenchResult>,
     pub teardown: super::teardown::TeardownCheck,
 }
@@ -713,6 +719,7 @@ fn run_cell(
     };
     let Some(Finished {
         outcome,
+        verdict_at,
         bench,
         teardown: check,
     }) = finished
@@ -737,6 +744,8 @@ fn run_cell(
     );
     record.metrics = metrics.clone();
     record.teardown = Some(summary.clone());
+    record.ended_at = verdict_at;
+    record.started_at = verdict_at - outcome.elapsed_s;
     record.cell = Some(CellRef {
         matrix_id: ctx.matrix_id.to_string(),
         key: cell.key.clone(),
@@ -799,6 +808,7 @@ fn run_local(
         }
     }
     let mut outcome = engine::watch(&plan, &target, progress.as_mut(), None)?;
+    let verdict_at = crate::rundir::now_unix();
     progress.finish();
     let _ = launched.supervisor.try_wait();
     let mut bench_result = None;
@@ -824,6 +834,7 @@ fn run_local(
     outcome.server_running = !check.clean;
     Ok(Some(Finished {
         outcome,
+        verdict_at,
         bench: bench_result,
         teardown: check,
     }))
