@@ -344,3 +344,18 @@ fn runs_kept_aside_are_imported_once_and_bad_lines_kept() {
     assert_eq!(h.list(&Filter::default()).unwrap().len(), 2);
     assert_eq!(h.import_pending(&pending).unwrap(), 0);
 }
+
+#[test]
+fn times_survive_a_json_round_trip_exactly() {
+    // Kept-aside runs travel as JSON, and re-imports are matched on ended_at: a last-digit
+    // change would import a run twice (serde_json's float_roundtrip feature).
+    for t in [
+        1_796_287_206.761_860_1_f64,
+        0.1,
+        1e-9,
+        1_796_083_200.123_456_7,
+    ] {
+        let back: f64 = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
+        assert_eq!(back.to_bits(), t.to_bits(), "{t}");
+    }
+}
