@@ -7,7 +7,7 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -15,6 +15,16 @@ use common::{Env, free_port};
 
 fn server_fixture(name: &str) -> String {
     common::fixture(&format!("servers/{name}"))
+}
+
+/// Runs `firedup matrix FILE --format json` (bounded).
+fn matrix_json(env: &Env, file: &Path, vars: &[(&str, &str)]) -> common::Run {
+    bounded(
+        env,
+        &["matrix", file.to_str().unwrap(), "--format", "json"],
+        vars,
+        BOUND,
+    )
 }
 
 /// Writes a matrix file into the work dir.
@@ -171,12 +181,7 @@ fn every_format_is_machine_readable() {
         free_port(),
         "[[exclude]]\n\"torch.compile\" = \"on\"\n",
     );
-    let r = bounded(
-        &env,
-        &["matrix", file.to_str().unwrap(), "--format", "json"],
-        &[],
-        BOUND,
-    );
+    let r = matrix_json(&env, &file, &[]);
     assert_eq!(r.code, 1, "{}", r.explain());
     let cells = r.json["cells"].as_array().expect("cells");
     assert_eq!(cells.len(), 2);
@@ -475,12 +480,7 @@ stop_on = ["cuda_oom"]
         ),
     )
     .unwrap();
-    let r = bounded(
-        &env,
-        &["matrix", file.to_str().unwrap(), "--format", "json"],
-        &[],
-        BOUND,
-    );
+    let r = matrix_json(&env, &file, &[]);
     assert_eq!(r.code, 1, "{}", r.explain());
     let cells = r.json["cells"].as_array().unwrap();
     let states: Vec<String> = cells
@@ -514,12 +514,7 @@ fn teardown_kills_a_server_that_ignores_sigterm_and_says_so() {
         "grace = \"1s\"\nenv = { FAKE_IGNORE_SIGTERM = \"1\" }",
     );
     std::fs::write(&file, text).unwrap();
-    let r = bounded(
-        &env,
-        &["matrix", file.to_str().unwrap(), "--format", "json"],
-        &[],
-        BOUND,
-    );
+    let r = matrix_json(&env, &file, &[]);
     assert_eq!(r.code, 0, "{}", r.explain());
     let run = &r.json["cells"][0]["runs"][0];
     assert_eq!(run["verdict"], "ready");
@@ -578,12 +573,7 @@ values = ["a", "b"]
         ("PATH", path.as_str()),
         ("FAKE_GPU_PIDFILE", pidfile.as_str()),
     ];
-    let r = bounded(
-        &env,
-        &["matrix", file.to_str().unwrap(), "--format", "json"],
-        &vars,
-        BOUND,
-    );
+    let r = matrix_json(&env, &file, &vars);
     assert_eq!(r.code, 7, "{}", r.explain());
     let cells = r.json["cells"].as_array().unwrap();
     assert_eq!(cells[0]["runs"][0]["clean"], false);
@@ -729,12 +719,7 @@ values = ["a", "b"]
         ("PATH", path.as_str()),
         ("FAKE_GPU_PIDFILE", pidfile.as_str()),
     ];
-    let r = bounded(
-        &env,
-        &["matrix", file.to_str().unwrap(), "--format", "json"],
-        &vars,
-        BOUND,
-    );
+    let r = matrix_json(&env, &file, &vars);
     let escaped: u32 = std::fs::read_to_string(&pidfile)
         .unwrap_or_default()
         .trim()
@@ -787,12 +772,7 @@ command = "sleep 2"
         ("PATH", path.as_str()),
         ("FAKE_GPU_PIDFILE", pidfile.as_str()),
     ];
-    let r = bounded(
-        &env,
-        &["matrix", file.to_str().unwrap(), "--format", "json"],
-        &vars,
-        BOUND,
-    );
+    let r = matrix_json(&env, &file, &vars);
     let cells = r.json["cells"].as_array().expect("cells");
     assert_eq!(cells[0]["runs"][0]["clean"], true, "{}", r.explain());
     // The other cell's own process is still listed by the stuck driver: that one is its dirt.
