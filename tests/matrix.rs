@@ -612,6 +612,60 @@ values = ["a", "b"]
     assert_eq!(allowed.json["cells"][1]["state"], "done");
 }
 
+/// Runs `firedup matrix FILE --format json`, sends it SIGINT once a stderr line satisfies `when`,
+/// and returns its exit code and JSON; it must end within 20 s of the signal.
+fn interrupt_once(
+    env: &Env,
+    file: &Path,
+    vars: &[(&str, &str)],
+    when: impl Fn(&str) -> bool,
+) -> (Option<i32>, serde_json::Value) {
+    let mut cmd = env.cmd();
+    cmd.args(["matrix", file.to_str().unwrap(), "--format", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("the awaited line should come");
+        if when(&line) {
+            break;
+        }
+    }
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let started = Instant::now();
+    let mut out = String::new();
+    use std::io::Read;
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(20), "{out}");
+    (
+        status.code(),
+        serde_json::from_str(out.trim()).unwrap_or_default(),
+    )
+}
+
 #[test]
 fn ctrl_c_tears_down_the_running_cell_and_keeps_the_finished_ones() {
     let env = Env::new();
@@ -630,48 +684,10 @@ env = "MODE"
 values = ["quick", "slow", "never"]
 "#,
     );
-    let mut child = env
-        .cmd()
-        .args(["matrix", file.to_str().unwrap(), "--format", "json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            let _ = tx.send(line);
-        }
+    let (code, json) = interrupt_once(&env, &file, &[], |l| {
+        l.contains("cell 2/3") && l.contains("following")
     });
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut slow_run = None;
-    while slow_run.is_none() {
-        let line = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .expect("cell 2 should start");
-        if line.contains("cell 2/3") && line.contains("following") {
-            slow_run = Some(line);
-        }
-    }
-    // Ctrl-C.
-    Command::new("kill")
-        .args(["-INT", &pid.to_string()])
-        .status()
-        .unwrap();
-    let started = Instant::now();
-    let out = {
-        let mut s = String::new();
-        use std::io::Read;
-        child.stdout.take().unwrap().read_to_string(&mut s).unwrap();
-        s
-    };
-    let status = child.wait().unwrap();
-    assert!(started.elapsed() < Duration::from_secs(20));
-    assert_eq!(status.code(), Some(130), "{out}");
-    let json: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(code, Some(130), "{json}");
     assert_eq!(json["state"], "interrupted");
     let cells = json["cells"].as_array().unwrap();
     assert_eq!(cells[0]["state"], "done");
@@ -778,4 +794,42 @@ command = "sleep 2"
     // The other cell's own process is still listed by the stuck driver: that one is its dirt.
     assert_eq!(cells[1]["runs"][0]["clean"], false, "{}", r.explain());
     assert_eq!(r.code, 7, "{}", r.explain());
+}
+
+#[test]
+fn a_cell_torn_down_by_ctrl_c_still_reports_a_dirty_machine() {
+    let env = Env::new();
+    let (path, pidfile) = stuck_gpu(&env);
+    let file = matrix_file(
+        &env,
+        "ctrlc-dirty.toml",
+        &format!(
+            r#"
+[base]
+command = ["sh", "-c", "echo $$ > {pidfile}; echo loading; exec sleep 300"]
+ready_lines = ["serving"]
+stall = "off"
+grace = "1s"
+
+[[axis]]
+env = "MODE"
+values = ["a", "b"]
+"#
+        ),
+    );
+    let vars = [
+        ("PATH", path.as_str()),
+        ("FAKE_GPU_PIDFILE", pidfile.as_str()),
+    ];
+    let (code, json) = interrupt_once(&env, &file, &vars, |l| {
+        l.contains("cell 1/2") && l.contains("following")
+    });
+    assert_eq!(code, Some(130), "{json}");
+    assert_eq!(json["state"], "interrupted; a cell left the machine DIRTY");
+    let reason = json["cells"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("not recorded; DIRTY: 20480 MiB"),
+        "{reason}"
+    );
+    assert_eq!(json["cells"][1]["reason"], "not run: interrupted (Ctrl-C)");
 }

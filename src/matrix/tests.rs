@@ -1,6 +1,6 @@
 use super::*;
 
-fn build(toml_text: &str) -> Result<Matrix> {
+pub(super) fn build(toml_text: &str) -> Result<Matrix> {
     let file: MatrixFile = toml::from_str(toml_text)?;
     Matrix::build(file, vec![], vec![], "test".into())
 }

@@ -1,9 +1,9 @@
 use super::*;
-use crate::matrix::{Matrix, MatrixFile};
+use crate::matrix::Matrix;
 use crate::verdict::Signature;
 
 fn matrix() -> Matrix {
-    let file: MatrixFile = toml::from_str(
+    crate::matrix::tests::build(
         r#"
 [base]
 command = ["x"]
@@ -17,8 +17,7 @@ ordered = true
 stop_on = ["cuda_oom"]
 "#,
     )
-    .unwrap();
-    Matrix::build(file, vec![], vec![], "test".into()).unwrap()
+    .unwrap()
 }
 
 fn rows(m: &Matrix) -> Vec<CellRow> {
