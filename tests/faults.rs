@@ -1,7 +1,8 @@
 //! The fault matrix: injected faults through the real binary, one table, one loop. Every case
-//! asserts the verdict, its exit code, the signature (or that there is none) and a time bound: the
-//! firedup process must have finished within the bound, or it is killed and the case fails saying
-//! so. No outcome may be silence or a hang. Cases run in parallel on a few worker threads, each in
+//! asserts the verdict, its exit code and the signature (or that there is none). The wait is
+//! bounded, generously (`HANG_BOUND`, for loaded CI machines): a firedup still running past it is
+//! killed and the case fails saying so. No outcome may be silence or a hang; how fast a verdict
+//! comes is measured in `benches/`, not asserted here. Cases run in parallel on a few worker threads, each in
 //! its own state directory.
 //!
 //! What is covered elsewhere and not repeated here: the OOM killer with cgroup evidence
@@ -26,6 +27,10 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+/// How long one firedup run may take before the case counts it as a hang. Generous: it bounds the
+/// wait, it is not a speed requirement.
+const HANG_BOUND: Duration = Duration::from_secs(60);
+
 /// What one bounded firedup run gave.
 #[derive(Debug, Default)]
 struct Outcome {
@@ -35,7 +40,7 @@ struct Outcome {
     stdout: String,
     stderr: String,
     took: Duration,
-    /// It did not finish within the bound and was killed.
+    /// It did not finish within `HANG_BOUND` and was killed.
     hung: bool,
     /// The run launched the server (so a non-ready verdict must have stopped its tree).
     launched: bool,
@@ -256,8 +261,6 @@ struct Case {
     name: &'static str,
     verdict: &'static str,
     signature: Option<&'static str>,
-    /// The firedup process must have finished within this many seconds.
-    bound_s: u64,
     /// Runs the case; `Err` skips it with the reason.
     run: RunFn,
     /// The recorded exit of the server, where the case knows it.
@@ -318,7 +321,6 @@ fn exec_case(
         name,
         verdict: "never_started",
         signature: None,
-        bound_s: 5,
         run: Box::new(move |env, bound| {
             let cmd = make(env);
             let args = strings(&["run", "--json", "--ready-line", "NEVER-PRINTED", "--", &cmd]);
@@ -341,7 +343,6 @@ fn signal_case(sig: &'static str, number: i64, signature: Option<&'static str>) 
         name: Box::leak(format!("death/signal_{sig}").into_boxed_str()),
         verdict: "killed",
         signature,
-        bound_s: 5,
         run: server(
             &[],
             &format!("echo 'Loading weights 1/4'; kill -{sig} $$; sleep 5"),
@@ -404,7 +405,6 @@ fn cases() -> Vec<Case> {
             name: "death/at_once",
             verdict: "exited",
             signature: None,
-            bound_s: 5,
             run: server(&[], "exit 1"),
             exit: Some(Exit::Code(1)),
             check: no_check,
@@ -414,7 +414,6 @@ fn cases() -> Vec<Case> {
             name: "death/mid_load",
             verdict: "exited",
             signature: None,
-            bound_s: 5,
             run: server(
                 &[],
                 "echo 'Loading safetensors checkpoint shards: 25% Completed | 1/4'; echo 'Loading safetensors checkpoint shards: 50% Completed | 2/4'; exit 2",
@@ -428,7 +427,6 @@ fn cases() -> Vec<Case> {
             name: "death/sigkill_after_ready_inside_hold",
             verdict: "killed",
             signature: Some("sigkill"),
-            bound_s: 8,
             run: server(&["--hold", "20s"], "echo READY; sleep 0.5; kill -KILL $$"),
             exit: Some(Exit::Signal(9)),
             check: no_check,
@@ -439,7 +437,6 @@ fn cases() -> Vec<Case> {
             name: "death/shell_128+9_for_a_killed_child",
             verdict: "killed",
             signature: Some("sigkill"),
-            bound_s: 5,
             run: server(&[], "echo working; sleep 9 & kill -9 $!; wait $!"),
             exit: Some(Exit::Code(137)),
             check: no_check,
@@ -449,7 +446,6 @@ fn cases() -> Vec<Case> {
             name: "death/shell_128+11_for_a_crashed_child",
             verdict: "killed",
             signature: Some("segfault"),
-            bound_s: 5,
             run: server(&[], "echo working; sleep 9 & kill -SEGV $!; wait $!"),
             exit: Some(Exit::Code(139)),
             check: no_check,
@@ -461,7 +457,6 @@ fn cases() -> Vec<Case> {
             name: "death/parent_exits_leaving_a_daemon",
             verdict: "exited",
             signature: None,
-            bound_s: 8,
             run: server(&[], "sleep 300 & echo \"daemon $!\"; exit 0"),
             exit: None,
             check: |o, _| match announced_pid(o, "daemon") {
@@ -478,7 +473,6 @@ fn cases() -> Vec<Case> {
             name: "death/fails_and_ignores_sigterm",
             verdict: "failed",
             signature: Some("cuda_oom"),
-            bound_s: 10,
             run: server(
                 &["--grace", "1s"],
                 &format!("trap '' TERM; echo '{OOM_LINE}'; while :; do sleep 1; done"),
@@ -492,7 +486,6 @@ fn cases() -> Vec<Case> {
             name: "hang/busy_loop_is_not_a_stall",
             verdict: "timed_out",
             signature: None,
-            bound_s: 12,
             run: server(
                 &["--stall", "2s", "--timeout", "5s"],
                 "echo loading; while :; do :; done",
@@ -505,7 +498,6 @@ fn cases() -> Vec<Case> {
             name: "hang/sleeping_with_a_child_stalls",
             verdict: "stalled",
             signature: None,
-            bound_s: 8,
             run: server(
                 &["--stall", "1s", "--timeout", "60s"],
                 "echo loading; sleep 300 & echo \"worker $!\"; wait",
@@ -522,7 +514,6 @@ fn cases() -> Vec<Case> {
             name: "hang/heartbeat_only_log_stalls",
             verdict: "stalled",
             signature: None,
-            bound_s: 10,
             run: server(
                 &["--stall", "2s", "--timeout", "60s"],
                 "exec python3 -u -c 'import time\ni = 0\nwhile True:\n    i += 1\n    t = time.time()\n    print(time.strftime(\"%Y-%m-%d %H:%M:%S\", time.localtime(t)) + \".%03d heartbeat seq=%d\" % (int(t * 1000) % 1000, i))\n    time.sleep(0.1)'",
@@ -538,7 +529,6 @@ fn cases() -> Vec<Case> {
             name: "log/missing_while_the_process_lives",
             verdict: "exited",
             signature: None,
-            bound_s: 8,
             run: Box::new(|env, bound| {
                 let h = Helper::sh("sleep 2; exit 3");
                 let pid = h.pid();
@@ -576,7 +566,6 @@ fn cases() -> Vec<Case> {
             name: "log/appears_late_without_a_pid",
             verdict: "ready",
             signature: None,
-            bound_s: 10,
             run: Box::new(|env, bound| {
                 let log = env.path("late/dir/server.log");
                 let args = strings(&[
@@ -606,7 +595,6 @@ fn cases() -> Vec<Case> {
             name: "log/truncated_then_ready",
             verdict: "ready",
             signature: None,
-            bound_s: 10,
             run: Box::new(|env, bound| {
                 let log = env.path("trunc.log");
                 let ev = env.path("events.ndjson");
@@ -647,7 +635,6 @@ fn cases() -> Vec<Case> {
             name: "log/rotated_with_the_fatal_line_in_the_old_file",
             verdict: "failed",
             signature: Some("cuda_oom"),
-            bound_s: 8,
             run: Box::new(|env, bound| {
                 let log = env.path("rot.log");
                 let ev = env.path("events.ndjson");
@@ -683,7 +670,6 @@ fn cases() -> Vec<Case> {
             name: "log/deleted_while_open",
             verdict: "failed",
             signature: Some("cuda_oom"),
-            bound_s: 8,
             run: Box::new(|env, bound| {
                 let log = env.path("deleted.log");
                 let ev = env.path("events.ndjson");
@@ -716,7 +702,6 @@ fn cases() -> Vec<Case> {
             name: "log/replaced_by_a_directory",
             verdict: "monitor_error",
             signature: None,
-            bound_s: 8,
             run: Box::new(|env, bound| {
                 let log = env.path("dir.log");
                 let ev = env.path("events.ndjson");
@@ -765,15 +750,13 @@ fn cases() -> Vec<Case> {
             name: "log/no_inotify_events_safety_poll",
             verdict: "ready",
             signature: None,
-            bound_s: 10,
             run: Box::new(no_inotify_run),
             exit: None,
+            // Without the poll the line is never seen and the verdict is `timed_out`; how soon it
+            // is seen is a speed question, not asserted here.
             check: |o, _| match o.latency {
-                Some(l) if l <= Duration::from_millis(2500) => Ok(()),
-                Some(l) => Err(format!(
-                    "the ready line took {l:?} to be seen (poll is 1 s)"
-                )),
-                None => Err("no latency recorded".into()),
+                Some(_) => Ok(()),
+                None => Err("the ready line was never written (setup)".into()),
             },
             known_bug: None,
         },
@@ -782,7 +765,6 @@ fn cases() -> Vec<Case> {
             name: "bytes/invalid_utf8_in_the_fatal_line",
             verdict: "failed",
             signature: Some("cuda_oom"),
-            bound_s: 8,
             run: server(
                 &[],
                 "echo loading; printf 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB \\377\\376 \\300\\n'; exit 1",
@@ -795,7 +777,6 @@ fn cases() -> Vec<Case> {
             name: "bytes/nul_bytes_inside_the_fatal_line",
             verdict: "failed",
             signature: Some("cuda_error"),
-            bound_s: 8,
             run: server(
                 &[],
                 "echo loading; printf 'RuntimeError: CUDA error: an illegal\\000 memory access was encountered\\000\\n'; exit 1",
@@ -814,7 +795,6 @@ fn cases() -> Vec<Case> {
             name: "bytes/100MB_single_line_then_ready",
             verdict: "ready",
             signature: None,
-            bound_s: 30,
             run: Box::new(|env, bound| {
                 let args = strings(&[
                     "run",
@@ -864,9 +844,8 @@ fn cases() -> Vec<Case> {
             name: "bytes/cr_storm_of_1M_progress_updates_then_ready",
             verdict: "ready",
             signature: None,
-            bound_s: 30,
             run: server(
-                &["--timeout", "25s"],
+                &["--timeout", "120s"],
                 "awk 'BEGIN { for (i = 1; i <= 1000000; i++) printf \"Capturing batches %d/1000000\\r\", i; printf \"\\nREADY\\n\" }'; exec sleep 300",
             ),
             exit: None,
@@ -879,7 +858,6 @@ fn cases() -> Vec<Case> {
             name: "port/taken_then_the_server_fails_to_bind",
             verdict: "failed",
             signature: Some("port_in_use"),
-            bound_s: 10,
             run: Box::new(|env, bound| {
                 let squatter = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
                 let port = squatter.local_addr().unwrap().port().to_string();
@@ -920,7 +898,6 @@ fn cases() -> Vec<Case> {
             name: "judge/fatal_line_then_recovery_text_and_ready",
             verdict: "failed",
             signature: Some("cuda_oom"),
-            bound_s: 8,
             run: server(
                 &[],
                 &format!(
@@ -937,7 +914,6 @@ fn cases() -> Vec<Case> {
             name: "reattach/sigkill_in_the_settle_window_then_watch",
             verdict: "failed",
             signature: Some("cuda_oom"),
-            bound_s: 10,
             run: Box::new(sigkill_in_settle_window),
             exit: None,
             check: |o, _| check_line(o, 2, "CUDA out of memory"),
@@ -947,7 +923,6 @@ fn cases() -> Vec<Case> {
             name: "watch/firedup_events_file_cannot_be_created",
             verdict: "usage",
             signature: None,
-            bound_s: 5,
             run: firedup(&[
                 "run",
                 "--json",
@@ -976,7 +951,6 @@ fn cases() -> Vec<Case> {
         name: "death/signal_INT_with_firedup_run_as_a_background_job",
         verdict: "killed",
         signature: Some("terminated"),
-        bound_s: 5,
         run: Box::new(|env, bound| {
             let wrap = strings(&["sh", "-c", "\"$@\" & wait $!", "sh"]);
             let args = strings(&[
@@ -1153,8 +1127,7 @@ fn judge_case(case: &Case, env: &Env, o: &Outcome) -> Vec<String> {
     let mut wrong = Vec::new();
     if o.hung {
         wrong.push(format!(
-            "firedup did not exit within {} s: killed (a hang)",
-            case.bound_s
+            "firedup did not exit within {HANG_BOUND:?}: killed (a hang)"
         ));
         return wrong;
     }
@@ -1249,8 +1222,7 @@ fn fault_matrix() {
                         break;
                     };
                     let env = Env::new();
-                    let bound = Duration::from_secs(case.bound_s);
-                    let result = match (case.run)(&env, bound) {
+                    let result = match (case.run)(&env, HANG_BOUND) {
                         Ok(o) => {
                             let wrong = judge_case(&case, &env, &o);
                             Ok((o, wrong))
@@ -1278,12 +1250,11 @@ fn fault_matrix() {
                     (false, None) => "FAIL",
                 };
                 eprintln!(
-                    "{status:<9} {:<55} {:>13} {:<16} {:>6.2}s / {:>2}s",
+                    "{status:<9} {:<55} {:>13} {:<16} {:>6.2}s",
                     case.name,
                     o.verdict(),
                     o.json["signature"].as_str().unwrap_or("-"),
                     o.took.as_secs_f64(),
-                    case.bound_s
                 );
                 if let Some(bug) = case.known_bug {
                     if !wrong.is_empty() {

@@ -48,7 +48,6 @@ fn wrong_host_key_fails_verification() {
         "{}",
         r.explain()
     );
-    assert!(r.took < Duration::from_secs(5), "{}", r.explain());
     assert!(s.run(&["true"], LIMIT).ok(), "the right config still works");
 }
 
@@ -69,7 +68,6 @@ fn unknown_client_key_is_denied() {
         "{}",
         r.explain()
     );
-    assert!(r.took < Duration::from_secs(5), "{}", r.explain());
     assert!(s.run(&["true"], LIMIT).ok(), "the right config still works");
 }
 
@@ -171,7 +169,6 @@ fn netns_ssh_freeze_thaw() {
     assert!(err.contains("Timeout"), "{err}");
     // Silence, not an error: ssh only noticed through its keepalives (1 s x 2).
     assert!(took >= Duration::from_millis(1500), "{took:?}: {err}");
-    assert!(took < Duration::from_secs(6), "{took:?}: {err}");
 
     // While frozen, a new connection hangs too (no RST: a timeout, not "refused").
     let r = run_bounded(
@@ -278,10 +275,19 @@ fn netns_latency_slows_the_round_trip() {
     assert_eq!(got.as_deref(), Some("four"));
     assert!(t >= Duration::from_millis(50), "{t:?}");
 
+    // Cleared: no delay left in the kernel (asked of the system, not timed: a loaded machine
+    // can be slow without any delay line), and the established session still works.
+    assert!(
+        link.delay_in_place(),
+        "the delay should be in place before the clear"
+    );
     link.clear_latency();
-    let (got, t) = echo("five", LIMIT);
+    assert!(
+        !link.delay_in_place(),
+        "the delay is still in place after the clear"
+    );
+    let (got, _) = echo("five", LIMIT);
     assert_eq!(got.as_deref(), Some("five"));
-    assert!(t < Duration::from_millis(50), "{t:?}");
     let _ = cat.kill();
     let _ = cat.wait();
 }

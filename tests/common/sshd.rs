@@ -767,6 +767,23 @@ impl NetLink {
         self.apply();
     }
 
+    /// Whether the link still delays packets, asked of the system (not of this struct): a netem
+    /// qdisc on a veth end, or the delay line's /32 route.
+    pub fn delay_in_place(&self) -> bool {
+        let out = |args: &[&str]| {
+            run_bounded(
+                Command::new(args[0]).args(&args[1..]),
+                Duration::from_secs(10),
+            )
+            .stdout
+        };
+        let qdisc_root = out(&["tc", "qdisc", "show", "dev", &self.root_dev]);
+        #[rustfmt::skip]
+        let qdisc_ns = out(&["ip", "netns", "exec", &self.ns, "tc", "qdisc", "show", "dev", &self.ns_dev]);
+        let route = out(&["ip", "route", "show", &format!("{}/32", self.ns_addr)]);
+        qdisc_root.contains("netem") || qdisc_ns.contains("netem") || !route.trim().is_empty()
+    }
+
     fn apply(&self) {
         let mut st = self.state.lock().unwrap();
         let ns = self.ns.as_str();
