@@ -315,13 +315,21 @@ pub fn main() -> i32 {
             return if e.use_stderr() { USAGE_EXIT_CODE } else { 0 };
         }
     };
-    match dispatch(cli) {
-        Ok(code) => code,
-        Err(e) => {
+    // A reader that went away (`firedup history | head -1`) ends the command quietly, whichever
+    // command it is: see `closed_pipe`.
+    crate::closed_pipe::install();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(cli))) {
+        Ok(Ok(code)) => code,
+        Ok(Err(e)) if crate::closed_pipe::is_closed_pipe_error(&e) => crate::closed_pipe::EXIT_CODE,
+        Ok(Err(e)) => {
             let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
             eprintln!("firedup: {}", chain.join(": "));
             USAGE_EXIT_CODE
         }
+        Err(p) if crate::closed_pipe::is_closed_pipe_panic(p.as_ref()) => {
+            crate::closed_pipe::EXIT_CODE
+        }
+        Err(p) => std::panic::resume_unwind(p),
     }
 }
 
@@ -934,7 +942,7 @@ fn logs(run_id: &str, meaningful: bool, follow: bool) -> Result<i32> {
                         continue;
                     }
                     // A progress bar redraw of the same line: keep only the last state.
-                    let shape: String = text.chars().filter(|c| !c.is_ascii_digit()).collect();
+                    let shape = crate::line_shape::line_shape(&text);
                     if shape == last_shape {
                         continue;
                     }

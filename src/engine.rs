@@ -271,9 +271,9 @@ impl PendingEvents {
     }
 }
 
-/// Text with digits removed: "HTTP 503 (12 ms)" and "HTTP 503 (15 ms)" are the same news.
+/// "HTTP 503 (12 ms)" and "HTTP 503 (15 ms)" are the same news: see `line_shape`.
 fn shape_of(text: &str) -> String {
-    text.chars().filter(|c| !c.is_ascii_digit()).collect()
+    crate::line_shape::line_shape(text)
 }
 
 /// The verdict object for a judgement of `target`.

@@ -533,6 +533,19 @@ impl History {
             .optional()?)
     }
 
+    /// The latest run of a launch spec, whatever its verdict and timeline (the dry run's "last"
+    /// line: a cell that failed has been run before).
+    pub fn last_of_spec(&self, spec_hash: &str) -> Result<Option<RunRecord>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT * FROM runs WHERE spec_hash = ?1 ORDER BY ended_at DESC, id DESC LIMIT 1",
+                [spec_hash],
+                row_to_record,
+            )
+            .optional()?)
+    }
+
     /// Starts (or, resuming, re-opens) a matrix.
     pub fn begin_matrix(&mut self, m: &MatrixRecord) -> Result<()> {
         let tx = self

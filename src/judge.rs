@@ -1101,7 +1101,7 @@ impl Judge {
     fn failure_reason(&self, ev: &Evidence, then: &str) -> String {
         let what = match ev.hit.signature {
             Some(s) => format!("{s}: {}", s.hint()),
-            None => "matched a --fail-line pattern".to_string(),
+            None => "a line matching --fail-line".to_string(),
         };
         format!("failed with {what} (line {}); {then}", ev.line.number)
     }
@@ -1223,12 +1223,7 @@ fn describe_conditions(conds: &[String]) -> String {
 fn shape_hash(text: &str) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    for c in text
-        .chars()
-        .filter(|c| !c.is_ascii_digit() && !c.is_ascii_whitespace())
-    {
-        c.hash(&mut h);
-    }
+    crate::line_shape::line_shape(text).hash(&mut h);
     h.finish()
 }
 

@@ -24,6 +24,7 @@
 pub mod agent;
 pub mod classify;
 pub mod cli;
+pub mod closed_pipe;
 pub mod dirwatch;
 pub mod duration;
 pub mod engine;
@@ -32,6 +33,7 @@ pub mod history;
 pub mod history_cmd;
 pub mod judge;
 pub mod launch;
+pub mod line_shape;
 pub mod lines;
 pub mod matrix;
 pub mod observe;

@@ -100,6 +100,34 @@ fn duration_flag(flag: &str, value: &Option<String>) -> Result<Option<Duration>>
     }
 }
 
+/// Refuses settings that are valid syntax but cannot mean what was meant: a zero stall window or
+/// deadline (every run stalled or timed out at once; `off` disables them), and a `--ready-line` or
+/// `--fail-line` that matches every line (empty, or any pattern matching the empty string).
+fn refuse_foot_guns(opts: &WatchOptions) -> Result<()> {
+    for (flag, value) in [("--stall", &opts.stall), ("--timeout", &opts.timeout)] {
+        if duration_flag(flag, value)? == Some(Duration::ZERO) {
+            bail!(
+                "{flag} {} would end every run at once: give a positive duration, or `off` to disable it",
+                value.as_deref().unwrap_or_default()
+            );
+        }
+    }
+    for (flag, patterns) in [
+        ("--ready-line", &opts.ready_lines),
+        ("--fail-line", &opts.fail_lines),
+    ] {
+        for p in patterns {
+            // An invalid pattern is reported by the classifier, with the regex error.
+            if regex::Regex::new(p).is_ok_and(|re| re.is_match("")) {
+                bail!(
+                    "{flag} {p:?} matches every line (it matches an empty one): give a pattern that only the meant line matches"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Resolves options for a watch of `command` (empty when attaching) whose log is `log`.
 pub fn resolve(
     opts: &WatchOptions,
@@ -107,6 +135,7 @@ pub fn resolve(
     log: &str,
     expect_process: bool,
 ) -> Result<Plan> {
+    refuse_foot_guns(opts)?;
     let set = ProfileSet::load(&opts.profile_files)?;
     let prof: Profile = match &opts.profile {
         Some(name) => set.by_name(name)?,
@@ -395,6 +424,44 @@ mod tests {
                     ..Default::default()
                 },
                 "unknown profile",
+            ),
+            (
+                WatchOptions {
+                    ready_lines: vec!["x".into()],
+                    stall: Some("0ms".into()),
+                    ..Default::default()
+                },
+                "--stall 0ms would end every run at once",
+            ),
+            (
+                WatchOptions {
+                    ready_lines: vec!["x".into()],
+                    timeout: Some("0s".into()),
+                    ..Default::default()
+                },
+                "--timeout 0s would end every run at once",
+            ),
+            (
+                WatchOptions {
+                    ready_lines: vec!["".into()],
+                    ..Default::default()
+                },
+                "--ready-line \"\" matches every line",
+            ),
+            (
+                WatchOptions {
+                    ready_lines: vec!["READY".into(), "x*".into()],
+                    ..Default::default()
+                },
+                "--ready-line \"x*\" matches every line",
+            ),
+            (
+                WatchOptions {
+                    ready_lines: vec!["READY".into()],
+                    fail_lines: vec!["".into()],
+                    ..Default::default()
+                },
+                "--fail-line \"\" matches every line",
             ),
         ];
         for (opts, want) in table {

@@ -375,31 +375,105 @@ pub fn render_final(o: &Outcome, teardown: Option<&str>) -> String {
     if let Some(pid) = o.pid {
         s.push_str(&format!("  pid:     {pid}\n"));
     }
-    s.push_str(&format!("  log:     {}\n", o.log));
+    // A field firedup never got (the log of a run on a host it could not reach) is left out.
+    if !o.log.is_empty() {
+        s.push_str(&format!("  log:     {}\n", o.log));
+    }
     if !o.run_id.is_empty() {
         s.push_str(&format!("  run:     {}\n", o.run_id));
     }
     if let Some(t) = teardown {
         s.push_str(&format!("  teardown: {t}\n"));
     }
-    let next = match (o.verdict, o.run_id.is_empty()) {
-        (Verdict::Ready, false) if o.server_running => format!(
-            "firedup stop {}    (logs: firedup logs {} --follow)",
-            o.run_id, o.run_id
-        ),
-        (Verdict::Ready | Verdict::Succeeded, _) => String::new(),
-        (_, false) => format!("firedup logs {} --meaningful", o.run_id),
-        (_, true) => format!("less +G {}", o.log),
-    };
-    if !next.is_empty() {
+    if let Some(next) = next_command(o) {
         s.push_str(&format!("  next:    {next}\n"));
     }
     s
 }
 
+/// What to type next, if anything: for a run on a host, with `--host HOST` (the run lives there).
+fn next_command(o: &Outcome) -> Option<String> {
+    let host = o
+        .host
+        .as_deref()
+        .map(|h| format!("--host {h} "))
+        .unwrap_or_default();
+    let id = &o.run_id;
+    match (o.verdict, id.is_empty()) {
+        (Verdict::Ready, false) if o.server_running => Some(format!(
+            "firedup stop {host}{id}    (logs: firedup logs {host}{id} --follow)"
+        )),
+        (Verdict::Ready | Verdict::Succeeded, _) => None,
+        (_, false) => Some(format!("firedup logs {host}{id} --meaningful")),
+        (_, true) if o.log.is_empty() => None,
+        (_, true) => Some(match &o.host {
+            Some(h) => format!("ssh {h} less +G {}", o.log),
+            None => format!("less +G {}", o.log),
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn next_names_the_host_and_only_known_fields_are_shown() {
+        let outcome = |verdict, run_id: &str, log: &str, host: Option<&str>| Outcome {
+            verdict,
+            signature: None,
+            reason: "r".into(),
+            line: None,
+            context: Vec::new(),
+            phase: None,
+            elapsed_s: 1.0,
+            exit: None,
+            pid: None,
+            log: log.into(),
+            run_id: run_id.into(),
+            timeline: Vec::new(),
+            secondary: Vec::new(),
+            server_running: verdict == Verdict::Ready,
+            probes: Vec::new(),
+            request_gap_s: None,
+            gpu: None,
+            ready_s: None,
+            host: host.map(String::from),
+        };
+        let (r, f, m) = (Verdict::Ready, Verdict::Failed, Verdict::MonitorError);
+        let table = [
+            (
+                outcome(r, "sh-3fa2c1", "/l", None),
+                Some("firedup stop sh-3fa2c1    (logs: firedup logs sh-3fa2c1 --follow)"),
+            ),
+            (
+                outcome(r, "sh-3fa2c1", "/l", Some("gpu")),
+                Some(
+                    "firedup stop --host gpu sh-3fa2c1    (logs: firedup logs --host gpu sh-3fa2c1 --follow)",
+                ),
+            ),
+            (
+                outcome(f, "sh-3fa2c1", "/l", Some("gpu")),
+                Some("firedup logs --host gpu sh-3fa2c1 --meaningful"),
+            ),
+            (outcome(f, "", "/var/l", None), Some("less +G /var/l")),
+            (
+                outcome(f, "", "/var/l", Some("gpu")),
+                Some("ssh gpu less +G /var/l"),
+            ),
+            // A host that could not be reached: no run, no log, nothing to look at.
+            (outcome(m, "", "", Some("gpu")), None),
+        ];
+        for (o, want) in table {
+            assert_eq!(next_command(&o).as_deref(), want, "{o:?}");
+            let text = render_final(&o, None);
+            assert!(
+                !text.contains("log:     \n") && !text.ends_with(' '),
+                "{text}"
+            );
+            assert_eq!(text.contains("  log:"), !o.log.is_empty(), "{text}");
+        }
+    }
 
     #[test]
     fn last_time_hints_name_the_phase_or_ready() {

@@ -445,7 +445,7 @@ fn print_dry_run(
             println!("    bench    {}", crate::secrets::redact_text(b));
         }
         let hash = crate::history::launch_hash(spec, m.base.host.as_deref());
-        match history.and_then(|h| h.previous_of_spec(&hash).ok().flatten()) {
+        match history.and_then(|h| h.last_of_spec(&hash).ok().flatten()) {
             Some(r) => {
                 known += r.outcome.elapsed_s;
                 println!(

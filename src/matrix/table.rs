@@ -59,6 +59,8 @@ pub enum CellState {
 /// One row of the table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CellRow {
+    /// Counts from 0 here; shown (table, CSV, JSON `cell`) counting from 1.
+    #[serde(rename = "cell", with = "cell_number")]
     pub index: usize,
     pub label: String,
     pub values: Vec<String>,
@@ -213,6 +215,8 @@ pub struct Group {
     pub verdict: Option<Verdict>,
     pub signature: Option<Signature>,
     pub phase: Option<String>,
+    /// The cells' indexes (from 0); in JSON their numbers, counting from 1 as the table does.
+    #[serde(with = "cell_numbers")]
     pub cells: Vec<usize>,
     /// Axis values every cell of the group has and some cell outside it has not.
     pub common: Vec<String>,
@@ -476,3 +480,39 @@ fn csv_text(axes: &[String], rows: &[CellRow]) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// A cell's index (from 0) as the number people see (from 1), in JSON as in the table.
+mod cell_number {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub fn serialize<S: Serializer>(index: &usize, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(*index as u64 + 1)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+        let n = u64::deserialize(d)?;
+        n.checked_sub(1)
+            .map(|i| i as usize)
+            .ok_or_else(|| D::Error::custom("cell numbers count from 1"))
+    }
+}
+
+/// `cell_number` for a list of cells.
+mod cell_numbers {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub fn serialize<S: Serializer>(indexes: &[usize], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(indexes.iter().map(|i| *i as u64 + 1))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<usize>, D::Error> {
+        Vec::<u64>::deserialize(d)?
+            .into_iter()
+            .map(|n| {
+                n.checked_sub(1)
+                    .map(|i| i as usize)
+                    .ok_or_else(|| D::Error::custom("cell numbers count from 1"))
+            })
+            .collect()
+    }
+}

@@ -136,7 +136,15 @@ fn every_format_carries_the_cells() {
         serde_json::from_str(&render(Format::Json, "m1", "done", &axes, &rows)).unwrap();
     assert_eq!(json["cells"][1]["runs"][0]["signature"], "graph_capture");
     assert_eq!(json["cells"][1]["state"], "done");
-    assert_eq!(json["groups"][0]["cells"], serde_json::json!([1, 3]));
+    // Cells are numbered from 1 in every format: table row "2" is JSON cell 2.
+    assert_eq!(json["cells"][0]["cell"], 1);
+    assert_eq!(json["cells"][1]["cell"], 2);
+    assert_eq!(json["groups"][0]["cells"], serde_json::json!([2, 4]));
+    let back: Vec<CellRow> = serde_json::from_value(json["cells"].clone()).unwrap();
+    assert_eq!(back, rows, "the JSON reads back as the same rows");
+    let bad =
+        serde_json::json!([{"cell": 0, "label": "x", "values": [], "state": "done", "runs": []}]);
+    assert!(serde_json::from_value::<Vec<CellRow>>(bad).is_err());
 }
 
 #[test]
