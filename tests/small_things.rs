@@ -354,3 +354,58 @@ fn a_host_that_cannot_be_reached_prints_no_empty_fields() {
         out.stdout
     );
 }
+
+#[test]
+fn after_run_on_a_host_the_next_commands_name_the_host() {
+    let sshd = common::sshd::Sshd::start();
+    let env = Env::new();
+    let server = env.script("server.sh", "echo 'server READY'; exec sleep 60");
+    let remote_state = env.path("remote-state");
+    let config = sshd.config_path();
+    let vars = [
+        ("FIREDUP_SSH_CONFIG", config.to_str().unwrap()),
+        ("FIREDUP_REMOTE_STATE_DIR", remote_state.to_str().unwrap()),
+    ];
+    let run = |args: &[&str]| {
+        let mut c = env.cmd();
+        c.args(args);
+        for (k, v) in vars {
+            c.env(k, v);
+        }
+        common::bounded::run_bounded(c, BOUND)
+    };
+    let out = run(&[
+        "run",
+        "--host",
+        "fdtest",
+        "--ready-line",
+        "READY",
+        "--",
+        &server,
+    ]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let next = out
+        .stdout
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("next:"))
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    let id = out
+        .stdout
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("run:"))
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    assert!(
+        next.starts_with(&format!("firedup stop --host fdtest {id}")),
+        "{}",
+        out.stdout
+    );
+    // The hint works as printed.
+    let argv = shlex::split(next.split("    (").next().unwrap()).unwrap();
+    let argv: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+    let stop = run(&argv);
+    assert_eq!(stop.code, 0, "{next}: {}{}", stop.stdout, stop.stderr);
+}
