@@ -1,0 +1,189 @@
+//! Time, history, names and secrets through the real binary (issue 11, cases 13-16): times count
+//! from the launch, also for a later `watch RUN_ID`; one history row per run; runs have names a
+//! person chose; what looks secret by name or by value is never stored or shown.
+//!
+//! No wall-clock bound on what firedup takes: each firedup call is bounded only so that a hang
+//! fails the test instead of blocking it; what is asserted is the verdict and the reported times
+//! (which only ever have lower bounds here).
+
+mod common;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::Env;
+use common::bounded::run_bounded;
+
+/// What no firedup call here may take (a hang, not a speed limit).
+const BOUND: Duration = Duration::from_secs(60);
+
+struct Out {
+    code: i32,
+    json: serde_json::Value,
+    stdout: String,
+    stderr: String,
+}
+
+impl Out {
+    fn explain(&self) -> String {
+        format!(
+            "exit {}\nstdout: {}\nstderr: {}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+    fn verdict(&self) -> &str {
+        self.json["verdict"].as_str().unwrap_or("<no json>")
+    }
+    fn run_id(&self) -> String {
+        self.json["run_id"].as_str().unwrap_or("").to_string()
+    }
+}
+
+/// Runs firedup with `args` (bounded), JSON on stdout parsed when it is JSON.
+fn firedup(env: &Env, args: &[&str]) -> Out {
+    firedup_with(env, args, &[])
+}
+
+fn firedup_with(env: &Env, args: &[&str], vars: &[(&str, &str)]) -> Out {
+    let mut c = env.cmd();
+    c.args(args);
+    for (k, v) in vars {
+        c.env(k, v);
+    }
+    let o = run_bounded(c, BOUND);
+    Out {
+        code: o.code,
+        json: serde_json::from_str(o.stdout.trim()).unwrap_or(serde_json::Value::Null),
+        stdout: o.stdout,
+        stderr: o.stderr,
+    }
+}
+
+/// `ps --all --json`, or `ps --json` on a firedup that lists every run by default.
+fn ps_all(env: &Env) -> Vec<serde_json::Value> {
+    let mut p = firedup(env, &["ps", "--all", "--json"]);
+    if p.code == 2 {
+        p = firedup(env, &["ps", "--json"]);
+    }
+    assert_eq!(p.code, 0, "{}", p.explain());
+    p.json.as_array().cloned().unwrap_or_default()
+}
+
+/// Waits (bounded) until `ps` lists a run that is running; returns its id.
+fn wait_running(env: &Env) -> String {
+    let deadline = Instant::now() + BOUND;
+    loop {
+        if let Some(r) = ps_all(env).iter().find(|r| r["state"] == "running") {
+            return r["run_id"].as_str().unwrap().to_string();
+        }
+        assert!(Instant::now() < deadline, "no run became running");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Launches a server with `firedup run` and kills that firedup (SIGKILL) `after` the run started
+/// running: the server lives on, with nobody watching it. Returns the run id.
+fn launch_and_abandon(env: &Env, args: &[&str], after: Duration) -> String {
+    let mut c = env.cmd();
+    c.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = c.spawn().expect("firedup starts");
+    let id = wait_running(env);
+    std::thread::sleep(after);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    id
+}
+
+fn stop(env: &Env, id: &str) {
+    let s = firedup(env, &["stop", "--grace", "2s", id]);
+    assert_eq!(s.code, 0, "{}", s.explain());
+}
+
+fn secs(v: &serde_json::Value) -> f64 {
+    v.as_f64()
+        .unwrap_or_else(|| panic!("not a number of seconds: {v}"))
+}
+
+// ---- case 13: times count from the launch ----
+
+#[test]
+fn a_one_second_job_reports_at_least_one_second() {
+    let env = Env::new();
+    let r = firedup(
+        &env,
+        &["run", "--until", "exit", "--json", "--", "sleep", "1"],
+    );
+    assert_eq!(r.verdict(), "succeeded", "{}", r.explain());
+    let elapsed = secs(&r.json["elapsed_s"]);
+    assert!(elapsed >= 1.0, "elapsed_s {elapsed} < 1 s: {}", r.explain());
+}
+
+const READY_AFTER_2S: &str = "echo starting; sleep 2; echo READY; exec sleep 300";
+
+#[test]
+fn a_later_watch_counts_from_the_launch() {
+    let env = Env::new();
+    let id = launch_and_abandon(
+        &env,
+        &[
+            "run",
+            "--ready-line",
+            "READY",
+            "--",
+            "sh",
+            "-c",
+            READY_AFTER_2S,
+        ],
+        Duration::from_secs(1),
+    );
+    let w = firedup(&env, &["watch", &id, "--json"]);
+    stop(&env, &id);
+    assert_eq!(w.verdict(), "ready", "{}", w.explain());
+    let (elapsed, ready) = (secs(&w.json["elapsed_s"]), secs(&w.json["ready_s"]));
+    assert!(elapsed >= 2.0, "elapsed_s {elapsed} < 2 s: {}", w.explain());
+    assert!(ready >= 2.0, "ready_s {ready} < 2 s: {}", w.explain());
+    let timeline = w.json["timeline"].as_array().unwrap();
+    let at_ready = timeline
+        .iter()
+        .find(|p| p["phase"] == "ready")
+        .map(|p| secs(&p["at_s"]))
+        .unwrap_or_else(|| panic!("no ready in the timeline: {}", w.explain()));
+    assert!(at_ready >= 2.0, "ready @{at_ready} < 2 s: {}", w.explain());
+}
+
+/// A watch that attaches long after the launch is not judged for the time it did not see: the
+/// start deadline counts from the attach (the times it reports count from the launch), so a
+/// server that has been ready for longer than its `--timeout` is still `ready`.
+#[test]
+fn a_late_watch_waits_from_the_attach() {
+    let env = Env::new();
+    let port = common::free_port().to_string();
+    let r = firedup(
+        &env,
+        &[
+            "run",
+            "--json",
+            "--port",
+            &port,
+            "--timeout",
+            "2s",
+            "--",
+            "python3",
+            "-m",
+            "http.server",
+            &port,
+            "--bind",
+            "127.0.0.1",
+        ],
+    );
+    assert_eq!(r.verdict(), "ready", "{}", r.explain());
+    let id = r.run_id();
+    std::thread::sleep(Duration::from_millis(2500));
+    let w = firedup(&env, &["watch", &id, "--json"]);
+    stop(&env, &id);
+    assert_eq!(w.verdict(), "ready", "{}", w.explain());
+    assert!(secs(&w.json["elapsed_s"]) >= 2.5, "{}", w.explain());
+}
