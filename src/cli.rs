@@ -548,6 +548,7 @@ pub(crate) fn launch_spec(
             "ready".into()
         },
         judging: opts.clone(),
+        name: None,
     })
 }
 

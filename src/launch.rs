@@ -43,6 +43,9 @@ pub struct LaunchSpec {
     pub mode: String,
     /// Judging flags recorded for a later `firedup watch RUN_ID`.
     pub judging: crate::plan::WatchOptions,
+    /// The name a person gave the run (`run --name`).
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
 impl LaunchSpec {
@@ -62,6 +65,7 @@ impl LaunchSpec {
             profile: profile.to_string(),
             mode: m.mode.clone(),
             judging: m.options.clone().unwrap_or_else(|| opts.clone()),
+            name: m.name.clone(),
         }
     }
 }
@@ -192,6 +196,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<Launched> {
         stall: spec.judging.stall.clone(),
         timeout: spec.judging.timeout.clone(),
         options: Some(spec.judging.clone()),
+        name: spec.name.clone(),
     };
     run.write_meta(&meta)?;
     let exe = std::env::current_exe()

@@ -43,6 +43,9 @@ pub struct RunMeta {
     /// All judging options of the launch (newer runs; the fields above stay for older readers).
     #[serde(default)]
     pub options: Option<crate::plan::WatchOptions>,
+    /// The name a person gave the run (`run --name`).
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
 /// What the supervisor records once the command runs.

@@ -59,6 +59,23 @@ fn firedup_with(env: &Env, args: &[&str], vars: &[(&str, &str)]) -> Out {
     }
 }
 
+/// The history rows, newest first.
+fn history(env: &Env) -> Vec<serde_json::Value> {
+    let h = firedup(env, &["history", "--json", "--limit", "0"]);
+    assert_eq!(h.code, 0, "{}", h.explain());
+    h.stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn rows_of(env: &Env, run_id: &str) -> Vec<serde_json::Value> {
+    history(env)
+        .into_iter()
+        .filter(|r| r["run_id"] == run_id)
+        .collect()
+}
+
 /// `ps --all --json`, or `ps --json` on a firedup that lists every run by default.
 fn ps_all(env: &Env) -> Vec<serde_json::Value> {
     let mut p = firedup(env, &["ps", "--all", "--json"]);
@@ -186,4 +203,60 @@ fn a_late_watch_waits_from_the_attach() {
     stop(&env, &id);
     assert_eq!(w.verdict(), "ready", "{}", w.explain());
     assert!(secs(&w.json["elapsed_s"]) >= 2.5, "{}", w.explain());
+}
+
+// ---- case 14: one history row per run ----
+
+const PHASED_SERVER: &str = "echo 'Load weight begin'; sleep 0.3; echo 'Capture cuda graph begin'; sleep 0.6; echo 'The server is fired up and ready to roll!'; exec sleep 300";
+
+const RUN_PHASED: [&str; 9] = [
+    "run",
+    "--json",
+    "--profile",
+    "sglang",
+    "--no-probe",
+    "--",
+    "sh",
+    "-c",
+    PHASED_SERVER,
+];
+
+fn run_phased_args() -> Vec<&'static str> {
+    RUN_PHASED.to_vec()
+}
+
+#[test]
+fn a_reattach_updates_the_runs_one_row_and_keeps_the_launchs_times() {
+    let env = Env::new();
+    let r = firedup(&env, &run_phased_args());
+    assert_eq!(r.verdict(), "ready", "{}", r.explain());
+    let id = r.run_id();
+    for _ in 0..2 {
+        let w = firedup(&env, &["watch", &id, "--json"]);
+        assert_eq!(w.verdict(), "ready", "{}", w.explain());
+    }
+    stop(&env, &id);
+    let rows = rows_of(&env, &id);
+    assert_eq!(rows.len(), 1, "one run, one row: {rows:#?}");
+    let o = &rows[0]["outcome"];
+    assert_eq!(o["ready_s"], r.json["ready_s"], "{rows:#?}");
+    assert_eq!(o["timeline"], r.json["timeline"], "{rows:#?}");
+}
+
+#[test]
+fn times_of_a_reattach_make_no_eta() {
+    let env = Env::new();
+    let id = launch_and_abandon(&env, &run_phased_args(), Duration::ZERO);
+    let w = firedup(&env, &["watch", &id, "--json"]);
+    assert_eq!(w.verdict(), "ready", "{}", w.explain());
+    stop(&env, &id);
+    assert_eq!(rows_of(&env, &id).len(), 1);
+    let next = firedup(&env, &run_phased_args());
+    assert_eq!(next.verdict(), "ready", "{}", next.explain());
+    stop(&env, &next.run_id());
+    assert!(
+        !next.stderr.contains("last time"),
+        "an ETA from a re-attach's times: {}",
+        next.explain()
+    );
 }
