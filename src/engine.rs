@@ -309,6 +309,12 @@ fn shape_of(text: &str) -> String {
 /// The verdict object for a judgement of `target`.
 pub fn outcome(j: Judgement, target: &Target) -> Outcome {
     Outcome {
+        schema: crate::verdict::OUTCOME_SCHEMA,
+        name: target
+            .run
+            .as_ref()
+            .and_then(|r| r.meta().ok())
+            .and_then(|m| m.name),
         verdict: j.verdict,
         signature: j.signature,
         reason: j.reason,

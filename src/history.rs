@@ -511,7 +511,8 @@ impl History {
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
-    /// The newest run whose id is `run_id` or starts with it (an unambiguous prefix).
+    /// The run whose id is `run_id`, else the newest run named `run_id` (`run --name`), else
+    /// the run whose id starts with it (an unambiguous prefix).
     pub fn find(&self, run_id: &str) -> Result<RunRecord> {
         let exact = self
             .conn
@@ -522,6 +523,17 @@ impl History {
             )
             .optional()?;
         if let Some(r) = exact {
+            return Ok(r);
+        }
+        let named = self
+            .conn
+            .query_row(
+                "SELECT * FROM runs WHERE name = ?1 ORDER BY started_at DESC, id DESC LIMIT 1",
+                [run_id],
+                row_to_record,
+            )
+            .optional()?;
+        if let Some(r) = named {
             return Ok(r);
         }
         let mut stmt = self.conn.prepare(

@@ -170,6 +170,9 @@ pub fn launch(spec: &LaunchSpec) -> Result<Launched> {
         }
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
+    if let Some(name) = &spec.name {
+        crate::rundir::check_name_free(name)?;
+    }
     let run = RunDir::create(&spec.command)?;
     let log = match &spec.log {
         Some(p) if p.is_absolute() => p.clone(),

@@ -41,6 +41,7 @@ pub mod prober;
 pub mod process;
 pub mod profile;
 pub mod profiles_cmd;
+pub mod prune;
 pub mod remote;
 pub mod report;
 pub mod rundir;

@@ -260,3 +260,213 @@ fn times_of_a_reattach_make_no_eta() {
         next.explain()
     );
 }
+
+// ---- case 15: names, ps, prune, ids ----
+
+const UP_SERVER: [&str; 4] = ["sh", "-c", "echo up; exec sleep 300", ""];
+
+fn run_up(env: &Env, name: Option<&str>) -> Out {
+    let mut args = vec!["run", "--json", "--ready-line", "up"];
+    if let Some(n) = name {
+        args.extend(["--name", n]);
+    }
+    args.push("--");
+    args.extend(&UP_SERVER[..3]);
+    firedup(env, &args)
+}
+
+fn ps_ids(env: &Env, all: bool) -> Vec<String> {
+    let p = if all {
+        firedup(env, &["ps", "--all", "--json"])
+    } else {
+        firedup(env, &["ps", "--json"])
+    };
+    assert_eq!(p.code, 0, "{}", p.explain());
+    p.json
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run_id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_name_goes_where_a_run_id_goes() {
+    let env = Env::new();
+    let r = run_up(&env, Some("web"));
+    assert_eq!(r.verdict(), "ready", "{}", r.explain());
+    assert_eq!(r.json["name"], "web", "{}", r.explain());
+    assert_eq!(r.json["schema"], 1, "{}", r.explain());
+    let id = r.run_id();
+    assert_ne!(id, "web");
+
+    // A second live run of the name is refused, in one sentence, and launches nothing.
+    let again = run_up(&env, Some("web"));
+    assert_eq!(again.code, 2, "{}", again.explain());
+    assert!(
+        again.stderr.contains("still running"),
+        "{}",
+        again.explain()
+    );
+    assert_eq!(ps_ids(&env, true), vec![id.clone()]);
+    let bad = run_up(&env, Some("no/slash"));
+    assert_eq!(bad.code, 2, "{}", bad.explain());
+    assert!(
+        bad.stderr.contains("is not a run name"),
+        "{}",
+        bad.explain()
+    );
+
+    let w = firedup(&env, &["watch", "web", "--json"]);
+    assert_eq!(w.verdict(), "ready", "{}", w.explain());
+    assert_eq!(w.run_id(), id);
+    assert_eq!(w.json["name"], "web");
+    let logs = firedup(&env, &["logs", "web"]);
+    assert_eq!(
+        (logs.code, logs.stdout.as_str()),
+        (0, "up\n"),
+        "{}",
+        logs.explain()
+    );
+    let p = firedup(&env, &["ps", "--json"]);
+    assert_eq!(p.json[0]["name"], "web", "{}", p.explain());
+    stop(&env, "web");
+    // ps lists live runs; --all every run.
+    assert!(ps_ids(&env, false).is_empty());
+    assert_eq!(ps_ids(&env, true), vec![id.clone()]);
+
+    // The name is free again once its run ended; it then means the newest run of that name.
+    let next = run_up(&env, Some("web"));
+    assert_eq!(next.verdict(), "ready", "{}", next.explain());
+    stop(&env, "web");
+    let show = firedup(&env, &["show", "web", "--json"]);
+    assert_eq!(show.code, 0, "{}", show.explain());
+    assert_eq!(show.json["run_id"], next.run_id(), "{}", show.explain());
+    assert_eq!(show.json["name"], "web", "{}", show.explain());
+    let cmp = firedup(&env, &["compare", &id, "web", "--json"]);
+    assert_eq!(cmp.json["b"]["run_id"], next.run_id(), "{}", cmp.explain());
+}
+
+#[test]
+fn an_attach_by_log_gets_a_run_id_that_show_finds() {
+    let env = Env::new();
+    std::fs::write(env.path("server.log"), "booting\nup\n").unwrap();
+    let w = firedup(
+        &env,
+        &[
+            "watch",
+            "--log",
+            "server.log",
+            "--ready-line",
+            "up",
+            "--json",
+        ],
+    );
+    assert_eq!(w.verdict(), "ready", "{}", w.explain());
+    let id = w.run_id();
+    let shape = regex::Regex::new(r"^server-[0-9a-f]{6}$").unwrap();
+    assert!(shape.is_match(&id), "run id {id:?}: {}", w.explain());
+    let show = firedup(&env, &["show", &id, "--json"]);
+    assert_eq!(show.code, 0, "{}", show.explain());
+    assert_eq!(show.json["run_id"], id);
+    let table = firedup(&env, &["history"]);
+    assert!(table.stdout.contains("command"), "{}", table.explain());
+}
+
+#[test]
+fn prune_removes_old_ended_runs_and_never_a_live_one() {
+    let env = Env::new();
+    let ended = firedup(&env, &["run", "--json", "--until", "exit", "--", "true"]);
+    assert_eq!(ended.verdict(), "succeeded", "{}", ended.explain());
+    let live = run_up(&env, None);
+    assert_eq!(live.verdict(), "ready", "{}", live.explain());
+    let runs = env.state.path().join("runs");
+
+    let dry = firedup(&env, &["prune", "--older-than", "0s", "--dry-run"]);
+    assert_eq!(dry.code, 0, "{}", dry.explain());
+    assert!(dry.stdout.contains(&ended.run_id()), "{}", dry.explain());
+    assert!(!dry.stdout.contains(&live.run_id()), "{}", dry.explain());
+    assert!(runs.join(ended.run_id()).exists());
+
+    let recent = firedup(&env, &["prune"]);
+    assert_eq!(recent.code, 0, "{}", recent.explain());
+    assert!(runs.join(ended.run_id()).exists(), "{}", recent.explain());
+
+    let p = firedup(&env, &["prune", "--older-than", "0s"]);
+    assert_eq!(p.code, 0, "{}", p.explain());
+    assert!(
+        p.stdout.contains(&format!("removed {}", ended.run_id())),
+        "{}",
+        p.explain()
+    );
+    assert!(!runs.join(ended.run_id()).exists(), "{}", p.explain());
+    assert!(runs.join(live.run_id()).join("meta.json").exists());
+    assert_eq!(ps_ids(&env, true), vec![live.run_id()]);
+    stop(&env, &live.run_id());
+    // The history keeps the pruned run.
+    assert_eq!(rows_of(&env, &ended.run_id()).len(), 1);
+}
+
+/// The README's example ids are ids the binary gives to the README's example commands.
+#[test]
+fn the_readmes_example_ids_are_ids_the_binary_produces() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let env = Env::new();
+    let demo = common::fixture("../../examples/demo-server.sh");
+    let cases: [(&str, Vec<&str>); 2] = [
+        (
+            "firedup stop ",
+            vec![
+                "run",
+                "--json",
+                "--profile",
+                "sglang",
+                "--no-probe",
+                "--",
+                &demo,
+            ],
+        ),
+        (
+            "firedup watch --host gpu-box ",
+            vec![
+                "run",
+                "--json",
+                "--until",
+                "exit",
+                "--",
+                "python",
+                "-m",
+                "sglang.launch_server",
+                "--model-path",
+                "Qwen/Qwen2.5-7B-Instruct",
+            ],
+        ),
+    ];
+    let id_shape = regex::Regex::new(r"^(.+)-[0-9a-f]{6}$").unwrap();
+    for (before_id, args) in cases {
+        let shown = readme
+            .lines()
+            .filter_map(|l| l.split_once(before_id).map(|(_, rest)| rest))
+            .filter_map(|rest| rest.split_whitespace().next())
+            .find(|w| id_shape.is_match(w))
+            .unwrap_or_else(|| panic!("no `{before_id}ID` in the README"));
+        let r = firedup(&env, &args);
+        let id = r.run_id();
+        if r.verdict() == "ready" {
+            stop(&env, &id);
+        }
+        let stem = |s: &str| {
+            id_shape
+                .captures(s)
+                .map(|c| c[1].to_string())
+                .unwrap_or_else(|| panic!("{s:?} is not STEM-6HEX"))
+        };
+        assert_eq!(
+            stem(shown),
+            stem(&id),
+            "README shows {shown}, the binary made {id}: {}",
+            r.explain()
+        );
+    }
+}

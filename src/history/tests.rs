@@ -3,6 +3,8 @@ use crate::verdict::{LineRef, Signature, Verdict};
 
 fn outcome(run_id: &str, verdict: Verdict, signature: Option<Signature>) -> Outcome {
     Outcome {
+        schema: crate::verdict::OUTCOME_SCHEMA,
+        name: None,
         verdict,
         signature,
         reason: "because".into(),
