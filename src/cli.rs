@@ -715,14 +715,17 @@ pub(crate) fn print_outcome(
         if let (Some((cmd, code)), Some(map)) = (then, v.as_object_mut()) {
             map.insert(
                 "then".into(),
-                serde_json::json!({"command": cmd, "exit_code": code}),
+                serde_json::json!({"command": crate::secrets::redact_text(cmd), "exit_code": code}),
             );
         }
         println!("{v}");
     } else {
         print!("{}", report::render_final(o, teardown));
         if let Some((cmd, code)) = then {
-            println!("  then:    '{cmd}' exited {code}");
+            println!(
+                "  then:    '{}' exited {code}",
+                crate::secrets::redact_text(cmd)
+            );
         }
     }
 }
@@ -759,7 +762,7 @@ fn watch(
                 let w = process::writers_of(&log).into_iter().next()?;
                 eprintln!(
                     "firedup: watching process {w} ({}), which writes {}",
-                    process::cmdline(w),
+                    crate::secrets::redact_text(&process::cmdline(w)),
                     log.display()
                 );
                 Some(w)
@@ -786,6 +789,15 @@ fn watch(
         }
     }
     let command: Vec<String> = match &target.run {
+        // The record holds the command with secrets redacted; the live process has the real
+        // one (an `--api-key` that `--ready-request` must send).
+        Some(_)
+            if target
+                .pid
+                .is_some_and(|p| process::is_alive(p, target.start_ticks)) =>
+        {
+            process::argv(target.pid.unwrap_or_default())
+        }
         Some(r) => r.meta().map(|m| m.command).unwrap_or_default(),
         None => pid
             .map(|p| process::cmdline(p).split(' ').map(String::from).collect())
@@ -901,7 +913,7 @@ fn ps(json: bool, all: bool) -> Result<i32> {
                 let m = r.meta().ok()?;
                 Some(serde_json::json!({
                     "run_id": r.id, "name": m.name, "state": run_state(r), "pid": r.process().map(|p| p.pid),
-                    "command": m.command, "log": m.log, "profile": m.profile, "started_at": m.started_at,
+                    "command": crate::secrets::redact_args(&m.command), "log": m.log, "profile": m.profile, "started_at": m.started_at,
                 }))
             })
             .collect();
@@ -940,7 +952,7 @@ fn ps(json: bool, all: bool) -> Result<i32> {
             pid,
             age,
             run_state(&r),
-            m.command.join(" ")
+            crate::secrets::redact_args(&m.command).join(" ")
         );
     }
     Ok(0)

@@ -307,7 +307,19 @@ fn shape_of(text: &str) -> String {
 }
 
 /// The verdict object for a judgement of `target`.
-pub fn outcome(j: Judgement, target: &Target) -> Outcome {
+pub fn outcome(mut j: Judgement, target: &Target) -> Outcome {
+    // What the log said is shown and stored: secret-shaped values in it are redacted (a server
+    // that logs its database URL or its arguments).
+    let redact = |t: &mut String| {
+        if let std::borrow::Cow::Owned(r) = crate::secrets::redact_values(t) {
+            *t = r;
+        }
+    };
+    redact(&mut j.reason);
+    if let Some(l) = j.line.as_mut() {
+        redact(&mut l.text);
+    }
+    j.context.iter_mut().for_each(redact);
     Outcome {
         schema: crate::verdict::OUTCOME_SCHEMA,
         name: target

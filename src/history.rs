@@ -279,7 +279,8 @@ pub fn spec_hash(
         .collect();
     env.sort();
     let canonical = serde_json::json!({
-        "command": command,
+        // As recorded (secrets redacted), so a launch and its record hash the same.
+        "command": crate::secrets::redact_args(command),
         "env": env,
         "cwd": cwd.map(|c| c.display().to_string()),
         "host": host,

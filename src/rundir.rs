@@ -226,6 +226,8 @@ fn is_interpreter(word: &str) -> bool {
 /// The first part of a run id: what the command runs, in at most 24 of `[A-Za-z0-9_-]` (`run`
 /// when nothing is left).
 pub fn id_stem(command: &[String]) -> String {
+    // An id is shown everywhere: nothing secret may go into it.
+    let command = crate::secrets::redact_args(command);
     let words: Vec<&str> = command.iter().map(String::as_str).collect();
     let base = |w: &str| {
         Path::new(w)
@@ -246,13 +248,14 @@ pub fn id_stem(command: &[String]) -> String {
         name = base(words[i]);
         if is_interpreter(&name) {
             let rest = &words[i + 1..];
-            if let Some(m) = rest.iter().position(|w| *w == "-m") {
+            if rest.contains(&"-c") {
+                // `sh -c 'a script' ARGS`: no file runs; what follows are arguments.
+            } else if let Some(m) = rest.iter().position(|w| *w == "-m") {
                 if let Some(module) = rest.get(m + 1) {
                     name = module.split('.').next().unwrap_or(module).to_string();
                 }
             } else if let Some(script) = rest
                 .iter()
-                // `sh -c 'a script'` runs no file: the interpreter names the run.
                 .find(|w| is_program(w) && !w.chars().any(char::is_whitespace))
             {
                 name = base(script);
@@ -349,7 +352,7 @@ mod tests {
 
     #[test]
     fn run_ids_are_named_after_what_the_command_runs() {
-        let table: [(&[&str], &str); 10] = [
+        let table: [(&[&str], &str); 12] = [
             // The README's examples.
             (&["./examples/demo-server.sh"], "demo-server"),
             (
@@ -370,6 +373,11 @@ mod tests {
                 "redis-server",
             ),
             (&["sh", "-c", "echo hi; sleep 1"], "sh"),
+            (
+                &["sh", "-c", "exec \"$@\"", "--api-key", "sk-abcdefghijklmn"],
+                "sh",
+            ),
+            (&["ghp_abcdefghijklmnopqrstu"], "redacted"),
             (&["sleep", "1"], "sleep"),
             (&["--"], "run"),
             (&["./a b/ünïcode"], "ncode"),

@@ -470,3 +470,76 @@ fn the_readmes_example_ids_are_ids_the_binary_produces() {
         );
     }
 }
+
+// ---- case 16: secrets by name and by value ----
+
+/// Secrets by name and by value shape never reach meta.json, `ps`, the JSON verdict, the history
+/// or `show`, while the command runs with the real values.
+#[test]
+fn secrets_by_name_and_by_value_are_never_stored_or_shown() {
+    let env = Env::new();
+    // Each secret carries a marker the test greps for.
+    let secrets = [
+        "DATABASE_URL=postgres://u:Mark1pw@h/db",
+        "GH_PAT=Mark2pat",
+        "PGPASS=Mark3pass",
+    ];
+    let script = env.script(
+        "server.sh",
+        "echo \"connecting to $DATABASE_URL\"; \
+         [ \"$GH_PAT\" = Mark2pat ] && [ \"$PGPASS\" = Mark3pass ] && [ \"$2\" = sk-Mark4abcdefghijkl ] \
+           && [ \"$3\" = https://user:Mark5@example.com ] && [ \"$5\" = ghp_Mark6abcdefghijklmnop ] \
+           && echo READY; exec sleep 300",
+    );
+    let mut args = vec!["run", "--json", "--ready-line", "READY"];
+    for s in &secrets {
+        args.extend(["--env", s]);
+    }
+    args.extend([
+        "--",
+        &script,
+        "--api-key",
+        "sk-Mark4abcdefghijkl",
+        "https://user:Mark5@example.com",
+        "--token",
+        "ghp_Mark6abcdefghijklmnop",
+    ]);
+    let r = firedup(&env, &args);
+    // The command got the real values (it checks them before saying READY).
+    assert_eq!(r.verdict(), "ready", "{}", r.explain());
+    let id = r.run_id();
+    let meta =
+        std::fs::read_to_string(env.state.path().join("runs").join(&id).join("meta.json")).unwrap();
+    let ps = firedup(&env, &["ps", "--json"]);
+    let ps_all = firedup(&env, &["ps", "--all"]);
+    let w = firedup(&env, &["watch", &id, "--json"]);
+    assert_eq!(w.verdict(), "ready", "{}", w.explain());
+    stop(&env, &id);
+    let hist = firedup(&env, &["history", "--json"]);
+    let table = firedup(&env, &["history"]);
+    let show = firedup(&env, &["show", &id]);
+    assert!(meta.contains("<redacted>"), "{meta}");
+    for (what, text) in [
+        ("meta.json", meta.as_str()),
+        ("run --json", &r.stdout),
+        ("run's stderr", &r.stderr),
+        ("ps --json", &ps.stdout),
+        ("ps --all", &ps_all.stdout),
+        ("watch --json", &w.stdout),
+        ("history --json", &hist.stdout),
+        ("history", &table.stdout),
+        ("show", &show.stdout),
+    ] {
+        for n in 1..=6 {
+            let mark = format!("Mark{n}");
+            assert!(!text.contains(&mark), "{what} shows secret {mark}:\n{text}");
+        }
+    }
+    // What is not secret is still shown.
+    assert!(
+        show.stdout.contains("postgres://u:<redacted>@h/db"),
+        "{}",
+        show.stdout
+    );
+    assert!(show.stdout.contains("--api-key"), "{}", show.stdout);
+}
