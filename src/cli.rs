@@ -194,6 +194,10 @@ pub enum Command {
         /// Grace between SIGTERM and SIGKILL when stopping the server.
         #[arg(long, value_name = "DURATION", default_value = "10s")]
         grace: String,
+        /// A name for the run ([A-Za-z0-9._-], unique among live runs): `stop`, `logs`,
+        /// `watch`, `show` and `compare` take it where a RUN_ID goes (the newest run of a name).
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
         #[command(flatten)]
         remote: RemoteArgs,
         /// The command and its arguments.
@@ -204,7 +208,7 @@ pub enum Command {
     Watch {
         #[command(flatten)]
         judge: JudgeArgs,
-        /// A run id from `firedup run` / `firedup ps`.
+        /// A run id (or name) from `firedup run` / `firedup ps`.
         run_id: Option<String>,
         /// The log to follow (it may not exist yet).
         #[arg(long, value_name = "PATH")]
@@ -220,6 +224,7 @@ pub enum Command {
     },
     /// Stop a run: SIGTERM to its group, grace, SIGKILL, then verify nothing of it is left.
     Stop {
+        /// A run id or name.
         run_id: String,
         #[arg(long, value_name = "DURATION", default_value = "10s")]
         grace: String,
@@ -234,15 +239,19 @@ pub enum Command {
         #[arg(long = "profile-file", value_name = "FILE", global = true)]
         profile_file: Vec<PathBuf>,
     },
-    /// List runs and their live state.
+    /// List the live runs (`--all`: every run) and their state.
     Ps {
         #[arg(long)]
         json: bool,
+        /// Every run in the state dir, ended ones too.
+        #[arg(long)]
+        all: bool,
         #[command(flatten)]
         remote: RemoteArgs,
     },
     /// Print a run's log.
     Logs {
+        /// A run id or name.
         run_id: String,
         /// Drop noise lines (blank lines, banners, repeated progress redraws).
         #[arg(long)]
@@ -267,9 +276,18 @@ pub enum Command {
         #[command(flatten)]
         args: crate::history_cmd::HistoryArgs,
     },
+    /// Remove the run directories (logs included) of runs that ended long ago; never a live run.
+    Prune {
+        /// Remove runs that ended (or started, when their end is unknown) longer ago than this.
+        #[arg(long = "older-than", value_name = "DURATION", default_value = "7d")]
+        older_than: String,
+        /// Say what would be removed, remove nothing.
+        #[arg(long = "dry-run")]
+        dry_run: bool,
+    },
     /// Print one recorded run: its launch, verdict, decisive line, phase times and metrics.
     Show {
-        /// A run id (or an unambiguous start of one) from `firedup history`.
+        /// A run id or name (or an unambiguous start of an id) from `firedup history`.
         run_id: String,
         #[arg(long)]
         json: bool,
@@ -344,14 +362,23 @@ fn dispatch(cli: Cli) -> Result<i32> {
             keep,
             notify,
             grace,
+            name,
             remote,
             command,
-        } => match remote.host.clone() {
-            Some(host) => crate::remote::commands::run(
-                &judge, &remote, &host, log, &env, cwd, then, keep, notify, &grace, command,
-            ),
-            None => run(&judge, log, &env, cwd, then, keep, notify, &grace, command),
-        },
+        } => {
+            if let Some(n) = &name {
+                crate::rundir::check_name(n)?;
+            }
+            match remote.host.clone() {
+                Some(host) => crate::remote::commands::run(
+                    &judge, &remote, &host, log, &env, cwd, then, keep, notify, &grace, name,
+                    command,
+                ),
+                None => run(
+                    &judge, log, &env, cwd, then, keep, notify, &grace, name, command,
+                ),
+            }
+        }
         Command::Watch {
             judge,
             run_id,
@@ -377,16 +404,23 @@ fn dispatch(cli: Cli) -> Result<i32> {
             ),
             None => stop(&run_id, &grace),
         },
-        Command::Ps { json, remote } => match &remote.host {
+        Command::Ps { json, all, remote } => match &remote.host {
             Some(host) => {
                 let mut args = vec!["ps"];
                 if json {
                     args.push("--json");
                 }
+                if all {
+                    args.push("--all");
+                }
                 crate::remote::commands::passthrough(&remote, host, &args)
             }
-            None => ps(json),
+            None => ps(json, all),
         },
+        Command::Prune {
+            older_than,
+            dry_run,
+        } => crate::prune::prune(&older_than, dry_run),
         Command::Profiles {
             action,
             profile_file,
@@ -449,6 +483,7 @@ fn run(
     keep: bool,
     notify: bool,
     grace: &str,
+    name: Option<String>,
     command: Vec<String>,
 ) -> Result<i32> {
     let grace = grace_flag(grace)?;
@@ -467,7 +502,8 @@ fn run(
     } else {
         None
     };
-    let spec = launch_spec(judge, &opts, &command, cwd, env, log)?;
+    let mut spec = launch_spec(judge, &opts, &command, cwd, env, log)?;
+    spec.name = name;
     let spec_hash = crate::history::launch_hash(&spec, None);
     let mut events = open_events(&judge.events)?;
     let mut launched = launch::launch(&spec)?;
@@ -556,6 +592,7 @@ pub(crate) fn launch_spec(
             "ready".into()
         },
         judging: opts.clone(),
+        name: None,
     })
 }
 
@@ -686,14 +723,17 @@ pub(crate) fn print_outcome(
         if let (Some((cmd, code)), Some(map)) = (then, v.as_object_mut()) {
             map.insert(
                 "then".into(),
-                serde_json::json!({"command": cmd, "exit_code": code}),
+                serde_json::json!({"command": crate::secrets::redact_text(cmd), "exit_code": code}),
             );
         }
         println!("{v}");
     } else {
         print!("{}", report::render_final(o, teardown));
         if let Some((cmd, code)) = then {
-            println!("  then:    '{cmd}' exited {code}");
+            println!(
+                "  then:    '{}' exited {code}",
+                crate::secrets::redact_text(cmd)
+            );
         }
     }
 }
@@ -706,7 +746,7 @@ fn watch(
     from_end: bool,
 ) -> Result<i32> {
     let mut events = open_events(&judge.events)?;
-    let target = match (&run_id, &log) {
+    let mut target = match (&run_id, &log) {
         (Some(id), None) => {
             let run = RunDir::open(id)?;
             let meta = run.meta()?;
@@ -730,7 +770,7 @@ fn watch(
                 let w = process::writers_of(&log).into_iter().next()?;
                 eprintln!(
                     "firedup: watching process {w} ({}), which writes {}",
-                    process::cmdline(w),
+                    crate::secrets::redact_text(&process::cmdline(w)),
                     log.display()
                 );
                 Some(w)
@@ -757,11 +797,30 @@ fn watch(
         }
     }
     let command: Vec<String> = match &target.run {
+        // The record holds the command with secrets redacted; the live process has the real
+        // one (an `--api-key` that `--ready-request` must send).
+        Some(_)
+            if target
+                .pid
+                .is_some_and(|p| process::is_alive(p, target.start_ticks)) =>
+        {
+            process::argv(target.pid.unwrap_or_default())
+        }
         Some(r) => r.meta().map(|m| m.command).unwrap_or_default(),
         None => pid
             .map(|p| process::cmdline(p).split(' ').map(String::from).collect())
             .unwrap_or_default(),
     };
+    if target.run.is_none() {
+        // An attach by log is a run of its own in the history, which `show` finds by this id.
+        let named_after = if command.is_empty() {
+            let stem = target.log.file_stem().unwrap_or_default();
+            vec![stem.to_string_lossy().into_owned()]
+        } else {
+            command.clone()
+        };
+        target.run_id = crate::rundir::fresh_id(&crate::rundir::id_stem(&named_after), 0);
+    }
     let mut opts = judge.options(from_end);
     if let Some(m) = target.run.as_ref().and_then(|r| r.meta().ok()) {
         // Judge a run the way it was launched, unless told otherwise.
@@ -787,8 +846,8 @@ fn watch(
         &target.log.display().to_string(),
         target.pid.is_some() || target.run.is_some(),
     )?;
-    let label = if target.run_id.is_empty() {
-        target.log.display().to_string()
+    let label = if target.run.is_none() {
+        format!("{} ({})", target.log.display(), target.run_id)
     } else {
         target.run_id.clone()
     };
@@ -850,16 +909,19 @@ pub fn run_state(run: &RunDir) -> String {
     }
 }
 
-fn ps(json: bool) -> Result<i32> {
-    let runs = RunDir::list();
+fn ps(json: bool, all: bool) -> Result<i32> {
+    let runs: Vec<RunDir> = RunDir::list()
+        .into_iter()
+        .filter(|r| all || r.is_live())
+        .collect();
     if json {
         let v: Vec<serde_json::Value> = runs
             .iter()
             .filter_map(|r| {
                 let m = r.meta().ok()?;
                 Some(serde_json::json!({
-                    "run_id": r.id, "state": run_state(r), "pid": r.process().map(|p| p.pid),
-                    "command": m.command, "log": m.log, "profile": m.profile, "started_at": m.started_at,
+                    "run_id": r.id, "name": m.name, "state": run_state(r), "pid": r.process().map(|p| p.pid),
+                    "command": crate::secrets::redact_args(&m.command), "log": m.log, "profile": m.profile, "started_at": m.started_at,
                 }))
             })
             .collect();
@@ -867,13 +929,22 @@ fn ps(json: bool) -> Result<i32> {
         return Ok(0);
     }
     if runs.is_empty() {
-        println!("no runs under {}", crate::rundir::runs_root().display());
+        let which = if all { "no runs" } else { "no live runs" };
+        println!(
+            "{which} under {}{}",
+            crate::rundir::runs_root().display(),
+            if all {
+                ""
+            } else {
+                " (`firedup ps --all` lists ended ones too)"
+            }
+        );
         return Ok(0);
     }
     let now = crate::rundir::now_unix();
     println!(
-        "{:<32} {:>8} {:>8}  {:<28} COMMAND",
-        "RUN", "PID", "AGE", "STATE"
+        "{:<32} {:<16} {:>8} {:>8}  {:<28} COMMAND",
+        "RUN", "NAME", "PID", "AGE", "STATE"
     );
     for r in runs {
         let Ok(m) = r.meta() else { continue };
@@ -883,12 +954,13 @@ fn ps(json: bool) -> Result<i32> {
             .unwrap_or_else(|| "-".into());
         let age = format_duration(Duration::from_secs_f64((now - m.started_at).max(0.0)));
         println!(
-            "{:<32} {:>8} {:>8}  {:<28} {}",
+            "{:<32} {:<16} {:>8} {:>8}  {:<28} {}",
             r.id,
+            m.name.as_deref().unwrap_or("-"),
             pid,
             age,
             run_state(&r),
-            m.command.join(" ")
+            crate::secrets::redact_args(&m.command).join(" ")
         );
     }
     Ok(0)

@@ -126,7 +126,7 @@ pub fn watch(
     progress: &mut dyn Progress,
     events: Option<&mut dyn Write>,
 ) -> Result<Outcome> {
-    let start = Instant::now();
+    let start = launch_instant(target);
     let settings = ObserveSettings {
         line_cap: plan.line_cap,
         from_end: plan.from_end,
@@ -141,6 +141,26 @@ pub fn watch(
     };
     let j = judge_loop(plan, &target.log, &mut source, progress, events);
     Ok(outcome(j, target))
+}
+
+/// Time zero of a watch: the launch recorded in the run directory, when firedup launched the run
+/// (also for a later `watch RUN_ID`: times count from the launch, by the wall clock's distance
+/// to it), else now (an attach by log counts from the attach).
+fn launch_instant(target: &Target) -> Instant {
+    let now = Instant::now();
+    let Some(launched_at) = target
+        .run
+        .as_ref()
+        .and_then(|r| r.meta().ok())
+        .map(|m| m.started_at)
+    else {
+        return now;
+    };
+    let ago = (crate::rundir::now_unix() - launched_at).max(0.0);
+    Duration::try_from_secs_f64(ago)
+        .ok()
+        .and_then(|d| now.checked_sub(d))
+        .unwrap_or(now)
 }
 
 /// Feeds the judge from `source` until the verdict, reporting to `progress` on the way.
@@ -158,6 +178,8 @@ pub fn judge_loop(
     };
     let mut shown_probe: Vec<(ProbeKind, String)> = Vec::new();
     let mut seen = Vec::new();
+    // The watch's own waits count from its first observation (see `Judge::watch_began`).
+    let mut began = false;
     loop {
         source.collect(&mut seen);
         for s in seen.drain(..) {
@@ -187,9 +209,17 @@ pub fn judge_loop(
                 }
                 _ => {}
             }
+            if !began {
+                judge.watch_began(at);
+                began = true;
+            }
             feed(&mut judge, obs, at, &mut events, &mut out);
         }
         if source.can_tick() {
+            if !began {
+                judge.watch_began(source.now());
+                began = true;
+            }
             feed(
                 &mut judge,
                 Observation::Tick,
@@ -277,8 +307,26 @@ fn shape_of(text: &str) -> String {
 }
 
 /// The verdict object for a judgement of `target`.
-pub fn outcome(j: Judgement, target: &Target) -> Outcome {
+pub fn outcome(mut j: Judgement, target: &Target) -> Outcome {
+    // What the log said is shown and stored: secret-shaped values in it are redacted (a server
+    // that logs its database URL or its arguments).
+    let redact = |t: &mut String| {
+        if let std::borrow::Cow::Owned(r) = crate::secrets::redact_values(t) {
+            *t = r;
+        }
+    };
+    redact(&mut j.reason);
+    if let Some(l) = j.line.as_mut() {
+        redact(&mut l.text);
+    }
+    j.context.iter_mut().for_each(redact);
     Outcome {
+        schema: crate::verdict::OUTCOME_SCHEMA,
+        name: target
+            .run
+            .as_ref()
+            .and_then(|r| r.meta().ok())
+            .and_then(|m| m.name),
         verdict: j.verdict,
         signature: j.signature,
         reason: j.reason,

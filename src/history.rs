@@ -11,6 +11,10 @@
 //! - The schema is versioned by `PRAGMA user_version` and migrated forward in a transaction. A
 //!   database from a newer firedup, or one that is not a database, is an error that names the
 //!   file and what to do; it is never rewritten, so no run is lost.
+//! - One row per run, keyed by its run id: a later watch of the same run (`watch RUN_ID`)
+//!   updates that row (its verdict, how it ended) and keeps the times the launch's own watch saw.
+//!   `from_launch` says whether a row's phase times were seen from the launch; only those make an
+//!   ETA (an attach sees old lines only when it attaches, so its times are upper bounds).
 //! - Nothing secret is stored: env values whose names look secret are redacted before they
 //!   reach this module's callers' records (see [`RunRecord::new`]).
 
@@ -26,7 +30,8 @@ use sha2::{Digest, Sha256};
 use crate::verdict::{Outcome, PhaseAt};
 
 /// The schema, one migration per version: `MIGRATIONS[i]` takes version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE runs (
     id              INTEGER PRIMARY KEY,
     run_id          TEXT NOT NULL,
@@ -72,7 +77,14 @@ CREATE TABLE matrices (
     version     TEXT NOT NULL
 );
 CREATE INDEX matrices_by_def ON matrices(def_hash, started_at);
-"#];
+"#,
+    r#"
+ALTER TABLE runs ADD COLUMN name TEXT;
+ALTER TABLE runs ADD COLUMN from_launch INTEGER NOT NULL DEFAULT 1;
+UPDATE runs SET from_launch = 0 WHERE kind = 'watch';
+CREATE INDEX runs_by_name ON runs(name);
+"#,
+];
 
 /// The schema version this firedup writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -147,6 +159,13 @@ pub struct RunRecord {
     pub teardown: Option<String>,
     pub version: String,
     pub cell: Option<CellRef>,
+    /// The name a person gave the run (`run --name`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Whether the watch that recorded the phase times saw the run from its launch (`run`,
+    /// `matrix`), rather than attaching later (`watch`): only such times make an ETA.
+    #[serde(default)]
+    pub from_launch: bool,
 }
 
 /// Where a matrix run sits in its matrix.
@@ -190,6 +209,8 @@ impl RunRecord {
             teardown: None,
             version: env!("CARGO_PKG_VERSION").to_string(),
             cell: None,
+            name: None,
+            from_launch: kind != "watch",
         }
     }
 }
@@ -214,6 +235,9 @@ pub fn record_launch(
         outcome,
     );
     r.teardown = teardown.map(String::from);
+    r.name = spec.name.clone();
+    // Only the launch's own watch saw the run from its start.
+    r.from_launch = kind != "watch";
     record_quietly(&r);
 }
 
@@ -255,7 +279,8 @@ pub fn spec_hash(
         .collect();
     env.sort();
     let canonical = serde_json::json!({
-        "command": command,
+        // As recorded (secrets redacted), so a launch and its record hash the same.
+        "command": crate::secrets::redact_args(command),
         "env": env,
         "cwd": cwd.map(|c| c.display().to_string()),
         "host": host,
@@ -444,7 +469,7 @@ impl History {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let id = insert(&tx, r)?;
+        let id = upsert(&tx, r)?;
         tx.commit()?;
         Ok(id)
     }
@@ -487,7 +512,8 @@ impl History {
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
-    /// The newest run whose id is `run_id` or starts with it (an unambiguous prefix).
+    /// The run whose id is `run_id`, else the newest run named `run_id` (`run --name`), else
+    /// the run whose id starts with it (an unambiguous prefix).
     pub fn find(&self, run_id: &str) -> Result<RunRecord> {
         let exact = self
             .conn
@@ -498,6 +524,17 @@ impl History {
             )
             .optional()?;
         if let Some(r) = exact {
+            return Ok(r);
+        }
+        let named = self
+            .conn
+            .query_row(
+                "SELECT * FROM runs WHERE name = ?1 ORDER BY started_at DESC, id DESC LIMIT 1",
+                [run_id],
+                row_to_record,
+            )
+            .optional()?;
+        if let Some(r) = named {
             return Ok(r);
         }
         let mut stmt = self.conn.prepare(
@@ -525,7 +562,7 @@ impl History {
         Ok(self
             .conn
             .query_row(
-                "SELECT * FROM runs WHERE spec_hash = ?1 AND timeline != '[]'
+                "SELECT * FROM runs WHERE spec_hash = ?1 AND timeline != '[]' AND from_launch = 1
                  ORDER BY (ready_s IS NOT NULL) DESC, ended_at DESC, id DESC LIMIT 1",
                 [spec_hash],
                 row_to_record,
@@ -610,16 +647,82 @@ impl History {
     }
 }
 
+/// Records one run inside `tx`: a new row, or, when the run already has one (a later watch of
+/// the same run), that row updated with how the run ended, keeping the times it already has
+/// (seen earlier, so closer to the truth: a re-attach stamps old lines with the attach time).
+fn upsert(tx: &rusqlite::Transaction<'_>, r: &RunRecord) -> Result<i64> {
+    if r.run_id.is_empty() {
+        return insert(tx, r);
+    }
+    let existing = tx
+        .query_row(
+            "SELECT * FROM runs WHERE run_id = ?1 ORDER BY id DESC LIMIT 1",
+            [&r.run_id],
+            |row| Ok((row.get::<_, i64>("id")?, row_to_record(row)?)),
+        )
+        .optional()?;
+    let Some((id, old)) = existing else {
+        return insert(tx, r);
+    };
+    let merged = merge_rows(old, r);
+    tx.execute("DELETE FROM runs WHERE id = ?1", [id])?;
+    insert_with_id(tx, &merged, Some(id))
+}
+
+/// The row of a run recorded before (`old`) updated by a later watch's record (`new`).
+fn merge_rows(old: RunRecord, new: &RunRecord) -> RunRecord {
+    // The launch's own watch may record after a re-attach did (both watching at once): its
+    // times are the true ones.
+    if new.from_launch && !old.from_launch {
+        return RunRecord {
+            name: new.name.clone().or(old.name),
+            ..new.clone()
+        };
+    }
+    let mut outcome = new.outcome.clone();
+    if !old.outcome.timeline.is_empty() {
+        outcome.timeline = old.outcome.timeline.clone();
+    }
+    outcome.ready_s = old.outcome.ready_s.or(new.outcome.ready_s);
+    RunRecord {
+        run_id: old.run_id,
+        kind: old.kind,
+        spec_hash: old.spec_hash,
+        command: old.command,
+        env: old.env,
+        host: old.host.or_else(|| new.host.clone()),
+        profile: old.profile.or_else(|| new.profile.clone()),
+        started_at: old.started_at,
+        ended_at: new.ended_at,
+        outcome,
+        metrics: if new.metrics.is_empty() {
+            old.metrics
+        } else {
+            new.metrics.clone()
+        },
+        teardown: new.teardown.clone().or(old.teardown),
+        version: new.version.clone(),
+        cell: old.cell.or_else(|| new.cell.clone()),
+        name: old.name.or_else(|| new.name.clone()),
+        from_launch: old.from_launch,
+    }
+}
+
 /// Inserts one run inside `tx`.
 fn insert(tx: &rusqlite::Transaction<'_>, r: &RunRecord) -> Result<i64> {
+    insert_with_id(tx, r, None)
+}
+
+/// Inserts one run inside `tx`, as row `id` when given (a row being updated keeps its place).
+fn insert_with_id(tx: &rusqlite::Transaction<'_>, r: &RunRecord, id: Option<i64>) -> Result<i64> {
     let o = &r.outcome;
     tx.execute(
         "INSERT INTO runs (run_id, kind, spec_hash, command, env, host, profile, started_at,
                 ended_at, verdict, signature, reason, line_number, line_text, phase, timeline,
                 ready_s, elapsed_s, metrics, teardown, outcome, version, matrix_id, cell,
-                cell_label, repeat)
+                cell_label, repeat, name, from_launch, id)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
+                ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)",
         params![
             r.run_id,
             r.kind,
@@ -647,6 +750,9 @@ fn insert(tx: &rusqlite::Transaction<'_>, r: &RunRecord) -> Result<i64> {
             r.cell.as_ref().map(|c| c.key.clone()),
             r.cell.as_ref().map(|c| c.label.clone()),
             r.cell.as_ref().map(|c| c.repeat),
+            r.name,
+            r.from_launch,
+            id,
         ],
     )?;
     Ok(tx.last_insert_rowid())
@@ -692,6 +798,8 @@ fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         teardown: r.get("teardown")?,
         version: r.get("version")?,
         cell,
+        name: r.get("name")?,
+        from_launch: r.get("from_launch")?,
     })
 }
 
@@ -803,7 +911,7 @@ impl History {
                 |row| row.get(0),
             )?;
             if !seen {
-                insert(&tx, &r)?;
+                upsert(&tx, &r)?;
                 n += 1;
             }
         }

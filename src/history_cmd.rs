@@ -74,6 +74,7 @@ pub fn history(a: &HistoryArgs) -> Result<i32> {
     let cells = runs.iter().any(|r| r.cell.is_some());
     let mut header = vec![
         "run",
+        "command",
         "ended",
         "verdict",
         "signature",
@@ -93,8 +94,13 @@ pub fn history(a: &HistoryArgs) -> Result<i32> {
     let now = crate::rundir::now_unix();
     for r in &runs {
         let o = &r.outcome;
+        let run = match &r.name {
+            Some(n) => format!("{} ({n})", r.run_id),
+            None => r.run_id.clone(),
+        };
         let mut row = vec![
-            r.run_id.clone(),
+            run,
+            short_command(&r.command),
             ago(now - r.ended_at),
             o.verdict.as_str().to_string(),
             o.signature.map(|s| s.as_str()).unwrap_or("").to_string(),
@@ -126,6 +132,9 @@ pub fn show(run_id: &str, json: bool) -> Result<i32> {
     let o = &r.outcome;
     let sig = o.signature.map(|s| format!(" ({s})")).unwrap_or_default();
     println!("{}: {}{sig}: {}", r.run_id, o.verdict, o.reason);
+    if let Some(n) = &r.name {
+        println!("  name      {n}");
+    }
     println!("  ended     {}", when(r.ended_at));
     println!("  command   {}", crate::secrets::shown_command(&r.command));
     for (k, v) in &r.env {
@@ -296,6 +305,17 @@ fn parse_since(s: &str) -> Result<f64> {
     Ok(t.duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0))
+}
+
+/// The command as a shell line, secrets redacted, cut to fit a table column.
+fn short_command(command: &[String]) -> String {
+    const WIDTH: usize = 40;
+    let full = crate::secrets::shown_command(command);
+    if full.chars().count() <= WIDTH {
+        return full;
+    }
+    let cut: String = full.chars().take(WIDTH - 1).collect();
+    format!("{cut}…")
 }
 
 fn secs(s: f64) -> String {

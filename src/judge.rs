@@ -253,6 +253,8 @@ pub struct Judge {
     /// The start deadline, moved later by sd_notify `EXTEND_TIMEOUT_USEC`.
     timeout_at: Option<Duration>,
     phase_since: Duration,
+    /// When this watch began on the judge's clock (see [`Judge::watch_began`]).
+    watch_from: Duration,
     notify_status: Option<String>,
     gpu: Option<GpuReport>,
     /// The last line that satisfied a ready condition.
@@ -307,11 +309,24 @@ impl Judge {
                 .collect(),
             timeout_at: cfg.timeout,
             phase_since: Duration::ZERO,
+            watch_from: Duration::ZERO,
             notify_status: None,
             gpu: None,
             ready_line: None,
             cfg,
         }
+    }
+
+    /// The watch began at `at` on the judge's clock, which counts from the launch: later than
+    /// zero when re-attaching to a run launched earlier. The watch's own waits (the start
+    /// deadline, the stall window, the log grace, a phase's budget) count from here, so a late
+    /// attach is not judged stalled or timed out for time it did not see; the times reported
+    /// still count from the launch. Call it before the first observation.
+    pub fn watch_began(&mut self, at: Duration) {
+        self.watch_from = at;
+        self.last_progress_at = at;
+        self.phase_since = at;
+        self.timeout_at = self.cfg.timeout.map(|t| at + t);
     }
 
     pub fn verdict(&self) -> Option<&Judgement> {
@@ -391,7 +406,7 @@ impl Judge {
                 d.push(self.phase_since + b);
             }
             if !self.log_ever_seen && !self.alive && !self.exited {
-                d.push(self.cfg.log_grace);
+                d.push(self.watch_from + self.cfg.log_grace);
             }
         }
         if let Some(s) = self.stall_window() {
@@ -797,7 +812,11 @@ impl Judge {
         if self.ready_at.is_some() {
             return;
         }
-        if !self.log_ever_seen && !self.alive && !self.exited && at >= self.cfg.log_grace {
+        if !self.log_ever_seen
+            && !self.alive
+            && !self.exited
+            && at >= self.watch_from + self.cfg.log_grace
+        {
             let dir_note = match self.log {
                 LogState::Missing { dir_exists: false } => " (its directory does not exist either)",
                 _ => "",

@@ -29,7 +29,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::process;
 use crate::rundir::{ExitRecord, ProcessRecord, RunDir, RunMeta, now_unix};
-use crate::secrets::shown_value;
+use crate::secrets::{redact_args, shown_value};
 
 /// What to launch (also sent, as JSON on stdin, to a remote firedup: never on a command line).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -43,6 +43,9 @@ pub struct LaunchSpec {
     pub mode: String,
     /// Judging flags recorded for a later `firedup watch RUN_ID`.
     pub judging: crate::plan::WatchOptions,
+    /// The name a person gave the run (`run --name`).
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
 impl LaunchSpec {
@@ -62,6 +65,7 @@ impl LaunchSpec {
             profile: profile.to_string(),
             mode: m.mode.clone(),
             judging: m.options.clone().unwrap_or_else(|| opts.clone()),
+            name: m.name.clone(),
         }
     }
 }
@@ -166,6 +170,9 @@ pub fn launch(spec: &LaunchSpec) -> Result<Launched> {
         }
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
+    if let Some(name) = &spec.name {
+        crate::rundir::check_name_free(name)?;
+    }
     let run = RunDir::create(&spec.command)?;
     let log = match &spec.log {
         Some(p) if p.is_absolute() => p.clone(),
@@ -175,7 +182,9 @@ pub fn launch(spec: &LaunchSpec) -> Result<Launched> {
     prepare_log(&log)?;
     let meta = RunMeta {
         run_id: run.id.clone(),
-        command: spec.command.clone(),
+        // What is stored is shown (`ps`, the history): secrets redacted. The supervisor gets
+        // the command itself on its stdin.
+        command: redact_args(&spec.command),
         cwd: cwd.display().to_string(),
         env: spec
             .env
@@ -192,6 +201,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<Launched> {
         stall: spec.judging.stall.clone(),
         timeout: spec.judging.timeout.clone(),
         options: Some(spec.judging.clone()),
+        name: spec.name.clone(),
     };
     run.write_meta(&meta)?;
     let exe = std::env::current_exe()
@@ -205,7 +215,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<Launched> {
         // Every process of the run inherits its id: what escapes the process tree (a
         // double-forked worker) is still recognisably the run's.
         .env("FIREDUP_RUN_ID", &run.id)
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::from(supervisor_log));
     // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
@@ -218,6 +228,11 @@ pub fn launch(spec: &LaunchSpec) -> Result<Launched> {
     let mut supervisor = cmd
         .spawn()
         .context("cannot start firedup's supervisor process")?;
+    // The command with its real arguments goes to the supervisor on a pipe, never to disk (a
+    // failed write shows as the supervisor's own failure below).
+    if let Some(mut stdin) = supervisor.stdin.take() {
+        let _ = serde_json::to_writer(&mut stdin, &spec.command);
+    }
     let mut stdout = supervisor.stdout.take().context("supervisor pipe")?;
     let first = read_first_line(&mut stdout).context("cannot read the supervisor's report")?;
     let first = first.trim_end();
@@ -343,7 +358,16 @@ pub fn supervise(run_path: &Path) -> Result<i32> {
         id: String::new(),
         path: run_path.to_path_buf(),
     };
-    let meta = run.meta()?;
+    let mut meta = run.meta()?;
+    // The command itself comes on stdin (meta.json holds it with secrets redacted).
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .context("cannot read the command from the launcher")?;
+    meta.command = serde_json::from_str(&text).context("bad command from the launcher")?;
+    if meta.command.is_empty() {
+        bail!("no command from the launcher");
+    }
     let log = OpenOptions::new()
         .append(true)
         .create(true)

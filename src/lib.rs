@@ -12,7 +12,7 @@
 //! let opts = plan::WatchOptions { ready_lines: vec!["listening".into()], ..Default::default() };
 //! let spec = launch::LaunchSpec {
 //!     command: vec!["./server".into()], cwd: None, env: vec![], log: None,
-//!     profile: "generic".into(), mode: "ready".into(), judging: opts.clone(),
+//!     profile: "generic".into(), mode: "ready".into(), judging: opts.clone(), name: None,
 //! };
 //! let launched = launch::launch(&spec).unwrap();
 //! let plan = plan::resolve(&opts, &spec.command, &launched.log.display().to_string(), true).unwrap();
@@ -43,6 +43,7 @@ pub mod prober;
 pub mod process;
 pub mod profile;
 pub mod profiles_cmd;
+pub mod prune;
 pub mod remote;
 pub mod report;
 pub mod rundir;

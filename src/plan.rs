@@ -332,7 +332,8 @@ fn resolve_probes(
             .or_else(|| env("FIREDUP_API_KEY"))
             .or_else(|| env("VLLM_API_KEY"))
             .or_else(|| env("OPENAI_API_KEY"))
-            .filter(|k| !k.is_empty());
+            // A key read back from a run record is redacted there: not a key.
+            .filter(|k| !k.is_empty() && k != crate::secrets::REDACTED);
     }
     Ok((plan, address))
 }

@@ -209,6 +209,18 @@ pub fn environ_has(pid: u32, key: &str, value: &str) -> bool {
 }
 
 /// The command line of a process, for reports.
+/// The arguments of `pid`, as it was started (empty when unreadable).
+pub fn argv(pid: u32) -> Vec<String> {
+    fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            b.split(|c| *c == 0)
+                .filter(|s| !s.is_empty())
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 pub fn cmdline(pid: u32) -> String {
     fs::read(format!("/proc/{pid}/cmdline"))
         .map(|b| {

@@ -43,6 +43,9 @@ pub struct RunMeta {
     /// All judging options of the launch (newer runs; the fields above stay for older readers).
     #[serde(default)]
     pub options: Option<crate::plan::WatchOptions>,
+    /// The name a person gave the run (`run --name`).
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
 /// What the supervisor records once the command runs.
@@ -109,47 +112,9 @@ impl RunDir {
             .mode(0o700)
             .create(&root)
             .with_context(|| format!("cannot create the state directory {}", root.display()))?;
-        // Name the run after the server, not a wrapper in front of it.
-        const WRAPPERS: [&str; 10] = [
-            "setpriv", "runuser", "sudo", "env", "nohup", "numactl", "taskset", "nice", "stdbuf",
-            "timeout",
-        ];
-        let program = command
-            .iter()
-            .map(|c| {
-                Path::new(c)
-                    .file_name()
-                    .map(|f| f.to_string_lossy().into_owned())
-                    .unwrap_or_default()
-            })
-            .find(|c| {
-                !c.starts_with('-')
-                    && !c.contains('=')
-                    && !WRAPPERS.contains(&c.as_str())
-                    && !c.is_empty()
-                    && !c.chars().all(|ch| ch.is_ascii_digit())
-            });
-        let stem: String = program
-            .or_else(|| command.first().cloned())
-            .unwrap_or_default()
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
-            .take(24)
-            .collect();
-        let stem = if stem.is_empty() {
-            "run".to_string()
-        } else {
-            stem
-        };
+        let stem = id_stem(command);
         for attempt in 0..100u64 {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(0);
-            let mix =
-                (nanos ^ ((std::process::id() as u64) << 20) ^ attempt.wrapping_mul(0x9e37_79b9))
-                    .wrapping_mul(0x2545_f491_4f6c_dd1d);
-            let id = format!("{stem}-{:06x}", (mix >> 40) & 0xff_ffff);
+            let id = fresh_id(&stem, attempt);
             let path = root.join(&id);
             match fs::DirBuilder::new().mode(0o700).create(&path) {
                 Ok(()) => {
@@ -167,22 +132,41 @@ impl RunDir {
         bail!("cannot find a free run id under {}", root.display())
     }
 
-    /// Opens an existing run by id.
+    /// Opens an existing run by its id, or by the name a person gave it (`run --name`): the
+    /// newest run of that name.
     pub fn open(id: &str) -> Result<RunDir> {
         if id.is_empty() || id.contains('/') || id.starts_with('.') {
-            bail!("'{id}' is not a run id: see `firedup ps` for the runs there are");
+            bail!("'{id}' is not a run id or name: see `firedup ps --all` for the runs there are");
         }
         let path = runs_root().join(id);
-        if !path.join("meta.json").is_file() {
-            bail!(
-                "no run '{id}' under {}: see `firedup ps` for the runs there are",
-                runs_root().display()
-            );
+        if path.join("meta.json").is_file() {
+            return Ok(RunDir {
+                id: id.to_string(),
+                path,
+            });
         }
-        Ok(RunDir {
-            id: id.to_string(),
-            path,
-        })
+        if let Some(run) = RunDir::named(id) {
+            return Ok(run);
+        }
+        bail!(
+            "no run '{id}' (by id or name) under {}: see `firedup ps --all` for the runs there are",
+            runs_root().display()
+        )
+    }
+
+    /// The newest run named `name`.
+    pub fn named(name: &str) -> Option<RunDir> {
+        RunDir::list()
+            .into_iter()
+            .find(|r| r.meta().is_ok_and(|m| m.name.as_deref() == Some(name)))
+    }
+
+    /// Whether the run's command is still running (it has no exit record and its process lives).
+    pub fn is_live(&self) -> bool {
+        self.exit().is_none()
+            && self.process().is_some_and(|p| {
+                crate::process::is_alive(p.pid, Some(p.start_ticks).filter(|t| *t != 0))
+            })
     }
 
     /// Every run, newest first.
@@ -224,6 +208,121 @@ impl RunDir {
     }
 }
 
+/// Programs that run the server rather than being it: the run is named after what they run.
+const WRAPPERS: [&str; 10] = [
+    "setpriv", "runuser", "sudo", "env", "nohup", "numactl", "taskset", "nice", "stdbuf", "timeout",
+];
+
+/// Interpreters: the run is named after their script (`demo-server` for `sh demo-server.sh`) or
+/// module (`sglang` for `python -m sglang.launch_server`).
+fn is_interpreter(word: &str) -> bool {
+    let base = word.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    matches!(
+        base,
+        "python" | "sh" | "bash" | "dash" | "zsh" | "node" | "perl" | "ruby" | "uv" | "uvx"
+    )
+}
+
+/// The first part of a run id: what the command runs, in at most 24 of `[A-Za-z0-9_-]` (`run`
+/// when nothing is left).
+pub fn id_stem(command: &[String]) -> String {
+    // An id is shown everywhere: nothing secret may go into it.
+    let command = crate::secrets::redact_args(command);
+    let words: Vec<&str> = command.iter().map(String::as_str).collect();
+    let base = |w: &str| {
+        Path::new(w)
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let is_program = |w: &str| {
+        let b = base(w);
+        !w.starts_with('-')
+            && !w.contains('=')
+            && !b.is_empty()
+            && !WRAPPERS.contains(&b.as_str())
+            && !b.chars().all(|c| c.is_ascii_digit())
+    };
+    let mut name = String::new();
+    if let Some(i) = words.iter().position(|w| is_program(w)) {
+        name = base(words[i]);
+        if is_interpreter(&name) {
+            let rest = &words[i + 1..];
+            if rest.contains(&"-c") {
+                // `sh -c 'a script' ARGS`: no file runs; what follows are arguments.
+            } else if let Some(m) = rest.iter().position(|w| *w == "-m") {
+                if let Some(module) = rest.get(m + 1) {
+                    name = module.split('.').next().unwrap_or(module).to_string();
+                }
+            } else if let Some(script) = rest
+                .iter()
+                .find(|w| is_program(w) && !w.chars().any(char::is_whitespace))
+            {
+                name = base(script);
+            }
+        }
+        // A script's extension says nothing about the server (`demo-server.sh`).
+        if let Some((stem, ext)) = name.rsplit_once('.') {
+            if !stem.is_empty() && matches!(ext, "sh" | "py" | "js" | "pl" | "rb" | "bash") {
+                name = stem.to_string();
+            }
+        }
+    }
+    let stem: String = name
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .take(24)
+        .collect();
+    if stem.is_empty() { "run".into() } else { stem }
+}
+
+/// A run id: `STEM-` and six hex digits, different for each `attempt`, process and moment.
+pub fn fresh_id(stem: &str, attempt: u64) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mix = (nanos ^ ((std::process::id() as u64) << 20) ^ attempt.wrapping_mul(0x9e37_79b9))
+        .wrapping_mul(0x2545_f491_4f6c_dd1d);
+    format!("{stem}-{:06x}", (mix >> 40) & 0xff_ffff)
+}
+
+/// A run name a person chose (`run --name`): 1 to 64 of `[A-Za-z0-9._-]`, not starting with `.`
+/// or `-`; one sentence saying what is wrong otherwise.
+pub fn check_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with(['.', '-'])
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if !ok {
+        bail!(
+            "--name {name:?} is not a run name: use 1 to 64 letters, digits, '.', '_' or '-', not starting with '.' or '-'"
+        );
+    }
+    Ok(())
+}
+
+/// Refuses `name` while a live run has it (names are what `stop` and `watch` take); a run that
+/// ended leaves its name free (the newest run of a name is the one a name means).
+pub fn check_name_free(name: &str) -> Result<()> {
+    check_name(name)?;
+    if runs_root().join(name).join("meta.json").is_file() {
+        bail!("--name {name}: that is the id of another run; choose another name");
+    }
+    let live = RunDir::list()
+        .into_iter()
+        .find(|r| r.meta().is_ok_and(|m| m.name.as_deref() == Some(name)) && r.is_live());
+    if let Some(r) = live {
+        bail!(
+            "--name {name}: run {} of that name is still running; stop it (`firedup stop {name}`) or choose another name",
+            r.id
+        );
+    }
+    Ok(())
+}
+
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
     let text =
         fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -245,4 +344,63 @@ fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     }
     fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_ids_are_named_after_what_the_command_runs() {
+        let table: [(&[&str], &str); 12] = [
+            // The README's examples.
+            (&["./examples/demo-server.sh"], "demo-server"),
+            (
+                &[
+                    "python",
+                    "-m",
+                    "sglang.launch_server",
+                    "--model-path",
+                    "Q/Q",
+                ],
+                "sglang",
+            ),
+            (&["python3.11", "-u", "train.py", "--lr", "1"], "train"),
+            (&["vllm", "serve", "m"], "vllm"),
+            (&["nohup", "/usr/bin/postgres", "-D", "/d"], "postgres"),
+            (
+                &["env", "A=1", "redis-server", "--port", "1"],
+                "redis-server",
+            ),
+            (&["sh", "-c", "echo hi; sleep 1"], "sh"),
+            (
+                &["sh", "-c", "exec \"$@\"", "--api-key", "sk-abcdefghijklmn"],
+                "sh",
+            ),
+            (&["ghp_abcdefghijklmnopqrstu"], "redacted"),
+            (&["sleep", "1"], "sleep"),
+            (&["--"], "run"),
+            (&["./a b/ünïcode"], "ncode"),
+        ];
+        for (command, want) in table {
+            let command: Vec<String> = command.iter().map(|s| s.to_string()).collect();
+            assert_eq!(id_stem(&command), want, "{command:?}");
+        }
+        let id = fresh_id("sglang", 0);
+        assert!(
+            id.starts_with("sglang-") && id.len() == "sglang-".len() + 6,
+            "{id}"
+        );
+    }
+
+    #[test]
+    fn run_names_are_checked() {
+        for ok in ["web", "qwen-7b.tp2", "a_1", "X"] {
+            assert!(check_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", ".hidden", "-flag", "a/b", "a b", "ü", &"x".repeat(65)] {
+            let e = check_name(bad).unwrap_err().to_string();
+            assert!(e.contains("is not a run name"), "{bad}: {e}");
+        }
+    }
 }

@@ -347,6 +347,9 @@ pub struct GpuReport {
 /// The verdict object printed by `--json` (CONTRACT.md "The JSON verdict"), plus additive fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {
+    /// The version of this object's format ([`OUTCOME_SCHEMA`]; additive field).
+    #[serde(default = "outcome_schema")]
+    pub schema: u32,
     pub verdict: Verdict,
     pub signature: Option<Signature>,
     pub reason: String,
@@ -381,6 +384,17 @@ pub struct Outcome {
     /// The SSH host the server runs on, for `--host` (additive field; absent for local runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// The name a person gave the run (`run --name`), else null (additive field).
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+/// The version of the JSON verdict's format: additive fields keep it, a change that breaks
+/// readers bumps it.
+pub const OUTCOME_SCHEMA: u32 = 1;
+
+fn outcome_schema() -> u32 {
+    OUTCOME_SCHEMA
 }
 
 #[cfg(test)]

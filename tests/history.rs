@@ -231,13 +231,9 @@ fn watching_a_run_again_is_the_same_launch_in_the_history() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(rows.len(), 2, "{}", h.explain());
-    assert_eq!(rows[0]["kind"], "watch");
-    assert_eq!(rows[1]["kind"], "run");
-    assert_eq!(
-        rows[0]["spec_hash"],
-        rows[1]["spec_hash"],
-        "{}",
-        h.explain()
-    );
+    // One run, one row: the watch updated the launch's row (issue 11, case 14).
+    assert_eq!(rows.len(), 1, "{}", h.explain());
+    assert_eq!(rows[0]["kind"], "run");
+    assert_eq!(rows[0]["run_id"], r.run_id());
+    assert_eq!(rows[0]["from_launch"], true, "{}", h.explain());
 }

@@ -691,7 +691,7 @@ values = ["quick", "slow", "never"]
         1
     );
     // Nothing of the interrupted cell is left running.
-    let ps = env.firedup(&["ps", "--json"]);
+    let ps = env.firedup(&["ps", "--all", "--json"]);
     let runs = ps.json.as_array().expect("ps --json").clone();
     assert_eq!(runs.len(), 2, "{}", ps.explain());
     for r in runs {

@@ -36,7 +36,10 @@ fn ready_leaves_the_server_running_and_stop_ends_it() {
     assert_eq!(s.code, 0, "{}", s.explain());
     assert!(s.stdout.contains("none left"), "{}", s.stdout);
     assert!(!alive(pid));
+    // An ended run is listed by `ps --all` only.
     let ps = env.firedup(&["ps"]);
+    assert!(!ps.stdout.contains(r.run_id()), "{}", ps.stdout);
+    let ps = env.firedup(&["ps", "--all"]);
     assert!(ps.stdout.contains("ended: signal 15"), "{}", ps.stdout);
 }
 

@@ -3,6 +3,8 @@ use crate::verdict::{LineRef, Signature, Verdict};
 
 fn outcome(run_id: &str, verdict: Verdict, signature: Option<Signature>) -> Outcome {
     Outcome {
+        schema: crate::verdict::OUTCOME_SCHEMA,
+        name: None,
         verdict,
         signature,
         reason: "because".into(),
@@ -358,4 +360,103 @@ fn times_survive_a_json_round_trip_exactly() {
         let back: f64 = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
         assert_eq!(back.to_bits(), t.to_bits(), "{t}");
     }
+}
+
+#[test]
+fn a_later_watch_updates_the_runs_row_and_keeps_the_launchs_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = History::open(&dir.path().join("h.sqlite")).unwrap();
+    let launched = record("srv-1", Verdict::Ready, None, "sglang");
+    h.record(&launched).unwrap();
+    // A re-attach that later saw the crash: its times are upper bounds (old lines at attach time).
+    let mut later = record("srv-1", Verdict::Failed, Some(Signature::CudaOom), "sglang");
+    later.kind = "watch".into();
+    later.from_launch = false;
+    later.outcome.ready_s = Some(30.0);
+    later.outcome.elapsed_s = 40.0;
+    later.outcome.timeline = vec![PhaseAt {
+        phase: "ready".into(),
+        at_s: 30.0,
+    }];
+    later.ended_at = launched.ended_at + 28.0;
+    h.record(&later).unwrap();
+    h.record(&later).unwrap();
+    let rows = h.list(&Filter::default()).unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let row = &rows[0];
+    assert_eq!(row.outcome.verdict, Verdict::Failed);
+    assert_eq!(row.outcome.elapsed_s, 40.0);
+    assert_eq!(row.ended_at, later.ended_at);
+    assert_eq!(row.outcome.ready_s, launched.outcome.ready_s);
+    assert_eq!(row.outcome.timeline, launched.outcome.timeline);
+    assert_eq!((row.kind.as_str(), row.from_launch), ("run", true));
+    assert_eq!(row.started_at, launched.started_at);
+}
+
+#[test]
+fn only_times_seen_from_the_launch_make_an_eta() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = History::open(&dir.path().join("h.sqlite")).unwrap();
+    let mut attached = record("srv-2", Verdict::Ready, None, "sglang");
+    attached.kind = "watch".into();
+    attached.from_launch = false;
+    h.record(&attached).unwrap();
+    assert!(h.previous_of_spec("abc").unwrap().is_none());
+    h.record(&record("srv-1", Verdict::Ready, None, "sglang"))
+        .unwrap();
+    assert_eq!(h.previous_of_spec("abc").unwrap().unwrap().run_id, "srv-1");
+}
+
+#[test]
+fn a_version_one_database_is_migrated_with_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.sqlite");
+    {
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(MIGRATIONS[0]).unwrap();
+        c.pragma_update(None, "user_version", 1).unwrap();
+    }
+    // Rows as firedup 1 wrote them: a run, and a re-attach of it with attach-relative times.
+    let (run, mut watch) = (
+        record("old-1", Verdict::Ready, None, "sglang"),
+        record("old-1", Verdict::Ready, None, "sglang"),
+    );
+    watch.kind = "watch".into();
+    {
+        let mut c = Connection::open(&path).unwrap();
+        let tx = c.transaction().unwrap();
+        for r in [&run, &watch] {
+            let o = &r.outcome;
+            tx.execute(
+                "INSERT INTO runs (run_id, kind, spec_hash, command, env, started_at, ended_at,
+                    verdict, reason, timeline, elapsed_s, metrics, outcome, version)
+                 VALUES (?1, ?2, ?3, '[]', '{}', ?4, ?5, ?6, ?7, ?8, ?9, '{}', ?10, '0.1.0')",
+                params![
+                    r.run_id,
+                    r.kind,
+                    r.spec_hash,
+                    r.started_at,
+                    r.ended_at,
+                    o.verdict.as_str(),
+                    o.reason,
+                    serde_json::to_string(&o.timeline).unwrap(),
+                    o.elapsed_s,
+                    serde_json::to_string(o).unwrap(),
+                ],
+            )
+            .unwrap();
+        }
+        tx.commit().unwrap();
+    }
+    let h = History::open(&path).unwrap();
+    assert_eq!(h.schema_version().unwrap(), SCHEMA_VERSION);
+    let rows = h.list(&Filter::default()).unwrap();
+    assert_eq!(rows.len(), 2);
+    let kinds: Vec<(String, bool)> = rows
+        .iter()
+        .map(|r| (r.kind.clone(), r.from_launch))
+        .collect();
+    assert!(kinds.contains(&("run".into(), true)), "{kinds:?}");
+    assert!(kinds.contains(&("watch".into(), false)), "{kinds:?}");
+    assert_eq!(rows[0].name, None);
 }

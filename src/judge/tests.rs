@@ -521,6 +521,87 @@ fn attach_with_no_log_and_no_process_is_never_started_after_the_grace() {
     );
 }
 
+/// A watch that began long after the launch (`watch RUN_ID`): its waits count from the attach,
+/// its times from the launch.
+#[test]
+fn a_late_attach_waits_from_the_attach_and_reports_times_from_the_launch() {
+    let table = [
+        // (what the watch sees from 100 s after the launch on, verdict, at)
+        (vec![], Verdict::NeverStarted, ms(105_000)),
+        (vec![Started(100_000)], Verdict::Stalled, ms(110_000)),
+        (
+            vec![
+                Started(100_000),
+                Usage(100_000, 0, 0),
+                Usage(108_000, 900, 0),
+                Usage(116_000, 1800, 0),
+                Usage(124_000, 2700, 0),
+                Usage(132_000, 3600, 0),
+                Usage(140_000, 4500, 0),
+                Usage(148_000, 5400, 0),
+                Usage(156_000, 6300, 0),
+            ],
+            Verdict::TimedOut,
+            ms(160_000),
+        ),
+        (
+            vec![Started(100_000), Line(100_000, "READY")],
+            Verdict::Ready,
+            ms(100_000),
+        ),
+    ];
+    for (steps, verdict, at) in table {
+        let mut c = cfg(Mode::UntilReady);
+        c.expect_process = false;
+        let cl = classifier();
+        let mut j = Judge::new(c);
+        j.watch_began(ms(100_000));
+        let feed = |j: &mut Judge, at: Duration, obs: Observation| {
+            // Ticks at every deadline the judge asked for before `at`, as the shell does.
+            while let Some(d) = j.next_deadline() {
+                if d > at || j.verdict().is_some() {
+                    break;
+                }
+                j.observe(d, Observation::Tick);
+            }
+            if j.verdict().is_none() {
+                j.observe(at, obs);
+            }
+        };
+        for s in &steps {
+            match s {
+                Started(t) => feed(&mut j, ms(*t), Observation::Started { pid: 1 }),
+                Usage(t, cpu, read) => feed(
+                    &mut j,
+                    ms(*t),
+                    Observation::Usage {
+                        cpu_ticks: *cpu,
+                        read_bytes: *read,
+                    },
+                ),
+                Line(t, text) => feed(
+                    &mut j,
+                    ms(*t),
+                    Observation::Line {
+                        number: 1,
+                        text: text.to_string(),
+                        class: cl.classify(text),
+                    },
+                ),
+                _ => unreachable!(),
+            }
+        }
+        feed(&mut j, ms(1_000_000), Observation::Tick);
+        let got = j.verdict().cloned().expect("a verdict");
+        assert_eq!(
+            (got.verdict, got.at),
+            (verdict, at),
+            "{steps:?}: {}",
+            got.reason
+        );
+    }
+}
+
 #[test]
 fn a_missing_log_with_a_live_process_keeps_waiting() {
     let j = run(

@@ -207,6 +207,7 @@ fn cell_spec(
         profile: checked.profile,
         mode: if opts.until_exit { "exit" } else { "ready" }.into(),
         judging: opts.clone(),
+        name: None,
     };
     Ok((spec, opts, l.bench))
 }

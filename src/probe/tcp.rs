@@ -329,25 +329,8 @@ fn shown_command(pid: u32) -> String {
 }
 
 fn redact_command(cmd: &str) -> String {
-    let secret = |flag: &str| {
-        let name = flag.trim_start_matches('-');
-        flag.starts_with('-')
-            && (crate::secrets::looks_secret(name) || name.to_ascii_uppercase().contains("PASS"))
-    };
-    let mut out: Vec<String> = Vec::new();
-    let mut hide_next = false;
-    for arg in cmd.split(' ') {
-        if hide_next {
-            out.push(crate::secrets::REDACTED.into());
-            hide_next = false;
-        } else if let Some((flag, _)) = arg.split_once('=').filter(|(f, _)| secret(f)) {
-            out.push(format!("{flag}={}", crate::secrets::REDACTED));
-        } else {
-            hide_next = secret(arg);
-            out.push(arg.into());
-        }
-    }
-    let shown = out.join(" ");
+    let args: Vec<String> = cmd.split(' ').map(String::from).collect();
+    let shown = crate::secrets::redact_args(&args).join(" ");
     const MAX: usize = 100;
     match shown.char_indices().nth(MAX) {
         Some((cut, _)) => format!("{}...", &shown[..cut]),

@@ -34,6 +34,8 @@ fn host_spec(ra: &RemoteArgs, host: &str) -> Result<(HostSpec, Duration)> {
 /// A verdict reached before any watch could start: firedup could not reach or use the host.
 fn transport_verdict(json: bool, host: &str, reason: String) -> i32 {
     let o = Outcome {
+        schema: crate::verdict::OUTCOME_SCHEMA,
+        name: None,
         verdict: Verdict::MonitorError,
         signature: None,
         reason,
@@ -154,6 +156,7 @@ pub fn run(
     keep: bool,
     notify: bool,
     grace: &str,
+    name: Option<String>,
     command: Vec<String>,
 ) -> Result<i32> {
     if notify {
@@ -169,7 +172,8 @@ pub fn run(
         .collect::<Result<_>>()?;
     let mut opts = judge.options(false);
     opts.env = env.clone();
-    let spec = launch_spec(judge, &opts, &command, cwd, env, log)?;
+    let mut spec = launch_spec(judge, &opts, &command, cwd, env, log)?;
+    spec.name = name;
     let spec_hash = crate::history::launch_hash(&spec, Some(host));
     let mut events = open_events(&judge.events)?;
     let request = serde_json::to_vec(&spec).context("cannot encode the launch spec")?;
@@ -209,6 +213,7 @@ pub fn run(
     };
     let mut outcome = engine::outcome(j, &target);
     outcome.host = Some(host.to_string());
+    outcome.name = spec.name.clone();
     let stop_remote = |why: &str| -> String {
         let id = launched.run_id.clone();
         let grace = grace.to_string();
@@ -304,7 +309,7 @@ pub fn watch(
             }
             recorded_meta = Some(meta.clone());
             (
-                Some(id.clone()),
+                Some(meta.run_id.clone()),
                 None,
                 meta.command.clone(),
                 meta.log.clone(),
@@ -320,6 +325,17 @@ pub fn watch(
             bail!("nothing to watch: give a RUN_ID or --log PATH (with --pid PID if you know it)")
         }
     };
+    // A name given for RUN_ID is resolved on the host: the run's own id from here on. An attach
+    // by log gets an id of its own, for the history.
+    let run_id = recorded_meta.as_ref().map(|m| m.run_id.clone()).or(run_id);
+    let attach_id = crate::rundir::fresh_id(
+        &crate::rundir::id_stem(&[Path::new(&log_shown)
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned()]),
+        0,
+    );
     let mut plan = plan::resolve(&opts, &command, &log_shown, expect)?;
     plan.judge.probe_origin = format!("remote {host}");
     let label = run_id
@@ -329,6 +345,7 @@ pub fn watch(
         Some(id) => format!("firedup watch --host {host} {id}"),
         None => format!("firedup watch --host {host} --log {log_shown}"),
     };
+    let name = recorded_meta.as_ref().and_then(|m| m.name.clone());
     let launched_spec = recorded_meta.map(|m| {
         let spec = crate::launch::LaunchSpec::from_meta(&m, &plan.profile, &opts);
         let hash = crate::history::launch_hash(&spec, Some(host));
@@ -364,11 +381,12 @@ pub fn watch(
     let target = Target {
         log: PathBuf::from(&log_shown),
         pid,
-        run_id: run_id.unwrap_or_default(),
+        run_id: run_id.unwrap_or(attach_id),
         ..Default::default()
     };
     let mut outcome = engine::outcome(j, &target);
     outcome.host = Some(host.to_string());
+    outcome.name = name;
     print_outcome(judge.json, &outcome, None, None);
     crate::history::record_watch(&launched_spec, spec_hash, &command, &plan.profile, &outcome);
     Ok(outcome.verdict.exit_code())
