@@ -212,9 +212,13 @@ pub enum Command {
         /// The process to watch.
         #[arg(long)]
         pid: Option<u32>,
-        /// Only judge lines written from now on (default: read the log from its start).
-        #[arg(long = "from-end")]
+        /// With --log: judge only lines written from now on.
+        #[arg(long = "from-end", conflicts_with = "from_start")]
         from_end: bool,
+        /// With --log: judge what the log already holds too. Without either flag, a log that
+        /// already holds something is refused unless it predates the watched process.
+        #[arg(long = "from-start")]
+        from_start: bool,
         #[command(flatten)]
         remote: RemoteArgs,
     },
@@ -350,12 +354,13 @@ fn dispatch(cli: Cli) -> Result<i32> {
             log,
             pid,
             from_end,
+            from_start,
             remote,
         } => match remote.host.clone() {
             Some(host) => {
                 crate::remote::commands::watch(&judge, &remote, &host, run_id, log, pid, from_end)
             }
-            None => watch(&judge, run_id, log, pid, from_end),
+            None => watch(&judge, run_id, log, pid, from_start, from_end),
         },
         Command::Stop {
             run_id,
@@ -461,6 +466,8 @@ fn run(
     };
     let spec = launch_spec(judge, &opts, &command, cwd, env, log)?;
     let spec_hash = crate::history::launch_hash(&spec, None);
+    // Validate first, open last: a refused run truncates no --events file.
+    launch::check(&spec)?;
     let mut events = open_events(&judge.events)?;
     let mut launched = launch::launch(&spec)?;
     let log_path = launched.log.display().to_string();
@@ -695,9 +702,14 @@ fn watch(
     run_id: Option<String>,
     log: Option<PathBuf>,
     pid: Option<u32>,
-    from_end: bool,
+    from_start: bool,
+    mut from_end: bool,
 ) -> Result<i32> {
-    let mut events = open_events(&judge.events)?;
+    if run_id.is_some() && (from_start || from_end) {
+        bail!(
+            "--from-start and --from-end go with --log: a RUN_ID is judged from where its launch began"
+        );
+    }
     let target = match (&run_id, &log) {
         (Some(id), None) => {
             let run = RunDir::open(id)?;
@@ -705,6 +717,7 @@ fn watch(
             let proc_rec = run.process();
             let spawn_error = run.exit().and_then(|e| e.spawn_error);
             Target {
+                log_start: meta.log_start,
                 log: PathBuf::from(&meta.log),
                 pid: proc_rec.map(|p| p.pid).or(pid),
                 start_ticks: proc_rec.map(|p| p.start_ticks).filter(|t| *t != 0),
@@ -717,6 +730,7 @@ fn watch(
         }
         (None, Some(log)) => {
             let log = plan::absolute(log);
+            crate::logpath::check_for_reading(&log)?;
             // Attached by log alone: the process writing it, if any, is the one to watch.
             let pid = pid.or_else(|| {
                 let w = process::writers_of(&log).into_iter().next()?;
@@ -736,6 +750,7 @@ fn watch(
                 run_id: String::new(),
                 notify: None,
                 exit_pipe: None,
+                log_start: None,
             }
         }
         (Some(_), Some(_)) => bail!("give either a RUN_ID or --log PATH, not both"),
@@ -748,6 +763,24 @@ fn watch(
             eprintln!("firedup: note: process {p} is not running now");
         }
     }
+    if target.run.is_none() {
+        let started = target.pid.and_then(crate::logstart::process_started_unix);
+        let (end, note) =
+            crate::logstart::attach_from_end(&target.log, started, from_start, from_end)?;
+        if let Some(note) = note {
+            eprintln!("firedup: note: {note}");
+        }
+        from_end = end;
+    }
+    // A run that has ended is judged by how it ended: a ready line it printed before crashing
+    // is not its present state. Holding after ready makes the recorded exit (and the fatal
+    // lines before it) decide.
+    let ended = target.run.as_ref().is_some_and(|r| {
+        r.exit().is_some()
+            || !target
+                .pid
+                .is_some_and(|p| process::is_alive(p, target.start_ticks))
+    });
     let command: Vec<String> = match &target.run {
         Some(r) => r.meta().map(|m| m.command).unwrap_or_default(),
         None => pid
@@ -773,12 +806,17 @@ fn watch(
             opts.until_exit = true;
         }
     }
-    let plan = plan::resolve(
+    let mut plan = plan::resolve(
         &opts,
         &command,
         &target.log.display().to_string(),
         target.pid.is_some() || target.run.is_some(),
     )?;
+    if ended && plan.judge.hold.is_none() {
+        plan.judge.hold = Some(ENDED_RUN_HOLD);
+    }
+    // Validate first, open last: a refused watch truncates no --events file.
+    let mut events = open_events(&judge.events)?;
     let label = if target.run_id.is_empty() {
         target.log.display().to_string()
     } else {
@@ -805,6 +843,10 @@ fn watch(
     crate::history::record_watch(&launched_spec, spec_hash, &command, &plan.profile, &outcome);
     Ok(outcome.verdict.exit_code())
 }
+
+/// The hold given to the judge when re-attaching to a run that has already ended: longer than
+/// anything the exit record can take to be read, so the exit always decides.
+const ENDED_RUN_HOLD: Duration = Duration::from_secs(24 * 3600);
 
 fn stop(run_id: &str, grace: &str) -> Result<i32> {
     let grace = grace_flag(grace)?;

@@ -33,6 +33,8 @@ pub mod history_cmd;
 pub mod judge;
 pub mod launch;
 pub mod lines;
+pub mod logpath;
+pub mod logstart;
 pub mod matrix;
 pub mod observe;
 pub mod plan;

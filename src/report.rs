@@ -375,7 +375,13 @@ pub fn render_final(o: &Outcome, teardown: Option<&str>) -> String {
     if let Some(pid) = o.pid {
         s.push_str(&format!("  pid:     {pid}\n"));
     }
-    s.push_str(&format!("  log:     {}\n", o.log));
+    match o.log_from_line {
+        Some(n) => s.push_str(&format!(
+            "  log:     {} (appended to: this run starts at line {n}; earlier lines were not judged)\n",
+            o.log
+        )),
+        None => s.push_str(&format!("  log:     {}\n", o.log)),
+    }
     if !o.run_id.is_empty() {
         s.push_str(&format!("  run:     {}\n", o.run_id));
     }

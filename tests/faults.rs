@@ -660,6 +660,7 @@ fn cases() -> Vec<Case> {
                 let pid = h.pid();
                 let args = strings(&[
                     "watch",
+                    "--from-start",
                     "--json",
                     "--log",
                     log.to_str().unwrap(),
@@ -729,6 +730,7 @@ fn cases() -> Vec<Case> {
                 let pid = h.pid();
                 let args = strings(&[
                     "watch",
+                    "--from-start",
                     "--json",
                     "--log",
                     log.to_str().unwrap(),
@@ -1051,6 +1053,7 @@ fn no_inotify_run(env: &Env, bound: Duration) -> Result<Outcome, String> {
     let wrap = strings(&["unshare", "-m", "sh", "-c", &mount, "sh"]);
     let args = strings(&[
         "watch",
+        "--from-start",
         "--json",
         "--log",
         merged.join("server.log").to_str().unwrap(),
