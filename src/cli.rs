@@ -245,7 +245,7 @@ pub enum Command {
         #[command(flatten)]
         remote: RemoteArgs,
     },
-    /// Print a run's log.
+    /// Print a run's log (its own part of an appended --log).
     Logs {
         run_id: String,
         /// Drop noise lines (blank lines, banners, repeated progress redraws).
@@ -813,6 +813,10 @@ fn watch(
         target.pid.is_some() || target.run.is_some(),
     )?;
     if ended && plan.judge.hold.is_none() {
+        eprintln!(
+            "firedup: note: {} is no longer running: judging how it ended",
+            target.run_id
+        );
         plan.judge.hold = Some(ENDED_RUN_HOLD);
     }
     // Validate first, open last: a refused watch truncates no --events file.
@@ -956,6 +960,10 @@ fn logs(run_id: &str, meaningful: bool, follow: bool) -> Result<i32> {
         std::path::Path::new(&meta.log),
         crate::lines::DEFAULT_LINE_CAP,
     );
+    // This run's output only: what an appended log held before the launch is another run's.
+    if let Some(start) = meta.log_start {
+        follower.start_at(&start);
+    }
     let mut out = std::io::stdout().lock();
     let mut last_shape = String::new();
     let mut buf = Vec::new();

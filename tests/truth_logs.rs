@@ -383,6 +383,9 @@ fn reattaching_judges_from_the_launchs_offset() {
     assert_eq!((w.code, w.verdict()), (0, "ready"), "{}", w.explain());
     assert_eq!(w.json["line"]["number"], 2);
     assert_eq!(w.json["log_from_line"], 2);
+    // `logs` prints this run's part of the file.
+    let l = bounded(&env, &["logs", r.run_id()]);
+    assert_eq!(l.stdout, "listening\n", "{}", l.explain());
 }
 
 // ---- case 5: rotation by rename + create ----
