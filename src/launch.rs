@@ -377,11 +377,17 @@ pub fn supervise(run_path: &Path) -> Result<i32> {
         path: run_path.to_path_buf(),
     };
     let meta = run.meta()?;
+    // Non-blocking, and checked once open: a FIFO put at the path since the launcher's check
+    // must not hang the supervisor (O_NONBLOCK changes nothing for a regular file).
     let log = OpenOptions::new()
         .append(true)
         .create(true)
         .mode(0o644)
+        .custom_flags(libc::O_NONBLOCK)
         .open(&meta.log)?;
+    if let Some(what) = crate::logpath::not_a_file(log.metadata()?.file_type()) {
+        bail!("the log {} is {what}, not a regular file", meta.log);
+    }
     let log_err = log.try_clone()?;
     // Orphaned grandchildren are re-parented to us, so they are reaped and stay in view.
     // SAFETY: plain prctl call with integer arguments.
