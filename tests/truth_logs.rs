@@ -51,6 +51,14 @@ fn wait_until(what: &str, cond: impl Fn() -> bool) {
     }
 }
 
+/// A shell snippet that waits (bounded) until firedup's event stream says it follows the log.
+fn wait_for_readable(events: &Path) -> String {
+    format!(
+        "i=0; until grep -q Readable '{}' 2>/dev/null; do i=$((i+1)); [ $i -gt 1200 ] && exit 1; sleep 0.05; done",
+        events.display()
+    )
+}
+
 fn mkfifo(p: &Path) {
     let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
     // SAFETY: mkfifo with a valid NUL-terminated path.
@@ -124,7 +132,15 @@ fn an_old_oom_line_in_a_reused_log_does_not_fail_a_healthy_server() {
             "sleep 0.3; echo 'listening on :8000'; exec sleep 300",
         ],
     );
-    stop(&env, &r);
+    // Human output: the run id is on the `run:` line.
+    let id = r
+        .stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("run:"))
+        .map(|id| id.trim().to_string())
+        .unwrap_or_default();
+    assert!(!id.is_empty(), "{}", r.explain());
+    env.firedup(&["stop", &id, "--grace", "1s"]);
     assert_eq!(r.code, 0, "{}", r.explain());
     assert!(r.stdout.contains("READY"), "{}", r.explain());
     assert!(
@@ -227,9 +243,13 @@ fn watch_log_with_old_content_needs_a_choice() {
     );
     assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
     assert_eq!(r.json["line"]["number"], 1);
-    // --from-end judges only what comes next.
+    // --from-end judges only what comes next (written once firedup follows the log).
+    let ev = env.path("events.ndjson");
     let writer = std::process::Command::new("sh")
-        .args(["-c", &format!("sleep 0.5; echo 'new READY' >> {l}")])
+        .args([
+            "-c",
+            &format!("{}; echo 'new READY' >> {l}", wait_for_readable(&ev)),
+        ])
         .spawn()
         .unwrap();
     let r = bounded(
@@ -242,6 +262,8 @@ fn watch_log_with_old_content_needs_a_choice() {
             "--from-end",
             "--ready-line",
             "READY",
+            "--events",
+            ev.to_str().unwrap(),
         ],
     );
     wait_output(writer, BOUND);
@@ -264,10 +286,14 @@ fn watch_log_skips_content_older_than_the_watched_process() {
         .unwrap()
         .set_modified(old)
         .unwrap();
+    let ev = env.path("events.ndjson");
     let mut server = std::process::Command::new("sh")
         .args([
             "-c",
-            &format!("sleep 0.5; echo 'new READY' >> {l}; exec sleep 300"),
+            &format!(
+                "{}; echo 'new READY' >> {l}; exec sleep 300",
+                wait_for_readable(&ev)
+            ),
         ])
         .spawn()
         .unwrap();
@@ -283,6 +309,8 @@ fn watch_log_skips_content_older_than_the_watched_process() {
             &pid,
             "--ready-line",
             "READY",
+            "--events",
+            ev.to_str().unwrap(),
         ],
     );
     server.kill().unwrap();
@@ -390,7 +418,7 @@ fn reattaching_judges_from_the_launchs_offset() {
 
 // ---- case 5: rotation by rename + create ----
 
-/// A server that prints a progress line every 0.2 s for 6 s, the log being rotated (renamed and
+/// A server that prints a progress line every 0.2 s for 8 s, the log being rotated (renamed and
 /// recreated empty) after its third line; `reopen` says whether it then writes to the new file.
 fn rotating_server(env: &Env, reopen: bool) -> String {
     let rotate = if reopen {
@@ -401,7 +429,7 @@ fn rotating_server(env: &Env, reopen: bool) -> String {
     env.script(
         "rotating.sh",
         &format!(
-            "i=0\nwhile [ $i -lt 30 ]; do\n  i=$((i+1)); echo \"loading shard $i/30\"\n  \
+            "i=0\nwhile [ $i -lt 40 ]; do\n  i=$((i+1)); echo \"loading shard $i/40\"\n  \
              if [ $i = 3 ]; then {rotate}; fi\n  sleep 0.2\ndone\necho 'listening on :8000'\nexec sleep 300"
         ),
     )
@@ -422,7 +450,7 @@ fn a_log_rotated_by_rename_and_create_keeps_being_followed() {
                 "--ready-line",
                 "listening on",
                 "--stall",
-                "3s",
+                "4s",
                 "--",
                 &server,
             ],
