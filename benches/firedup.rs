@@ -443,7 +443,14 @@ fn trial_watch_line(line: &str, want_code: i32) -> (f64, f64) {
     let log = d.join("server.log");
     fs::write(&log, "server starting\nloading weights\n").unwrap();
     let mut child = firedup()
-        .args(["watch", "--profile", "generic", "--no-probe", "--log"])
+        .args([
+            "watch",
+            "--from-start",
+            "--profile",
+            "generic",
+            "--no-probe",
+            "--log",
+        ])
         .arg(&log)
         .args(["--ready-line", READY])
         .stdout(Stdio::piped())
@@ -685,7 +692,14 @@ fn trial_watch_exit() -> f64 {
     fs::write(&log, "server starting\n").unwrap();
     let p = victim();
     let child = firedup()
-        .args(["watch", "--profile", "generic", "--no-probe", "--log"])
+        .args([
+            "watch",
+            "--from-start",
+            "--profile",
+            "generic",
+            "--no-probe",
+            "--log",
+        ])
         .arg(&log)
         .args(["--pid", &p.to_string(), "--ready-line", NEVER])
         .spawn()
@@ -1760,6 +1774,7 @@ fn bench_idle() {
         let c = firedup()
             .args([
                 "watch",
+                "--from-start",
                 "--profile",
                 "generic",
                 "--no-probe",
@@ -1776,6 +1791,7 @@ fn bench_idle() {
         let c = firedup()
             .args([
                 "watch",
+                "--from-start",
                 "--profile",
                 "generic",
                 "--no-probe",

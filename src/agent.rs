@@ -140,6 +140,7 @@ fn target_of(spec: &AgentSpec) -> Result<Target> {
             run: Some(run),
             notify: None,
             exit_pipe: None,
+            log_start: meta.log_start,
         })
     } else {
         let log = spec

@@ -216,9 +216,13 @@ pub enum Command {
         /// The process to watch.
         #[arg(long)]
         pid: Option<u32>,
-        /// Only judge lines written from now on (default: read the log from its start).
-        #[arg(long = "from-end")]
+        /// With --log: judge only lines written from now on.
+        #[arg(long = "from-end", conflicts_with = "from_start")]
         from_end: bool,
+        /// With --log: judge what the log already holds too. Without either flag, a log that
+        /// already holds something is refused unless it predates the watched process.
+        #[arg(long = "from-start")]
+        from_start: bool,
         #[command(flatten)]
         remote: RemoteArgs,
     },
@@ -249,7 +253,7 @@ pub enum Command {
         #[command(flatten)]
         remote: RemoteArgs,
     },
-    /// Print a run's log.
+    /// Print a run's log (its own part of an appended --log).
     Logs {
         /// A run id or name.
         run_id: String,
@@ -385,12 +389,13 @@ fn dispatch(cli: Cli) -> Result<i32> {
             log,
             pid,
             from_end,
+            from_start,
             remote,
         } => match remote.host.clone() {
             Some(host) => {
                 crate::remote::commands::watch(&judge, &remote, &host, run_id, log, pid, from_end)
             }
-            None => watch(&judge, run_id, log, pid, from_end),
+            None => watch(&judge, run_id, log, pid, from_start, from_end),
         },
         Command::Stop {
             run_id,
@@ -505,6 +510,8 @@ fn run(
     let mut spec = launch_spec(judge, &opts, &command, cwd, env, log)?;
     spec.name = name;
     let spec_hash = crate::history::launch_hash(&spec, None);
+    // Validate first, open last: a refused run truncates no --events file.
+    launch::check(&spec)?;
     let mut events = open_events(&judge.events)?;
     let mut launched = launch::launch(&spec)?;
     let log_path = launched.log.display().to_string();
@@ -743,9 +750,14 @@ fn watch(
     run_id: Option<String>,
     log: Option<PathBuf>,
     pid: Option<u32>,
-    from_end: bool,
+    from_start: bool,
+    mut from_end: bool,
 ) -> Result<i32> {
-    let mut events = open_events(&judge.events)?;
+    if run_id.is_some() && (from_start || from_end) {
+        bail!(
+            "--from-start and --from-end go with --log: a RUN_ID is judged from where its launch began"
+        );
+    }
     let mut target = match (&run_id, &log) {
         (Some(id), None) => {
             let run = RunDir::open(id)?;
@@ -753,6 +765,7 @@ fn watch(
             let proc_rec = run.process();
             let spawn_error = run.exit().and_then(|e| e.spawn_error);
             Target {
+                log_start: meta.log_start,
                 log: PathBuf::from(&meta.log),
                 pid: proc_rec.map(|p| p.pid).or(pid),
                 start_ticks: proc_rec.map(|p| p.start_ticks).filter(|t| *t != 0),
@@ -765,6 +778,7 @@ fn watch(
         }
         (None, Some(log)) => {
             let log = plan::absolute(log);
+            crate::logpath::check_for_reading(&log)?;
             // Attached by log alone: the process writing it, if any, is the one to watch.
             let pid = pid.or_else(|| {
                 let w = process::writers_of(&log).into_iter().next()?;
@@ -784,6 +798,7 @@ fn watch(
                 run_id: String::new(),
                 notify: None,
                 exit_pipe: None,
+                log_start: None,
             }
         }
         (Some(_), Some(_)) => bail!("give either a RUN_ID or --log PATH, not both"),
@@ -796,6 +811,24 @@ fn watch(
             eprintln!("firedup: note: process {p} is not running now");
         }
     }
+    if target.run.is_none() {
+        let started = target.pid.and_then(crate::logstart::process_started_unix);
+        let (end, note) =
+            crate::logstart::attach_from_end(&target.log, started, from_start, from_end)?;
+        if let Some(note) = note {
+            eprintln!("firedup: note: {note}");
+        }
+        from_end = end;
+    }
+    // A run that has ended is judged by how it ended: a ready line it printed before crashing
+    // is not its present state. Holding after ready makes the recorded exit (and the fatal
+    // lines before it) decide.
+    let ended = target.run.as_ref().is_some_and(|r| {
+        r.exit().is_some()
+            || !target
+                .pid
+                .is_some_and(|p| process::is_alive(p, target.start_ticks))
+    });
     let command: Vec<String> = match &target.run {
         // The record holds the command with secrets redacted; the live process has the real
         // one (an `--api-key` that `--ready-request` must send).
@@ -840,12 +873,21 @@ fn watch(
             opts.until_exit = true;
         }
     }
-    let plan = plan::resolve(
+    let mut plan = plan::resolve(
         &opts,
         &command,
         &target.log.display().to_string(),
         target.pid.is_some() || target.run.is_some(),
     )?;
+    if ended && plan.judge.hold.is_none() {
+        eprintln!(
+            "firedup: note: {} is no longer running: judging how it ended",
+            target.run_id
+        );
+        plan.judge.hold = Some(ENDED_RUN_HOLD);
+    }
+    // Validate first, open last: a refused watch truncates no --events file.
+    let mut events = open_events(&judge.events)?;
     let label = if target.run.is_none() {
         format!("{} ({})", target.log.display(), target.run_id)
     } else {
@@ -872,6 +914,10 @@ fn watch(
     crate::history::record_watch(&launched_spec, spec_hash, &command, &plan.profile, &outcome);
     Ok(outcome.verdict.exit_code())
 }
+
+/// The hold given to the judge when re-attaching to a run that has already ended: longer than
+/// anything the exit record can take to be read, so the exit always decides.
+const ENDED_RUN_HOLD: Duration = Duration::from_secs(24 * 3600);
 
 fn stop(run_id: &str, grace: &str) -> Result<i32> {
     let grace = grace_flag(grace)?;
@@ -994,6 +1040,10 @@ fn logs(run_id: &str, meaningful: bool, follow: bool) -> Result<i32> {
         std::path::Path::new(&meta.log),
         crate::lines::DEFAULT_LINE_CAP,
     );
+    // This run's output only: what an appended log held before the launch is another run's.
+    if let Some(start) = meta.log_start {
+        follower.start_at(&start);
+    }
     let mut out = std::io::stdout().lock();
     let mut last_shape = String::new();
     let mut buf = Vec::new();

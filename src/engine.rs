@@ -38,6 +38,9 @@ pub struct Target {
     /// The supervisor's pipe, when this process launched the run: the exit comes on it sooner than
     /// through `exit.json`.
     pub exit_pipe: Option<crate::launch::ExitPipe>,
+    /// Where the launch's output begins in a log that already held something: judging starts
+    /// there (see [`crate::logstart`]).
+    pub log_start: Option<crate::logstart::LogStart>,
 }
 
 /// Receives progress while the watch runs (terminal status line, heartbeat, nothing).
@@ -348,6 +351,7 @@ pub fn outcome(mut j: Judgement, target: &Target) -> Outcome {
             .ready_at
             .map(|d| (d.as_secs_f64() * 1000.0).round() / 1000.0),
         host: None,
+        log_from_line: target.log_start.map(|s| s.line),
     }
 }
 
@@ -439,6 +443,7 @@ impl Target {
                 run_id: l.run.id.clone(),
                 notify: None,
                 exit_pipe: l.exit_pipe.clone(),
+                log_start: l.log_start,
             },
             Err(reason) => Target {
                 log: l.log.clone(),
@@ -449,6 +454,7 @@ impl Target {
                 run_id: l.run.id.clone(),
                 notify: None,
                 exit_pipe: None,
+                log_start: l.log_start,
             },
         }
     }

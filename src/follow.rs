@@ -5,14 +5,30 @@
 //! inotify says something changed in the log's directory (and on a slow safety-net timer, for file
 //! systems that give no events), and the follower reads whatever is new. Memory is bounded by the
 //! read chunk and the line cap, whatever the file size.
+//!
+//! Rotation: when the path stops naming the file being read (renamed away by logrotate's
+//! `create` mode, or deleted), the follower reads that file to its end and keeps it open as the
+//! *retired* file: a server that does not reopen its log keeps appending to it through its
+//! descriptor, and those lines are still read (before the new file's, on each poll) until the
+//! next rotation or [`LogFollower::finish`]. Meanwhile the new file at the path is followed from
+//! its start, numbered from line 1. The retired file gives no inotify wake (events are routed by
+//! the log's name), so its new lines arrive within the safety-net poll. A remote watch's resume
+//! point covers the file at the path only.
+//!
+//! Only regular files are read: anything else at the path (a FIFO, a device, a directory) is
+//! reported unreadable and never opened for reading in a way that could block; files are opened
+//! non-blocking and checked after opening, so a FIFO swapped in at the last moment cannot hang
+//! a poll either.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{ErrorKind, Read, Seek, SeekFrom};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::judge::LogState;
 use crate::lines::{LineSplitter, RawLine};
+use crate::logpath::not_a_file;
+use crate::logstart::LogStart;
 
 const CHUNK: usize = 256 * 1024;
 /// Most bytes read in one poll: a huge backlog is handed over in slices, which bounds memory
@@ -26,6 +42,13 @@ pub enum FollowEvent {
     State(LogState),
 }
 
+/// The file that was at the path before a rotation, still open: its writer may append to it.
+#[derive(Debug)]
+struct Retired {
+    file: File,
+    splitter: LineSplitter,
+}
+
 /// Follows one log path.
 #[derive(Debug)]
 pub struct LogFollower {
@@ -34,8 +57,26 @@ pub struct LogFollower {
     identity: Option<(u64, u64)>,
     offset: u64,
     splitter: LineSplitter,
+    line_cap: usize,
+    retired: Option<Retired>,
     last_state: Option<LogState>,
     buf: Vec<u8>,
+}
+
+/// Opens `path` for reading without blocking (a FIFO would block an ordinary open) and only if
+/// it is a regular file: `Err` with the kind of thing it is otherwise.
+fn open_regular(
+    path: &Path,
+) -> std::io::Result<std::result::Result<(File, std::fs::Metadata), &'static str>> {
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = f.metadata()?;
+    Ok(match not_a_file(meta.file_type()) {
+        Some(what) => Err(what),
+        None => Ok((f, meta)),
+    })
 }
 
 impl LogFollower {
@@ -46,20 +87,28 @@ impl LogFollower {
             identity: None,
             offset: 0,
             splitter: LineSplitter::new(line_cap),
+            line_cap,
+            retired: None,
             last_state: None,
             buf: vec![0; CHUNK],
         }
     }
 
-    /// Starts reading at the current end of an existing file (attach without replaying history).
+    /// Starts reading at the current end of an existing file (attach without replaying history),
+    /// numbering the lines that follow as the file's lines.
     pub fn skip_existing(&mut self) {
-        if let Ok(meta) = std::fs::metadata(&self.path) {
-            if meta.is_file() {
-                if let Ok(f) = File::open(&self.path) {
-                    self.identity = Some((meta.dev(), meta.ino()));
-                    self.offset = meta.len();
-                    self.file = Some(f);
-                }
+        if let Ok(Some(end)) = crate::logstart::measure(&self.path) {
+            self.start_at(&end);
+        }
+    }
+
+    /// Starts where a launch's output begins ([`LogStart`]): at its offset, numbered as the
+    /// file's lines, if the path still names the file launched into; otherwise (rotated since)
+    /// from the start of the file there now, all of which is newer than the launch.
+    pub fn start_at(&mut self, start: &LogStart) {
+        if let Ok(Ok((_, meta))) = open_regular(&self.path) {
+            if (meta.dev(), meta.ino()) == (start.dev, start.ino) {
+                self.resume_at(start.offset, start.line);
             }
         }
     }
@@ -68,16 +117,12 @@ impl LogFollower {
     /// boundary, see [`LogFollower::resume_point`]) with line number `next_line`. A file now
     /// shorter than `offset` is treated as truncated on the next poll.
     pub fn resume_at(&mut self, offset: u64, next_line: u64) {
-        if let Ok(meta) = std::fs::metadata(&self.path) {
-            if meta.is_file() {
-                if let Ok(mut f) = File::open(&self.path) {
-                    if meta.len() >= offset && f.seek(SeekFrom::Start(offset)).is_ok() {
-                        self.identity = Some((meta.dev(), meta.ino()));
-                        self.offset = offset;
-                        self.file = Some(f);
-                        self.splitter.set_next_number(next_line);
-                    }
-                }
+        if let Ok(Ok((mut f, meta))) = open_regular(&self.path) {
+            if meta.len() >= offset && f.seek(SeekFrom::Start(offset)).is_ok() {
+                self.identity = Some((meta.dev(), meta.ino()));
+                self.offset = offset;
+                self.file = Some(f);
+                self.splitter.set_next_number(next_line);
             }
         }
     }
@@ -102,8 +147,10 @@ impl LogFollower {
 
     /// Reads what is new. Returns true when more data is waiting (call again soon).
     pub fn poll(&mut self, out: &mut Vec<FollowEvent>) -> bool {
+        // The rotated-away file first: its lines were written before the new file's.
+        let retired_more = self.read_retired(out);
         match std::fs::metadata(&self.path) {
-            Ok(meta) if meta.is_dir() => {
+            Ok(meta) if !meta.is_file() => {
                 // The file that was here is gone: read what it still holds, then let it go, so
                 // that it is not reported readable again on every poll.
                 self.drain_open(out);
@@ -112,42 +159,45 @@ impl LogFollower {
                     self.splitter.reset();
                     self.identity = None;
                 }
+                let what = not_a_file(meta.file_type()).unwrap_or("not a regular file");
                 self.set_state(
-                    LogState::Unreadable("the log path is a directory".into()),
+                    LogState::Unreadable(format!("the log path is {what}, not a regular file")),
                     out,
                 );
-                return false;
+                return retired_more;
             }
             Ok(meta) => {
                 let id = (meta.dev(), meta.ino());
                 if self.identity.is_some() && self.identity != Some(id) {
-                    // Rotated: finish the old file, then start the new one from its beginning.
+                    // Rotated: finish the old file (and keep it: its writer may go on), then
+                    // start the new one from its beginning.
                     self.drain_open(out);
-                    self.flush_partial(out);
-                    self.file = None;
-                    self.identity = None;
-                    self.offset = 0;
-                    self.splitter.reset();
+                    self.retire_current(out);
                     self.set_state(LogState::Rotated, out);
                 }
                 if self.file.is_none() {
-                    match File::open(&self.path) {
-                        Ok(f) => {
+                    match open_regular(&self.path) {
+                        Ok(Ok((f, meta))) => {
                             self.file = Some(f);
-                            self.identity = Some(id);
+                            self.identity = Some((meta.dev(), meta.ino()));
                             self.offset = 0;
+                        }
+                        Ok(Err(what)) => {
+                            let reason = format!("the log path is {what}, not a regular file");
+                            self.set_state(LogState::Unreadable(reason), out);
+                            return retired_more;
                         }
                         Err(e) if e.kind() == ErrorKind::NotFound => {
                             self.set_missing(out);
-                            return false;
+                            return retired_more;
                         }
                         Err(e) => {
                             self.set_state(LogState::Unreadable(describe_io(&e)), out);
-                            return false;
+                            return retired_more;
                         }
                     }
                 }
-                if meta.len() < self.offset {
+                if meta.len() < self.offset && self.identity == Some(id) {
                     self.flush_partial(out);
                     self.offset = 0;
                     if let Some(f) = self.file.as_mut() {
@@ -158,30 +208,64 @@ impl LogFollower {
                 }
             }
             Err(e) if e.kind() == ErrorKind::NotFound => {
-                // Deleted (or not yet created). Whatever the open file still holds is read first.
+                // Deleted, renamed away (or not yet created). Whatever the open file holds is
+                // read first, and it stays open as the retired file.
                 self.drain_open(out);
                 if self.file.is_some() {
-                    self.flush_partial(out);
-                    // A file created at this path later is a new file: numbered from 1.
-                    self.splitter.reset();
+                    self.retire_current(out);
                 }
-                self.file = None;
-                self.identity = None;
                 self.set_missing(out);
-                return false;
+                return retired_more;
             }
             Err(e) => {
                 self.set_state(LogState::Unreadable(describe_io(&e)), out);
-                return false;
+                return retired_more;
             }
         }
-        self.read_available(out)
+        self.read_available(out) || retired_more
     }
 
-    /// Emits a held partial line: call once the writer has exited.
+    /// Emits held partial lines: call once the writer has exited.
     pub fn finish(&mut self, out: &mut Vec<FollowEvent>) {
         while self.poll(out) {}
+        if let Some(mut r) = self.retired.take() {
+            r.splitter.finish(&mut |l| out.push(FollowEvent::Line(l)));
+        }
         self.flush_partial(out);
+    }
+
+    /// Moves the open file into `retired` (finishing an older retired file first) and starts a
+    /// fresh splitter: a file created at the path later is a new file, numbered from 1.
+    fn retire_current(&mut self, out: &mut Vec<FollowEvent>) {
+        if let Some(mut old) = self.retired.take() {
+            while read_into(&mut old.file, &mut old.splitter, &mut self.buf, out)
+                .is_ok_and(|(_, more)| more)
+            {}
+            old.splitter.finish(&mut |l| out.push(FollowEvent::Line(l)));
+        }
+        let splitter = std::mem::replace(&mut self.splitter, LineSplitter::new(self.line_cap));
+        if let Some(file) = self.file.take() {
+            self.retired = Some(Retired { file, splitter });
+        }
+        self.identity = None;
+        self.offset = 0;
+    }
+
+    /// Reads what the writer appended to the retired file since the last poll.
+    fn read_retired(&mut self, out: &mut Vec<FollowEvent>) -> bool {
+        let Some(r) = self.retired.as_mut() else {
+            return false;
+        };
+        match read_into(&mut r.file, &mut r.splitter, &mut self.buf, out) {
+            Ok((_, more)) => more,
+            Err(_) => {
+                // It cannot be read any more: what it held was read; let it go.
+                if let Some(mut r) = self.retired.take() {
+                    r.splitter.finish(&mut |l| out.push(FollowEvent::Line(l)));
+                }
+                false
+            }
+        }
     }
 
     fn set_missing(&mut self, out: &mut Vec<FollowEvent>) {
@@ -218,31 +302,50 @@ impl LogFollower {
         let Some(file) = self.file.as_mut() else {
             return false;
         };
-        let mut read_now = 0u64;
-        loop {
-            match file.read(&mut self.buf) {
-                Ok(0) => break,
-                Ok(n) => {
-                    self.offset += n as u64;
-                    read_now += n as u64;
-                    let splitter = &mut self.splitter;
-                    splitter.push(&self.buf[..n], &mut |l| out.push(FollowEvent::Line(l)));
-                    if read_now >= MAX_PER_POLL {
-                        return true;
-                    }
+        match read_into(file, &mut self.splitter, &mut self.buf, out) {
+            Ok((n, more)) => {
+                self.offset += n;
+                if more {
+                    return true;
                 }
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    let state = LogState::Unreadable(describe_io(&e));
-                    self.set_state(state, out);
-                    return false;
-                }
+            }
+            Err(e) => {
+                let state = LogState::Unreadable(describe_io(&e));
+                self.set_state(state, out);
+                return false;
             }
         }
         if !matches!(self.last_state, Some(LogState::Readable)) {
             self.set_state(LogState::Readable, out);
         }
         false
+    }
+}
+
+/// Reads what `file` holds now (at most [`MAX_PER_POLL`]) into `splitter`: the bytes read and
+/// whether more is waiting.
+fn read_into(
+    file: &mut File,
+    splitter: &mut LineSplitter,
+    buf: &mut [u8],
+    out: &mut Vec<FollowEvent>,
+) -> std::io::Result<(u64, bool)> {
+    let mut read_now = 0u64;
+    loop {
+        match file.read(buf) {
+            Ok(0) => return Ok((read_now, false)),
+            Ok(n) => {
+                read_now += n as u64;
+                splitter.push(&buf[..n], &mut |l| out.push(FollowEvent::Line(l)));
+                if read_now >= MAX_PER_POLL {
+                    return Ok((read_now, true));
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            // Non-blocking open: nothing more now (only a non-regular file would say so).
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok((read_now, false)),
+            Err(e) => return Err(e),
+        }
     }
 }
 
@@ -347,11 +450,160 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         out.clear();
         f.poll(&mut out);
-        assert_eq!(lines(&out), vec!["b", "partial"]);
+        assert_eq!(lines(&out), vec!["b"]);
         assert!(matches!(
             states(&out).last(),
             Some(LogState::Missing { .. })
         ));
+        // The writer still holds the deleted file: what it appends is read, and the partial
+        // line is ended when the writer is done.
+        w.write_all(b" line\nmore").unwrap();
+        out.clear();
+        f.poll(&mut out);
+        assert_eq!(lines(&out), vec!["partial line"]);
+        out.clear();
+        f.finish(&mut out);
+        assert_eq!(lines(&out), vec!["more"]);
+    }
+
+    fn numbered(events: &[FollowEvent]) -> Vec<(u64, String)> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                FollowEvent::Line(l) => Some((l.number, String::from_utf8_lossy(&l.bytes).into())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_writer_that_keeps_its_descriptor_after_rename_and_create_is_still_read() {
+        // logrotate's `create` mode: the log is renamed and a new empty file put at the path;
+        // a server that does not reopen keeps writing into the renamed file.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        let mut w = std::fs::File::create(&path).unwrap();
+        w.write_all(b"shard 1/4\n").unwrap();
+        let mut f = LogFollower::new(&path, 1024);
+        let mut out = Vec::new();
+        f.poll(&mut out);
+        std::fs::rename(&path, dir.path().join("log.1")).unwrap();
+        std::fs::write(&path, b"").unwrap();
+        w.write_all(b"shard 2/4\n").unwrap();
+        out.clear();
+        f.poll(&mut out);
+        assert_eq!(numbered(&out), vec![(2, "shard 2/4".to_string())]);
+        assert!(states(&out).contains(&LogState::Rotated), "{out:?}");
+        // Later writes through the old descriptor keep coming, numbered as the old file's.
+        w.write_all(b"shard 3/4\n").unwrap();
+        out.clear();
+        f.poll(&mut out);
+        assert_eq!(numbered(&out), vec![(3, "shard 3/4".to_string())]);
+        // And the new file at the path is followed from its line 1.
+        let mut w2 = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        w2.write_all(b"reopened\n").unwrap();
+        w.write_all(b"shard 4/4\n").unwrap();
+        out.clear();
+        f.poll(&mut out);
+        assert_eq!(
+            numbered(&out),
+            vec![(4, "shard 4/4".to_string()), (1, "reopened".to_string())]
+        );
+    }
+
+    #[test]
+    fn a_second_rotation_finishes_the_first_retired_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        let mut w1 = std::fs::File::create(&path).unwrap();
+        w1.write_all(b"one\n").unwrap();
+        let mut f = LogFollower::new(&path, 1024);
+        let mut out = Vec::new();
+        f.poll(&mut out);
+        std::fs::rename(&path, dir.path().join("log.1")).unwrap();
+        let mut w2 = std::fs::File::create(&path).unwrap();
+        w2.write_all(b"two\n").unwrap();
+        f.poll(&mut out);
+        w1.write_all(b"one-tail").unwrap();
+        std::fs::rename(&path, dir.path().join("log.2")).unwrap();
+        std::fs::write(&path, b"three\n").unwrap();
+        out.clear();
+        f.poll(&mut out);
+        // The first file's held partial line is ended when a newer rotation retires it.
+        assert_eq!(lines(&out), vec!["one-tail", "three"]);
+        w2.write_all(b"two-more\n").unwrap();
+        out.clear();
+        f.poll(&mut out);
+        assert_eq!(lines(&out), vec!["two-more"]);
+    }
+
+    #[test]
+    fn skip_existing_reads_only_what_is_appended_numbered_as_the_files_lines() {
+        // It used to set the offset without seeking: the whole file was read anyway.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        std::fs::write(&path, b"old READY\nold\n").unwrap();
+        let mut f = LogFollower::new(&path, 1024);
+        f.skip_existing();
+        let mut w = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        w.write_all(b"new READY\n").unwrap();
+        let mut out = Vec::new();
+        f.poll(&mut out);
+        assert_eq!(numbered(&out), vec![(3, "new READY".to_string())]);
+    }
+
+    #[test]
+    fn a_fifo_or_device_at_the_path_is_unreadable_and_never_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        for path in [fifo.as_path(), Path::new("/dev/zero")] {
+            let mut f = LogFollower::new(path, 1024);
+            f.skip_existing();
+            f.resume_at(0, 1);
+            let mut out = Vec::new();
+            assert!(!f.poll(&mut out));
+            assert!(
+                matches!(&states(&out)[..], [LogState::Unreadable(r)] if r.contains("not a regular file")),
+                "{}: {out:?}",
+                path.display()
+            );
+            assert!(lines(&out).is_empty());
+        }
+    }
+
+    #[test]
+    fn start_at_skips_what_the_file_held_before_the_launch_and_keeps_its_line_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        std::fs::write(&path, b"old READY\nold OOM\n").unwrap();
+        let start = crate::logstart::measure(&path).unwrap().unwrap();
+        let mut w = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        w.write_all(b"new loading\n").unwrap();
+        let mut f = LogFollower::new(&path, 1024);
+        f.start_at(&start);
+        let mut out = Vec::new();
+        f.poll(&mut out);
+        assert_eq!(numbered(&out), vec![(3, "new loading".to_string())]);
+        // A file that is no longer the one launched into is read from its start.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, b"after rotation\n").unwrap();
+        let mut f = LogFollower::new(&path, 1024);
+        f.start_at(&start);
+        out.clear();
+        f.poll(&mut out);
+        assert_eq!(numbered(&out), vec![(1, "after rotation".to_string())]);
     }
 
     #[test]

@@ -388,6 +388,7 @@ impl History {
                 path.display()
             )
         };
+        restrict_to_owner(path)?;
         let conn = Connection::open(path).map_err(unreadable)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(unreadable)?;
         // Reading the version is the first access to the file's contents: a file that is not a
@@ -433,6 +434,11 @@ impl History {
         let Some(path) = database_path() else {
             return Ok(None);
         };
+        if std::env::var_os("FIREDUP_HISTORY").is_none() {
+            if let Some(dir) = path.parent().filter(|d| d.is_dir()) {
+                crate::rundir::check_private(dir)?;
+            }
+        }
         let mut h = History::open(&path)?;
         let pending = pending_path(&path);
         if let Err(e) = h.import_pending(&pending) {
@@ -843,6 +849,37 @@ pub fn record_quietly(r: &RunRecord) {
 }
 
 /// Where records wait while the database cannot be used.
+/// Makes the database readable by its owner only: created 0600 before SQLite opens it (its
+/// `-wal` and `-shm` files take the database's mode), and an older 0644 one of ours narrowed,
+/// with its `-wal` and `-shm`: run history holds commands, paths and log lines.
+fn restrict_to_owner(db: &Path) -> Result<()> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(db)
+    {
+        Ok(_) => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        // Let SQLite say what is wrong with the path.
+        Err(_) => return Ok(()),
+    }
+    let me = rustix::process::geteuid().as_raw();
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = db.as_os_str().to_owned();
+        p.push(suffix);
+        let p = PathBuf::from(p);
+        if let Ok(m) = std::fs::metadata(&p) {
+            if m.is_file() && m.uid() == me && m.mode() & 0o077 != 0 {
+                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600))
+                    .with_context(|| format!("cannot make {} private", p.display()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
 fn pending_path(db: &Path) -> PathBuf {
     db.with_file_name("history-pending.ndjson")
 }

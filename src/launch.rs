@@ -18,7 +18,7 @@
 use std::fs::{self, OpenOptions};
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -75,6 +75,8 @@ impl LaunchSpec {
 pub struct Launched {
     pub run: RunDir,
     pub log: PathBuf,
+    /// Where this launch's output begins, when the log already held something.
+    pub log_start: Option<crate::logstart::LogStart>,
     /// `Err(reason)` when the command could not be started.
     pub started: std::result::Result<ProcessRecord, String>,
     pub supervisor: Child,
@@ -154,8 +156,16 @@ fn read_first_line(r: &mut impl Read) -> std::io::Result<String> {
     Ok(String::from_utf8_lossy(&line).into_owned())
 }
 
-/// Starts the supervisor and waits for its one-line report.
-pub fn launch(spec: &LaunchSpec) -> Result<Launched> {
+/// What [`check`] resolved: the working directory and the log path (`None`: in the run directory).
+#[derive(Debug, Clone)]
+pub struct Checked {
+    pub cwd: PathBuf,
+    pub log: Option<PathBuf>,
+}
+
+/// Validates a launch without creating anything: the command, the working directory and the
+/// log path (see [`crate::logpath`]). A refused launch leaves no trace.
+pub fn check(spec: &LaunchSpec) -> Result<Checked> {
     if spec.command.is_empty() {
         bail!(
             "no command given: write it after `--`, e.g. `firedup run --ready-line READY -- ./server`"
@@ -173,13 +183,40 @@ pub fn launch(spec: &LaunchSpec) -> Result<Launched> {
     if let Some(name) = &spec.name {
         crate::rundir::check_name_free(name)?;
     }
+    let log = spec.log.as_ref().map(|p| {
+        if p.is_absolute() {
+            p.clone()
+        } else {
+            cwd.join(p)
+        }
+    });
+    if let Some(log) = &log {
+        crate::logpath::check_for_writing(log)?;
+    }
+    Ok(Checked { cwd, log })
+}
+
+/// Starts the supervisor and waits for its one-line report.
+pub fn launch(spec: &LaunchSpec) -> Result<Launched> {
+    let checked = check(spec)?;
     let run = RunDir::create(&spec.command)?;
-    let log = match &spec.log {
-        Some(p) if p.is_absolute() => p.clone(),
-        Some(p) => cwd.join(p),
-        None => run.path.join("output.log"),
-    };
+    match start(spec, checked, run.clone()) {
+        Ok(l) => Ok(l),
+        Err(e) => {
+            // Nothing ran: a refused launch leaves no empty run directory behind.
+            if run.process().is_none() && run.exit().is_none() {
+                let _ = fs::remove_dir_all(&run.path);
+            }
+            Err(e)
+        }
+    }
+}
+
+fn start(spec: &LaunchSpec, checked: Checked, run: RunDir) -> Result<Launched> {
+    let cwd = checked.cwd;
+    let log = checked.log.unwrap_or_else(|| run.path.join("output.log"));
     prepare_log(&log)?;
+    let log_start = crate::logstart::measure(&log)?;
     let meta = RunMeta {
         run_id: run.id.clone(),
         // What is stored is shown (`ps`, the history): secrets redacted. The supervisor gets
@@ -202,6 +239,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<Launched> {
         timeout: spec.judging.timeout.clone(),
         options: Some(spec.judging.clone()),
         name: spec.name.clone(),
+        log_start,
     };
     run.write_meta(&meta)?;
     let exe = std::env::current_exe()
@@ -259,38 +297,33 @@ pub fn launch(spec: &LaunchSpec) -> Result<Launched> {
     Ok(Launched {
         run,
         log,
+        log_start,
         started,
         supervisor,
         exit_pipe,
     })
 }
 
-/// Makes sure the log can be appended to: its directory exists, and an existing file is ours.
+/// Makes sure the log can be appended to: its directory exists and it opens as a regular file
+/// (opened without blocking, so a FIFO put there since [`check`] is refused, not waited on).
 fn prepare_log(log: &Path) -> Result<()> {
     if let Some(dir) = log.parent() {
         fs::create_dir_all(dir)
             .with_context(|| format!("cannot create the log directory {}", dir.display()))?;
     }
-    match fs::metadata(log) {
-        Ok(m) if m.is_dir() => bail!("--log {} is a directory: give a file path", log.display()),
-        Ok(m) => {
-            let me = rustix::process::geteuid().as_raw();
-            if m.uid() != me {
-                bail!(
-                    "--log {} already exists and belongs to another user (uid {}): choose another path",
-                    log.display(),
-                    m.uid()
-                );
-            }
-        }
-        Err(_) => {}
-    }
-    OpenOptions::new()
+    let f = OpenOptions::new()
         .append(true)
         .create(true)
         .mode(0o644)
+        .custom_flags(libc::O_NONBLOCK)
         .open(log)
         .with_context(|| format!("cannot open the log {} for writing", log.display()))?;
+    if let Some(what) = crate::logpath::not_a_file(f.metadata()?.file_type()) {
+        bail!(
+            "--log {} is {what}, not a regular file: give the path of a log file",
+            log.display()
+        );
+    }
     Ok(())
 }
 
@@ -372,7 +405,11 @@ pub fn supervise(run_path: &Path) -> Result<i32> {
         .append(true)
         .create(true)
         .mode(0o644)
+        .custom_flags(libc::O_NONBLOCK)
         .open(&meta.log)?;
+    if let Some(what) = crate::logpath::not_a_file(log.metadata()?.file_type()) {
+        bail!("the log {} is {what}, not a regular file", meta.log);
+    }
     let log_err = log.try_clone()?;
     // Orphaned grandchildren are re-parented to us, so they are reaped and stay in view.
     // SAFETY: plain prctl call with integer arguments.

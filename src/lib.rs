@@ -35,6 +35,8 @@ pub mod judge;
 pub mod launch;
 pub mod line_shape;
 pub mod lines;
+pub mod logpath;
+pub mod logstart;
 pub mod matrix;
 pub mod observe;
 pub mod plan;

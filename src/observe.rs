@@ -98,6 +98,8 @@ impl LocalObserver {
         let mut follower = LogFollower::new(&target.log, settings.line_cap);
         if let Some((offset, line)) = settings.resume {
             follower.resume_at(offset, line);
+        } else if let Some(start) = target.log_start {
+            follower.start_at(&start);
         } else if settings.from_end {
             follower.skip_existing();
         }

@@ -376,8 +376,13 @@ pub fn render_final(o: &Outcome, teardown: Option<&str>) -> String {
         s.push_str(&format!("  pid:     {pid}\n"));
     }
     // A field firedup never got (the log of a run on a host it could not reach) is left out.
-    if !o.log.is_empty() {
-        s.push_str(&format!("  log:     {}\n", o.log));
+    match o.log_from_line {
+        _ if o.log.is_empty() => {}
+        Some(n) => s.push_str(&format!(
+            "  log:     {} (appended to: this run starts at line {n}; earlier lines were not judged)\n",
+            o.log
+        )),
+        None => s.push_str(&format!("  log:     {}\n", o.log)),
     }
     if !o.run_id.is_empty() {
         s.push_str(&format!("  run:     {}\n", o.run_id));

@@ -46,6 +46,10 @@ pub struct RunMeta {
     /// The name a person gave the run (`run --name`).
     #[serde(default)]
     pub name: Option<String>,
+    /// Where this launch's output begins in a log that already held something (`--log` is
+    /// appended to): judging starts there, also for a later `firedup watch RUN_ID`.
+    #[serde(default)]
+    pub log_start: Option<crate::logstart::LogStart>,
 }
 
 /// What the supervisor records once the command runs.
@@ -72,21 +76,81 @@ pub fn runs_root() -> PathBuf {
 }
 
 /// firedup's state dir: `$FIREDUP_STATE_DIR`, else `$XDG_STATE_HOME/firedup`, else
-/// `~/.local/state/firedup`.
+/// `~/.local/state/firedup`, the home directory being `$HOME` or, when that is unset, the user's
+/// entry in the password database; with neither, `/tmp/firedup-UID` (whose ownership
+/// [`check_private`] verifies before anything is written there).
 pub fn state_root() -> PathBuf {
-    if let Some(d) = std::env::var_os("FIREDUP_STATE_DIR") {
-        return PathBuf::from(d);
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    state_root_from(
+        env("FIREDUP_STATE_DIR"),
+        env("XDG_STATE_HOME"),
+        env("HOME").or_else(passwd_home),
+        rustix::process::geteuid().as_raw(),
+    )
+}
+
+fn state_root_from(
+    state_dir: Option<PathBuf>,
+    xdg_state_home: Option<PathBuf>,
+    home: Option<PathBuf>,
+    euid: u32,
+) -> PathBuf {
+    if let Some(d) = state_dir {
+        return d;
     }
-    let base = std::env::var_os("XDG_STATE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from("/tmp"));
-            home.join(".local/state")
-        });
-    base.join("firedup")
+    if let Some(x) = xdg_state_home.filter(|p| p.is_absolute()) {
+        return x.join("firedup");
+    }
+    match home.filter(|h| h.is_absolute()) {
+        Some(h) => h.join(".local/state/firedup"),
+        None => PathBuf::from(format!("/tmp/firedup-{euid}")),
+    }
+}
+
+/// The effective user's home directory from the password database.
+fn passwd_home() -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    // SAFETY: a zeroed passwd is a valid out-parameter; getpwuid_r writes into it and `buf`.
+    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is valid for the call; the buffer length is its real length.
+    let rc = unsafe {
+        libc::getpwuid_r(
+            libc::geteuid(),
+            &mut pw,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut result,
+        )
+    };
+    if rc != 0 || result.is_null() || pw.pw_dir.is_null() {
+        return None;
+    }
+    // SAFETY: pw_dir points into `buf`, NUL-terminated by getpwuid_r.
+    let dir = unsafe { std::ffi::CStr::from_ptr(pw.pw_dir) };
+    let dir = PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes()));
+    dir.is_absolute().then_some(dir)
+}
+
+/// Refuses a state directory that another user could tamper with: it must be owned by the
+/// effective user and writable by nobody else.
+pub fn check_private(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let m = fs::symlink_metadata(dir)
+        .with_context(|| format!("cannot read the state directory {}", dir.display()))?;
+    let me = rustix::process::geteuid().as_raw();
+    if !m.is_dir() || m.uid() != me || m.mode() & 0o022 != 0 {
+        bail!(
+            "the state directory {} is not a private directory of yours (it must be owned by uid {me} and writable by no one else): set FIREDUP_STATE_DIR to one that is",
+            dir.display()
+        );
+    }
+    Ok(())
 }
 
 /// A run directory.
@@ -113,6 +177,10 @@ impl RunDir {
             .create(&root)
             .with_context(|| format!("cannot create the state directory {}", root.display()))?;
         let stem = id_stem(command);
+        check_private(&root)?;
+        if let Some(state) = root.parent() {
+            check_private(state)?;
+        }
         for attempt in 0..100u64 {
             let id = fresh_id(&stem, attempt);
             let path = root.join(&id);
@@ -402,5 +470,36 @@ mod tests {
             let e = check_name(bad).unwrap_err().to_string();
             assert!(e.contains("is not a run name"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn the_state_dir_never_falls_back_to_a_shared_path() {
+        let p = |s: &str| Some(PathBuf::from(s));
+        let table = [
+            ((p("/s"), p("/x"), p("/h")), "/s"),
+            ((None, p("/x"), p("/h")), "/x/firedup"),
+            ((None, p("rel"), p("/h")), "/h/.local/state/firedup"),
+            ((None, None, p("/h")), "/h/.local/state/firedup"),
+            // No home at all: a directory of this user's own, checked before use.
+            ((None, None, None), "/tmp/firedup-1000"),
+            ((None, None, p("relative")), "/tmp/firedup-1000"),
+        ];
+        for ((state, xdg, home), want) in table {
+            assert_eq!(
+                state_root_from(state.clone(), xdg.clone(), home.clone(), 1000),
+                PathBuf::from(want),
+                "{state:?} {xdg:?} {home:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_state_dir_writable_by_others_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(check_private(dir.path()).is_ok());
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).unwrap();
+        let e = check_private(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("FIREDUP_STATE_DIR"), "{e}");
     }
 }

@@ -384,6 +384,10 @@ pub struct Outcome {
     /// The SSH host the server runs on, for `--host` (additive field; absent for local runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// The log already held this many lines before the launch appended to it: this run's output
+    /// (and what was judged) starts at this line of the file (additive field; absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_from_line: Option<u64>,
     /// The name a person gave the run (`run --name`), else null (additive field).
     #[serde(default)]
     pub name: Option<String>,

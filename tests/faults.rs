@@ -647,6 +647,7 @@ fn cases() -> Vec<Case> {
                 let pid = h.pid();
                 let args = strings(&[
                     "watch",
+                    "--from-start",
                     "--json",
                     "--log",
                     log.to_str().unwrap(),
@@ -714,6 +715,7 @@ fn cases() -> Vec<Case> {
                 let pid = h.pid();
                 let args = strings(&[
                     "watch",
+                    "--from-start",
                     "--json",
                     "--log",
                     log.to_str().unwrap(),
@@ -1025,6 +1027,7 @@ fn no_inotify_run(env: &Env, bound: Duration) -> Result<Outcome, String> {
     let wrap = strings(&["unshare", "-m", "sh", "-c", &mount, "sh"]);
     let args = strings(&[
         "watch",
+        "--from-start",
         "--json",
         "--log",
         merged.join("server.log").to_str().unwrap(),

@@ -288,6 +288,7 @@ fn an_attached_pid_that_dies_is_seen_at_once() {
     let r = env.firedup(&[
         "watch",
         "--json",
+        "--from-start",
         "--log",
         log.to_str().unwrap(),
         "--pid",
@@ -357,6 +358,7 @@ fn watch_by_log_alone_finds_the_process_writing_it() {
         .args([
             "watch",
             "--json",
+            "--from-start",
             "--log",
             log.to_str().unwrap(),
             "--ready-line",

@@ -345,7 +345,12 @@ fn stalled_and_timed_out() {
 fn monitor_error_when_the_log_cannot_be_read() {
     let env = Env::new();
     let dir = env.path("a-directory");
-    std::fs::create_dir(&dir).unwrap();
+    // A directory given as --log is refused up front (exit 2); one that takes the log's place
+    // during the watch makes the log unreadable.
+    let mut maker = std::process::Command::new("sh")
+        .args(["-c", &format!("sleep 0.3; mkdir {}", dir.display())])
+        .spawn()
+        .unwrap();
     let r = env.firedup(&[
         "watch",
         "--json",
@@ -354,6 +359,7 @@ fn monitor_error_when_the_log_cannot_be_read() {
         "--ready-line",
         "READY",
     ]);
+    maker.wait().unwrap();
     assert_eq!(
         (r.code, r.verdict()),
         (7, "monitor_error"),

@@ -55,6 +55,7 @@ fn transport_verdict(json: bool, host: &str, reason: String) -> i32 {
         gpu: None,
         ready_s: None,
         host: Some(host.to_string()),
+        log_from_line: None,
     };
     print_outcome(json, &o, None, None);
     o.verdict.exit_code()
@@ -276,7 +277,6 @@ pub fn watch(
     from_end: bool,
 ) -> Result<i32> {
     let (hs, reconnect_for) = host_spec(ra, host)?;
-    let mut events = open_events(&judge.events)?;
     let mut opts: WatchOptions = judge.options(from_end);
     let mut recorded_meta = None;
     let (spec_run, spec_log, command, log_shown, expect) = match (&run_id, &log) {
@@ -338,6 +338,8 @@ pub fn watch(
     );
     let mut plan = plan::resolve(&opts, &command, &log_shown, expect)?;
     plan.judge.probe_origin = format!("remote {host}");
+    // Validate first, open last: a refused watch truncates no --events file.
+    let mut events = open_events(&judge.events)?;
     let label = run_id
         .clone()
         .unwrap_or_else(|| format!("{host}:{log_shown}"));

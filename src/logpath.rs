@@ -1,0 +1,125 @@
+//! What firedup accepts as a `--log` path, checked before anything is launched or followed.
+//!
+//! Contract: a log is a regular file, or nothing yet (the supervisor or the server creates it).
+//! Anything else at the path is refused with one sentence: a FIFO blocks the reader (and the
+//! supervisor's open) forever, a character device (`/dev/zero`, `/dev/urandom`) never ends, a
+//! directory or socket cannot be read as a log. For a log firedup writes (`run --log`), a
+//! symlink at the path must belong to the user or to root, as the kernel's `protected_symlinks`
+//! demands in sticky world-writable directories: otherwise another user could plant one and have
+//! the server's output appended to a file of their choosing (a root-owned one, when firedup runs
+//! as root). An existing file must be the user's, and no live process may be writing it already:
+//! two runs appending to one log would judge each other's lines.
+
+use std::fs;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::Path;
+
+use anyhow::{Result, bail};
+
+/// What kind of thing a file type is, in words, when it is not a regular file.
+pub fn not_a_file(t: fs::FileType) -> Option<&'static str> {
+    if t.is_file() {
+        None
+    } else if t.is_dir() {
+        Some("a directory")
+    } else if t.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if t.is_char_device() {
+        Some("a character device")
+    } else if t.is_block_device() {
+        Some("a block device")
+    } else if t.is_socket() {
+        Some("a socket")
+    } else {
+        Some("not a regular file")
+    }
+}
+
+/// Refuses a log to follow that exists and is not a regular file (a missing one is fine).
+pub fn check_for_reading(log: &Path) -> Result<()> {
+    if let Ok(m) = fs::metadata(log) {
+        if let Some(what) = not_a_file(m.file_type()) {
+            bail!(
+                "--log {} is {what}, not a regular file: give the path of a log file",
+                log.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a log to append a command's output to: not a regular file, a symlink planted by
+/// another user, a file of another user, or a file another process is writing.
+pub fn check_for_writing(log: &Path) -> Result<()> {
+    let me = rustix::process::geteuid().as_raw();
+    if let Ok(link) = fs::symlink_metadata(log) {
+        if link.file_type().is_symlink() && link.uid() != me && link.uid() != 0 {
+            bail!(
+                "--log {} is a symlink owned by another user (uid {}), which could send the output into a file of their choosing: remove it or give another path",
+                log.display(),
+                link.uid()
+            );
+        }
+    }
+    check_for_reading(log)?;
+    if let Ok(m) = fs::metadata(log) {
+        if m.uid() != me {
+            bail!(
+                "--log {} already exists and belongs to another user (uid {}): choose another path",
+                log.display(),
+                m.uid()
+            );
+        }
+        if let Some(pid) = crate::process::writers_of(log).into_iter().next() {
+            bail!(
+                "--log {} is being written by process {pid} ({}): two runs sharing a log would judge each other's lines; give this run a log of its own",
+                log.display(),
+                crate::process::cmdline(pid)
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_regular_files_or_nothing_are_accepted() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("log");
+        fs::write(&file, b"x\n").unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let table: [(&Path, Option<&str>); 5] = [
+            (&file, None),
+            (&dir.path().join("missing.log"), None),
+            (dir.path(), Some("a directory")),
+            (&fifo, Some("a FIFO")),
+            (Path::new("/dev/zero"), Some("a character device")),
+        ];
+        for (path, refused) in table {
+            for r in [check_for_reading(path), check_for_writing(path)] {
+                match refused {
+                    None => assert!(r.is_ok(), "{}: {r:?}", path.display()),
+                    Some(what) => {
+                        let e = r.unwrap_err().to_string();
+                        assert!(e.contains(what), "{}: {e}", path.display());
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_symlink_of_the_user_is_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("real.log");
+        let link = dir.path().join("link.log");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(check_for_writing(&link).is_ok());
+    }
+}

@@ -1,0 +1,202 @@
+//! Where judging starts in a log that already holds something.
+//!
+//! Contract: firedup judges only what the watched server wrote.
+//!
+//! - `run` appends to its `--log`: what the file held before the launch (yesterday's `ready` line,
+//!   another run's OOM) is never judged. The launch records [`LogStart`] (byte offset, the file's
+//!   line number there, and the file's identity) in the run's `meta.json`; `run` and every later
+//!   `watch RUN_ID` start reading there, so line numbers stay the file's own (`less +N` finds
+//!   them) while older lines are skipped. A file at the path that is no longer the one launched
+//!   into (rotated since) is read from its start: all of it is newer than the launch.
+//! - `watch --log PATH` on a log that already holds bytes needs to know whether they are the
+//!   server's. Neither blind default is safe: judging them can give a false `ready` or `failed`
+//!   from an older run; skipping them can miss the `ready` line of a server that is already up
+//!   (a false `stalled` or `timed_out`). So: `--from-start` judges them, `--from-end` skips them;
+//!   without either, an empty or missing log needs no choice, and a log last written before the
+//!   watched process started holds nothing of it (it is skipped); anything else is refused with a
+//!   sentence naming both flags.
+
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::Path;
+
+use anyhow::{Result, bail};
+use serde::{Deserialize, Serialize};
+
+/// Where a launch's output begins in its log file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogStart {
+    /// Bytes the file held before the launch.
+    pub offset: u64,
+    /// The file's line number at `offset` (1 + the newlines before it).
+    pub line: u64,
+    /// The file's identity, so a later reader knows the path still names the same file.
+    pub dev: u64,
+    pub ino: u64,
+}
+
+/// Measures the end of `log` before a launch appends to it; `None` when it is missing or empty
+/// (the launch's output starts at byte 0).
+pub fn measure(log: &Path) -> Result<Option<LogStart>> {
+    // Opened without blocking and checked after opening: a FIFO at the path is no log.
+    let Ok(mut f) = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(log)
+    else {
+        return Ok(None);
+    };
+    let meta = f.metadata()?;
+    if !meta.is_file() || meta.len() == 0 {
+        return Ok(None);
+    }
+    let offset = meta.len();
+    let mut newlines = 0u64;
+    let mut left = offset;
+    let mut buf = vec![0u8; 256 * 1024];
+    while left > 0 {
+        let want = buf.len().min(left as usize);
+        let n = match f.read(&mut buf[..want]) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        };
+        newlines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+        left -= n as u64;
+    }
+    Ok(Some(LogStart {
+        offset,
+        line: newlines + 1,
+        dev: meta.dev(),
+        ino: meta.ino(),
+    }))
+}
+
+/// Whether `watch --log` skips what the log already holds (`true`: from the end), and a note
+/// for the user when that was decided without a flag. `writer_started` is the Unix time at which
+/// the watched process started, when one is known.
+pub fn attach_from_end(
+    log: &Path,
+    writer_started: Option<f64>,
+    from_start: bool,
+    from_end: bool,
+) -> Result<(bool, Option<String>)> {
+    if from_start || from_end {
+        return Ok((from_end, None));
+    }
+    let Ok(meta) = fs::metadata(log) else {
+        return Ok((false, None));
+    };
+    if !meta.is_file() || meta.len() == 0 {
+        return Ok((false, None));
+    }
+    let modified = meta.mtime() as f64 + meta.mtime_nsec() as f64 / 1e9;
+    // A margin for the clocks' granularity (process start times are in 10 ms ticks).
+    if let Some(started) = writer_started {
+        if modified < started - 0.05 {
+            let note = format!(
+                "{} was last written before the process started: judging only what is written from now on",
+                log.display()
+            );
+            return Ok((true, Some(note)));
+        }
+    }
+    bail!(
+        "{} already holds {} bytes, which may be an earlier run's: add --from-start to judge them too, or --from-end to judge only what is written from now on",
+        log.display(),
+        meta.len()
+    )
+}
+
+/// The Unix time at which `pid` started, from its start ticks and the system's uptime.
+pub fn process_started_unix(pid: u32) -> Option<f64> {
+    let st = crate::process::stat(pid)?;
+    let uptime: f64 = fs::read_to_string("/proc/uptime")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    // SAFETY: sysconf with a valid name.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = if hz > 0 { hz as f64 } else { 100.0 };
+    let age = uptime - st.start_ticks as f64 / hz;
+    Some(crate::rundir::now_unix() - age)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn measure_counts_the_lines_before_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("log");
+        assert_eq!(measure(&p).unwrap(), None, "missing");
+        fs::write(&p, b"").unwrap();
+        assert_eq!(measure(&p).unwrap(), None, "empty");
+        for (content, line) in [
+            (&b"one\n"[..], 2),
+            (b"one\ntwo\n", 3),
+            (b"one\ntwo", 2),
+            (b"a\r\nb\rc\n", 3),
+        ] {
+            fs::write(&p, content).unwrap();
+            let s = measure(&p).unwrap().unwrap();
+            assert_eq!(
+                (s.offset, s.line),
+                (content.len() as u64, line),
+                "{content:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn attach_needs_a_choice_only_for_content_that_may_be_the_servers() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("log");
+        let now = crate::rundir::now_unix();
+        // Missing and empty: nothing to choose.
+        assert_eq!(
+            attach_from_end(&p, None, false, false).unwrap(),
+            (false, None)
+        );
+        fs::write(&p, b"").unwrap();
+        assert_eq!(
+            attach_from_end(&p, None, false, false).unwrap(),
+            (false, None)
+        );
+        fs::write(&p, b"old ready\n").unwrap();
+        // The flags decide.
+        assert_eq!(
+            attach_from_end(&p, None, true, false).unwrap(),
+            (false, None)
+        );
+        assert_eq!(
+            attach_from_end(&p, None, false, true).unwrap(),
+            (true, None)
+        );
+        // Content, no process known: refused, naming both flags.
+        let e = attach_from_end(&p, None, false, false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--from-start") && e.contains("--from-end"),
+            "{e}"
+        );
+        // Written after the process started: may be its own, refused.
+        assert!(attach_from_end(&p, Some(now - 60.0), false, false).is_err());
+        // Last written before the process started: none of it is the process's.
+        let (end, note) = attach_from_end(&p, Some(now + 60.0), false, false).unwrap();
+        assert!(end && note.is_some());
+    }
+
+    #[test]
+    fn this_process_started_in_the_past() {
+        let t = process_started_unix(std::process::id()).unwrap();
+        let now = crate::rundir::now_unix();
+        assert!(t <= now + 1.0 && t > now - 24.0 * 3600.0, "{t} vs {now}");
+    }
+}
