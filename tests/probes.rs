@@ -470,7 +470,9 @@ fn profiles_list_show_check_and_user_overrides() {
     let conf = env.path("conf");
     std::fs::create_dir_all(conf.join("firedup/profiles")).unwrap();
     std::fs::copy(&good, conf.join("firedup/profiles/mysrv.toml")).unwrap();
-    let srv = env.script("mysrv", "echo warming\necho 'serving on :9'\nsleep 0.2");
+    // It outlives the confirmation window after its ready line (a server that exits within it
+    // was not ready), then ends on its own.
+    let srv = env.script("mysrv", "echo warming\necho 'serving on :9'\nsleep 2");
     let r = env.cmd_json(
         &["run", "--json", "--", &srv],
         &[("XDG_CONFIG_HOME", conf.to_str().unwrap())],
