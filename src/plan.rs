@@ -64,6 +64,10 @@ pub struct ProbePlan {
     pub notify: bool,
     /// Sample GPU memory of the tree (where nvidia-smi exists).
     pub gpu: bool,
+    /// The run whose processes count as the server's own when a listener's owner is checked
+    /// (set by the observer; processes carry it as `FIREDUP_RUN_ID`).
+    #[serde(default)]
+    pub run_id: Option<String>,
 }
 
 impl ProbePlan {

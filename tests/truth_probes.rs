@@ -16,7 +16,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::bounded::run_bounded;
-use common::{Env, fixture, free_port};
+use common::{Env, alive, fixture, free_port};
 
 const BOUND: Duration = Duration::from_secs(60);
 
@@ -55,6 +55,12 @@ fn firedup(env: &Env, args: &[&str]) -> Ran {
 /// A process the test started, killed (and reaped) when dropped.
 struct Helper(Child);
 
+impl Helper {
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
 impl Drop for Helper {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -92,6 +98,158 @@ fn foreign_http_server(env: &Env, port: u16) -> Helper {
 
 fn fake_uvicorn() -> String {
     fixture("truth/fake_uvicorn.py")
+}
+
+// ------------------------------------------------------------------------------- case 3
+
+/// A stale `python3 -m http.server` on the probed port answers 200 (or 404) at once; the watched
+/// server is still loading. Each kind of HTTP probe must say "not yet", naming the other process,
+/// until the timeout: never `ready` (before the fix: `ready` in milliseconds through `--http`,
+/// `monitor_error` through the request probe and the profile's /health, whose 404 came from the
+/// wrong server, and the loading server was stopped for it).
+#[test]
+fn someone_elses_http_server_on_the_port_is_not_yet_for_every_http_probe() {
+    let env = Env::new();
+    let port = free_port();
+    let foreign = foreign_http_server(&env, port);
+    let p = port.to_string();
+    let url = format!("http://127.0.0.1:{port}/");
+    // A loading server whose address is the probed port (`sh -c SCRIPT sh --port P` reads to the
+    // vllm profile as a server on port P) and that never gets there.
+    let loading = "echo 'INFO:     Application startup complete.'; exec sleep 30";
+    let cases: [(&str, Vec<&str>); 3] = [
+        ("--http", vec!["--ready-line", "never", "--http", &url]),
+        (
+            "--ready-request",
+            vec!["--profile", "vllm", "--no-probe", "--ready-request"],
+        ),
+        ("the profile's http probe", vec!["--profile", "vllm"]),
+    ];
+    for (name, flags) in cases {
+        let mut args = vec!["run", "--json", "--timeout", "3s"];
+        args.extend(flags);
+        args.extend(["--", "sh", "-c", loading, "sh", "--port", &p]);
+        let r = firedup(&env, &args);
+        assert_eq!(
+            (r.code, r.verdict()),
+            (124, "timed_out"),
+            "{name}: {}",
+            r.explain()
+        );
+        let reason = r.json["reason"].as_str().unwrap_or_default();
+        let named = format!("port {port} is answered by pid {}", foreign.pid());
+        assert!(
+            reason.contains(&named) && reason.contains("not by the watched process"),
+            "{name}: the reason does not name the other server: {reason}"
+        );
+        assert!(
+            r.stderr.contains(&named),
+            "{name}: not shown while waiting:\n{}",
+            r.stderr
+        );
+    }
+    // The other server was never touched.
+    assert!(alive(foreign.pid() as u64));
+}
+
+/// A server that daemonizes (a double fork into its own session) leaves the watched process tree,
+/// but it still carries the run's FIREDUP_RUN_ID: its listener is the run's own, so `ready`.
+#[test]
+fn a_daemon_of_the_run_holding_the_port_is_the_runs_own() {
+    let env = Env::new();
+    let port = free_port();
+    let daemon = format!("http.server {port} --bind 127.0.0.1");
+    let script =
+        format!("(setsid timeout 60 python3 -m {daemon} >/dev/null 2>&1 &); exec sleep 30");
+    let url = format!("http://127.0.0.1:{port}/");
+    let r = firedup(
+        &env,
+        &[
+            "run",
+            "--json",
+            "--http",
+            &url,
+            "--timeout",
+            "20s",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    // The daemon is the test's to clean up (`firedup stop` follows the tree).
+    let _ = firedup(&env, &["stop", r.json["run_id"].as_str().unwrap_or("none")]);
+    for pid in pids_with_cmdline(&daemon) {
+        // SAFETY: kill(2) on processes this test started (their command line names its port).
+        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    }
+    assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
+}
+
+/// Pids whose command line contains `needle`.
+fn pids_with_cmdline(needle: &str) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|b| {
+                    String::from_utf8_lossy(&b)
+                        .replace('\0', " ")
+                        .contains(needle)
+                })
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// Two slots running at once, each cell's server on the vllm profile's default port 8000: the
+/// second would find the first's server. Refused before anything starts (exit 2, naming the
+/// cells and the port); slots that give each cell its own port are accepted.
+#[test]
+fn parallel_matrix_cells_that_would_share_a_port_are_refused_before_they_start() {
+    let env = Env::new();
+    let write = |name: &str, slots: &str| {
+        let file = env.path(name);
+        std::fs::write(
+            &file,
+            format!(
+                r#"
+[base]
+command = ["sh", "-c", "echo 'INFO:     Application startup complete.'; exec sleep 30", "sh", "--port", "{{port}}"]
+profile = "vllm"
+no_probe = true
+timeout = "10s"
+vars = {{ port = "8000" }}
+
+[[axis]]
+env = "MODE"
+values = ["a", "b"]
+
+{slots}
+"#
+            ),
+        )
+        .unwrap();
+        file.display().to_string()
+    };
+    let shared = write("shared.toml", "[[slot]]\n[[slot]]\n");
+    let r = firedup(&env, &["matrix", &shared, "--dry-run"]);
+    assert_eq!(r.code, 2, "{}", r.explain());
+    assert!(
+        r.stderr.contains("cell 1 (MODE=a) in slot 0")
+            && r.stderr.contains("in slot 1")
+            && r.stderr.contains("would both use port 8000"),
+        "{}",
+        r.explain()
+    );
+    let own = write(
+        "own-ports.toml",
+        "[[slot]]\nvars = { port = \"18000\" }\n[[slot]]\nvars = { port = \"18001\" }\n",
+    );
+    let r = firedup(&env, &["matrix", &own, "--dry-run"]);
+    assert_eq!(r.code, 0, "{}", r.explain());
 }
 
 // ------------------------------------------------------------------------------- case 4
