@@ -508,6 +508,18 @@ fn run(
         if outcome.server_running {
             teardown = Some("kept running (--keep)".into());
         }
+    } else if outcome.verdict == Verdict::MonitorError {
+        // firedup's own watch failed, so it cannot tell what the server is doing: stopping it
+        // would end a healthy server on firedup's fault. It is left running for a later watch.
+        outcome.server_running = target
+            .pid
+            .is_some_and(|p| process::is_alive(p, target.start_ticks))
+            || !process_tree_empty(&target);
+        if outcome.server_running {
+            teardown = Some(crate::report::left_running_after_monitor_error(
+                &launched.run.id,
+            ));
+        }
     } else if target
         .pid
         .is_some_and(|p| process::is_alive(p, target.start_ticks))

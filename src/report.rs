@@ -295,6 +295,14 @@ impl Progress for HeartbeatProgress {
 }
 
 /// The final block for people.
+/// The teardown note of a run left running after `monitor_error`, with the commands to go on.
+pub fn left_running_after_monitor_error(run_id: &str) -> String {
+    format!(
+        "left running: firedup could not watch it, so it cannot tell whether the server works; \
+         re-attach with `firedup watch {run_id}`, stop it with `firedup stop {run_id}`"
+    )
+}
+
 pub fn render_final(o: &Outcome, teardown: Option<&str>) -> String {
     let mut s = String::new();
     let sig = o.signature.map(|x| format!(" ({x})")).unwrap_or_default();
@@ -385,6 +393,10 @@ pub fn render_final(o: &Outcome, teardown: Option<&str>) -> String {
     let next = match (o.verdict, o.run_id.is_empty()) {
         (Verdict::Ready, false) if o.server_running => format!(
             "firedup stop {}    (logs: firedup logs {} --follow)",
+            o.run_id, o.run_id
+        ),
+        (Verdict::MonitorError, false) if o.server_running => format!(
+            "firedup watch {}    (or stop it: firedup stop {})",
             o.run_id, o.run_id
         ),
         (Verdict::Ready | Verdict::Succeeded, _) => String::new(),

@@ -330,3 +330,65 @@ fn a_uvicorn_app_that_binds_is_ready_at_the_time_of_its_ready_line() {
     let http = r.json["probes"][0]["last"].as_str().unwrap_or_default();
     assert!(http.contains("HTTP 200"), "{http}");
 }
+
+// ------------------------------------------------------------------------------- case 10
+
+/// The health URL answers 200, but the server has no /v1/models: firedup's own request probe
+/// cannot work, so the verdict is `monitor_error`, and firedup, which cannot tell what the server
+/// is doing, leaves it running and says how to re-attach or stop it (before the fix: stopped).
+#[test]
+fn a_monitor_error_leaves_the_server_running_with_the_commands_to_go_on() {
+    let env = Env::new();
+    for json in [true, false] {
+        let port = free_port();
+        let p = port.to_string();
+        let url = format!("http://127.0.0.1:{port}/");
+        let mut args = vec!["run"];
+        if json {
+            args.push("--json");
+        }
+        args.extend([
+            "--http",
+            &url,
+            "--ready-request=openai",
+            "--timeout",
+            "30s",
+            "--",
+            "python3",
+            "-m",
+            "http.server",
+            &p,
+            "--bind",
+            "127.0.0.1",
+        ]);
+        let r = firedup(&env, &args);
+        assert_eq!(r.code, 7, "{}", r.explain());
+        let run_id = if json {
+            assert_eq!(r.verdict(), "monitor_error", "{}", r.explain());
+            assert_eq!(r.json["server_running"], true, "{}", r.explain());
+            let pid = r.json["pid"].as_u64().expect("pid");
+            assert!(alive(pid), "the server was stopped");
+            r.json["run_id"].as_str().unwrap().to_string()
+        } else {
+            let run_id = r
+                .stdout
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("run:"))
+                .map(|id| id.trim().to_string())
+                .expect("a run: line");
+            for want in [
+                "MONITOR_ERROR",
+                "left running",
+                &format!("firedup watch {run_id}"),
+                &format!("firedup stop {run_id}"),
+            ] {
+                assert!(r.stdout.contains(want), "missing {want:?}: {}", r.explain());
+            }
+            run_id
+        };
+        // The server still serves, and the printed command stops it.
+        assert!(TcpStream::connect(("127.0.0.1", port)).is_ok());
+        let stop = firedup(&env, &["stop", &run_id]);
+        assert_eq!(stop.code, 0, "{}", stop.explain());
+    }
+}
