@@ -83,7 +83,8 @@ pub struct JudgeArgs {
     /// How long a missing log may stay missing while no process is known.
     #[arg(long = "log-grace", value_name = "DURATION")]
     pub log_grace: Option<String>,
-    /// After ready, keep watching this long and report a crash inside the window.
+    /// After ready, keep watching this long and report a crash inside the window (replaces the
+    /// 500ms confirmation window after the ready condition; `0s` turns both off).
     #[arg(long, value_name = "DURATION")]
     pub hold: Option<String>,
     /// Judge readiness by the log alone: skip the profile's port/HTTP probes (e.g. when the

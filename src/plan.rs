@@ -296,6 +296,16 @@ fn resolve_probes(
             );
         }
     }
+    // A full --http URL says where the server is when nothing else does (for --then's
+    // FIREDUP_HOST, FIREDUP_PORT and FIREDUP_URL, and a matrix cell's port checks).
+    if let (None, Some(u)) = (&address, &http) {
+        if let Ok(t) = crate::probe::http::Target::parse(u) {
+            address = Some(Address {
+                host: t.host,
+                port: t.port,
+            });
+        }
+    }
     plan.http = http;
     let want_request = opts.ready_request.is_some() || defaults.contains(&ProbeKind::Request);
     if want_request {

@@ -392,3 +392,37 @@ fn a_monitor_error_leaves_the_server_running_with_the_commands_to_go_on() {
         assert_eq!(stop.code, 0, "{}", stop.explain());
     }
 }
+
+// ------------------------------------------------------------------------ --then's address
+
+/// The address of `--http URL` reaches `--then` as FIREDUP_HOST, FIREDUP_PORT and FIREDUP_URL
+/// (before the fix: unset, as no profile knew the address).
+#[test]
+fn then_gets_the_address_of_the_http_url() {
+    let env = Env::new();
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/health");
+    let r = firedup(
+        &env,
+        &[
+            "run",
+            "--json",
+            "--http",
+            &url,
+            "--timeout",
+            "30s",
+            "--then",
+            "printf '%s|%s|%s' \"$FIREDUP_HOST\" \"$FIREDUP_PORT\" \"$FIREDUP_URL\" > then-env.txt",
+            "--",
+            "python3",
+            &fake_uvicorn(),
+            "--port",
+            &port.to_string(),
+        ],
+    );
+    assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
+    assert_eq!(
+        common::file_text(&env.path("then-env.txt")),
+        format!("127.0.0.1|{port}|http://127.0.0.1:{port}")
+    );
+}
