@@ -83,7 +83,8 @@ pub struct JudgeArgs {
     /// How long a missing log may stay missing while no process is known.
     #[arg(long = "log-grace", value_name = "DURATION")]
     pub log_grace: Option<String>,
-    /// After ready, keep watching this long and report a crash inside the window.
+    /// After ready, keep watching this long and report a crash inside the window (replaces the
+    /// 500ms confirmation window after the ready condition; `0s` turns both off).
     #[arg(long, value_name = "DURATION")]
     pub hold: Option<String>,
     /// Judge readiness by the log alone: skip the profile's port/HTTP probes (e.g. when the
@@ -558,6 +559,18 @@ fn run(
             .is_some_and(|p| process::is_alive(p, target.start_ticks));
         if outcome.server_running {
             teardown = Some("kept running (--keep)".into());
+        }
+    } else if outcome.verdict == Verdict::MonitorError {
+        // firedup's own watch failed, so it cannot tell what the server is doing: stopping it
+        // would end a healthy server on firedup's fault. It is left running for a later watch.
+        outcome.server_running = target
+            .pid
+            .is_some_and(|p| process::is_alive(p, target.start_ticks))
+            || !process_tree_empty(&target);
+        if outcome.server_running {
+            teardown = Some(crate::report::left_running_after_monitor_error(
+                &launched.run.id,
+            ));
         }
     } else if target
         .pid

@@ -57,6 +57,11 @@ pub struct JudgeConfig {
     pub fail_settle: Duration,
     /// After ready, keep watching this long and report a crash inside the window.
     pub hold: Option<Duration>,
+    /// Without a `hold`: how long the ready condition must stand before the verdict is `ready`.
+    /// A fatal line or an exit inside it overrides the ready condition (uvicorn prints
+    /// `Application startup complete.` before it binds its port, and the bind error comes on the
+    /// next line); the verdict then reports the time the condition first held. Zero: at once.
+    pub confirm: Duration,
     /// A process is expected (launch, `--pid`, run id); without one only the log tells.
     pub expect_process: bool,
     pub log_path: String,
@@ -83,6 +88,7 @@ impl JudgeConfig {
             unreadable_grace: Duration::from_secs(2),
             fail_settle: Duration::from_millis(1500),
             hold: None,
+            confirm: Duration::ZERO,
             expect_process: true,
             log_path: log_path.to_string(),
             context_lines: 6,
@@ -395,8 +401,10 @@ impl Judge {
         if let Some(t) = self.first_fatal_at {
             d.push(t + self.cfg.fail_settle);
         }
-        if let (Some(r), Some(h)) = (self.ready_at, self.cfg.hold) {
-            d.push(r + h);
+        // While a fatal line settles, the settle deadline decides, not the ready window.
+        if let (Some(r), Some(w), None) = (self.ready_at, self.ready_window(), self.first_fatal_at)
+        {
+            d.push(r + w);
         }
         if self.ready_at.is_none() {
             if let Some(t) = self.timeout_at {
@@ -434,6 +442,14 @@ impl Judge {
             return None;
         }
         self.cfg.stall
+    }
+
+    /// How long the ready condition must stand before the verdict: the `hold`, else the
+    /// confirmation window (`None`: the verdict comes at once).
+    fn ready_window(&self) -> Option<Duration> {
+        self.cfg
+            .hold
+            .or(Some(self.cfg.confirm).filter(|c| !c.is_zero()))
     }
 
     /// Feeds one observation made at `at`; returns what changed.
@@ -599,29 +615,34 @@ impl Judge {
         self.ready_at = Some(at);
         self.enter_phase(at, "ready".to_string(), events);
         events.push(Event::Ready { at });
-        if self.cfg.hold.is_none() {
-            let mut conds: Vec<String> = self.cfg.ready_conditions.clone();
-            for p in &self.probes {
-                conds.push(format!("{} {}", p.kind.as_str(), p.target));
-            }
-            let reason = format!(
-                "ready after {}: {}",
-                format_duration(at),
-                describe_conditions(&conds)
-            );
-            // The decisive line is the last ready line seen (not the access-log line of a probe).
-            let line = self.ready_line.clone().or_else(|| self.last_line.clone());
-            self.decide(
-                at,
-                Verdict::Ready,
-                None,
-                Vec::new(),
-                reason,
-                line,
-                None,
-                events,
-            );
+        if self.ready_window().is_none() {
+            self.decide_ready(at, events);
         }
+    }
+
+    /// The `ready` verdict at `at`, the time the ready condition first held.
+    fn decide_ready(&mut self, at: Duration, events: &mut Vec<Event>) {
+        let mut conds: Vec<String> = self.cfg.ready_conditions.clone();
+        for p in &self.probes {
+            conds.push(format!("{} {}", p.kind.as_str(), p.target));
+        }
+        let reason = format!(
+            "ready after {}: {}",
+            format_duration(at),
+            describe_conditions(&conds)
+        );
+        // The decisive line is the last ready line seen (not the access-log line of a probe).
+        let line = self.ready_line.clone().or_else(|| self.last_line.clone());
+        self.decide(
+            at,
+            Verdict::Ready,
+            None,
+            Vec::new(),
+            reason,
+            line,
+            None,
+            events,
+        );
     }
 
     fn on_probe(
@@ -788,7 +809,18 @@ impl Judge {
                 return;
             }
         }
-        if let (Some(r), Some(h)) = (self.ready_at, self.cfg.hold) {
+        // A fatal line inside the hold or the confirmation window is being settled: its failure
+        // is the verdict, at the end of the settle window (checked above), never `ready`.
+        if let (Some(r), None, true) = (self.ready_at, self.cfg.hold, self.first_fatal_at.is_none())
+        {
+            if at >= r + self.cfg.confirm {
+                self.decide_ready(r, events);
+                return;
+            }
+        }
+        if let (Some(r), Some(h), true) =
+            (self.ready_at, self.cfg.hold, self.first_fatal_at.is_none())
+        {
             if at >= r + h {
                 let reason = format!(
                     "ready after {} and still healthy after the {} hold",

@@ -15,6 +15,7 @@ pub mod bench;
 mod display;
 pub mod host_side;
 mod interrupt;
+pub mod ports;
 mod remote_cell;
 pub mod runner;
 pub mod schedule;

@@ -134,12 +134,12 @@ impl LocalObserver {
         }
         if !settings.probes.is_empty() || (settings.probes.gpu && target.pid.is_some()) {
             let tx = tx.clone();
-            crate::prober::spawn(
-                settings.probes.clone(),
-                target.pid,
-                stop.clone(),
-                move |o| tx.send(Wake::Obs(o)).is_ok(),
-            );
+            let mut probes = settings.probes.clone();
+            // A listener held by a process of this run (a daemon that left the tree) is its own.
+            probes.run_id = Some(target.run_id.clone()).filter(|id| !id.is_empty());
+            crate::prober::spawn(probes, target.pid, stop.clone(), move |o| {
+                tx.send(Wake::Obs(o)).is_ok()
+            });
         }
         if let Some(sock) = target.notify.clone() {
             spawn_notify(sock, tx.clone(), stop.clone());

@@ -64,6 +64,10 @@ pub struct ProbePlan {
     pub notify: bool,
     /// Sample GPU memory of the tree (where nvidia-smi exists).
     pub gpu: bool,
+    /// The run whose processes count as the server's own when a listener's owner is checked
+    /// (set by the observer; processes carry it as `FIREDUP_RUN_ID`).
+    #[serde(default)]
+    pub run_id: Option<String>,
 }
 
 impl ProbePlan {
@@ -88,6 +92,10 @@ pub struct Plan {
 const DEFAULT_SERVER_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 const DEFAULT_STALL: Duration = Duration::from_secs(10 * 60);
 const DEFAULT_LOG_GRACE: Duration = Duration::from_secs(30);
+/// How long a ready condition must stand, with no fatal line and no exit, before `ready`: the
+/// next line after a ready line can still be the server's bind error (uvicorn logs
+/// `Application startup complete.` and only then binds), and it comes within milliseconds.
+pub const DEFAULT_CONFIRM: Duration = Duration::from_millis(500);
 
 fn duration_flag(flag: &str, value: &Option<String>) -> Result<Option<Duration>> {
     match value {
@@ -190,6 +198,17 @@ pub fn resolve(
         None if mode == Mode::UntilReady => unbounded(duration_flag("profile hold", &prof.hold)?),
         None => None,
     };
+    // A hold (the user's or the profile's) is a longer window of the same kind: it replaces the
+    // confirmation, and `--hold 0s` turns both off.
+    let confirm = if mode == Mode::UntilExit || opts.hold.is_some() || prof.hold.is_some() {
+        Duration::ZERO
+    } else {
+        match duration_flag("profile confirm", &prof.confirm)? {
+            Some(Duration::MAX) => Duration::ZERO,
+            Some(d) => d,
+            None => DEFAULT_CONFIRM,
+        }
+    };
     if opts.hold.is_some() && mode == Mode::UntilExit {
         bail!("--hold applies to server mode (--until ready), not to a job");
     }
@@ -226,6 +245,7 @@ pub fn resolve(
     judge.timeout = timeout;
     judge.log_grace = log_grace;
     judge.hold = hold;
+    judge.confirm = confirm;
     judge.expect_process = expect_process;
     judge.ready_probes = ready_probes;
     judge.phase_budgets = phase_budgets;
@@ -303,6 +323,16 @@ fn resolve_probes(
             bail!(
                 "--http '{u}': only http:// URLs (or a /path on the server's address) are supported"
             );
+        }
+    }
+    // A full --http URL says where the server is when nothing else does (for --then's
+    // FIREDUP_HOST, FIREDUP_PORT and FIREDUP_URL, and a matrix cell's port checks).
+    if let (None, Some(u)) = (&address, &http) {
+        if let Ok(t) = crate::probe::http::Target::parse(u) {
+            address = Some(Address {
+                host: t.host,
+                port: t.port,
+            });
         }
     }
     plan.http = http;

@@ -9,6 +9,7 @@
 //!
 //! - [`tcp`]: connect to host:port; who owns the listener (`/proc/net/tcp*` → socket inode → pid).
 //! - [`http`]: GET a health URL: status and latency, no proxy from the environment, no redirects.
+//! - [`owner`]: an HTTP or request probe of this machine counts only when the run holds the port.
 //! - [`request`]: a tiny deterministic request that must return tokens (OpenAI-compatible, TGI).
 //! - [`notify`]: an sd_notify socket (`READY=1`, `STATUS=`, `EXTEND_TIMEOUT_USEC=`).
 //! - [`gpu`]: GPU memory held by the watched process tree, from `nvidia-smi`.
@@ -20,6 +21,7 @@ use std::time::Duration;
 pub mod gpu;
 pub mod http;
 pub mod notify;
+pub mod owner;
 pub mod request;
 pub mod tcp;
 #[cfg(test)]

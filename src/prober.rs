@@ -1,5 +1,7 @@
 //! The prober: runs the readiness probes (port, HTTP, real request) and samples GPU memory on a
-//! thread of its own, and sends what it finds as observations.
+//! thread of its own, and sends what it finds as observations. Each readiness probe of this
+//! machine checks who holds the listener: the watched tree, or a process carrying the run's
+//! `FIREDUP_RUN_ID` (`probe::owner`, `probe::tcp`).
 //!
 //! Probes block (each has a hard timeout), so they never run on the engine's thread, where they
 //! would delay reading the log. The real request is only sent once the health probe answers (it
@@ -12,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::judge::Observation;
 use crate::plan::ProbePlan;
+use crate::probe::tcp::Ours;
 use crate::probe::{self, ProbeKind, ProbeOutcome};
 use crate::process;
 
@@ -38,22 +41,29 @@ fn run(plan: &ProbePlan, pid: Option<u32>, stop: &AtomicBool, send: &dyn Fn(Obse
     let probe = |kind: ProbeKind, outcome: ProbeOutcome| send(Observation::Probe { kind, outcome });
     while !stop.load(Ordering::Relaxed) {
         let round = Instant::now();
-        // The tree is only needed by the port probe's owner check and the GPU sample: building
+        // The tree is only needed by the owner checks of the probes and the GPU sample: building
         // it reads every /proc/PID/stat, so not on rounds that need neither.
         let gpu_due = gpu_on && Instant::now() >= next_gpu;
-        let tree: Option<Vec<u32>> = if plan.port.is_some() || gpu_due {
+        let owner_checked = plan.port.is_some() || plan.http.is_some() || plan.request.is_some();
+        let tree: Option<Vec<u32>> = if owner_checked || gpu_due {
             pid.map(process::tree)
         } else {
             None
         };
+        let ours = tree.as_deref().map(|tree| Ours {
+            tree,
+            run_id: plan.run_id.as_deref(),
+        });
         if let Some((host, port)) = &plan.port {
-            let o = probe::tcp::probe(host, *port, tree.as_deref(), probe::PROBE_TIMEOUT);
+            let o = probe::tcp::probe(host, *port, ours.as_ref(), probe::PROBE_TIMEOUT);
             if !probe(ProbeKind::Port, o) {
                 return;
             }
         }
         if let Some(url) = &plan.http {
-            let o = probe::http::probe(url, probe::PROBE_TIMEOUT);
+            let o = probe::owner::guarded(url, ours.as_ref(), || {
+                probe::http::probe(url, probe::PROBE_TIMEOUT)
+            });
             http_up = o.is_up();
             if !probe(ProbeKind::Http, o) {
                 return;
@@ -61,12 +71,14 @@ fn run(plan: &ProbePlan, pid: Option<u32>, stop: &AtomicBool, send: &dyn Fn(Obse
         }
         if let Some((base, kind)) = &plan.request {
             if !request_up && (plan.http.is_none() || http_up) {
-                let o = probe::request::probe_with_key(
-                    base,
-                    *kind,
-                    probe::REQUEST_TIMEOUT,
-                    plan.request_key.as_deref(),
-                );
+                let o = probe::owner::guarded(base, ours.as_ref(), || {
+                    probe::request::probe_with_key(
+                        base,
+                        *kind,
+                        probe::REQUEST_TIMEOUT,
+                        plan.request_key.as_deref(),
+                    )
+                });
                 request_up = o.is_up();
                 if !probe(ProbeKind::Request, o) {
                     return;

@@ -117,6 +117,10 @@ pub struct Profile {
     /// ready line before the last step that can still fail, like TGI's `Connected` before its bind).
     #[serde(default)]
     pub hold: Option<String>,
+    /// How long the ready condition must stand, with no fatal line and no exit, before the
+    /// verdict is `ready` (default 500ms; "off" for none). A `hold` replaces it.
+    #[serde(default)]
+    pub confirm: Option<String>,
     #[serde(default)]
     pub noise: Vec<String>,
     #[serde(default)]
@@ -381,6 +385,7 @@ fn validate(p: &Profile, text: &str) -> std::result::Result<(), String> {
         ("stall", &p.stall),
         ("timeout", &p.timeout),
         ("hold", &p.hold),
+        ("confirm", &p.confirm),
     ] {
         if let Some(v) = v {
             if v != "off" {

@@ -295,6 +295,14 @@ impl Progress for HeartbeatProgress {
 }
 
 /// The final block for people.
+/// The teardown note of a run left running after `monitor_error`, with the commands to go on.
+pub fn left_running_after_monitor_error(run_id: &str) -> String {
+    format!(
+        "left running: firedup could not watch it, so it cannot tell whether the server works; \
+         re-attach with `firedup watch {run_id}`, stop it with `firedup stop {run_id}`"
+    )
+}
+
 pub fn render_final(o: &Outcome, teardown: Option<&str>) -> String {
     let mut s = String::new();
     let sig = o.signature.map(|x| format!(" ({x})")).unwrap_or_default();
@@ -407,6 +415,9 @@ fn next_command(o: &Outcome) -> Option<String> {
     match (o.verdict, id.is_empty()) {
         (Verdict::Ready, false) if o.server_running => Some(format!(
             "firedup stop {host}{id}    (logs: firedup logs {host}{id} --follow)"
+        )),
+        (Verdict::MonitorError, false) if o.server_running => Some(format!(
+            "firedup watch {host}{id}    (or stop it: firedup stop {host}{id})"
         )),
         (Verdict::Ready | Verdict::Succeeded, _) => None,
         (_, false) => Some(format!("firedup logs {host}{id} --meaningful")),

@@ -683,6 +683,128 @@ fn hold_reports_a_crash_after_ready() {
     assert_eq!(j.at, ms(30_100));
 }
 
+/// The confirmation window after the ready condition: a fatal line or an exit inside it is the
+/// verdict (uvicorn's `Application startup complete.` and then its bind error); surviving it is
+/// `ready` at the time the condition first held, not at the end of the window.
+#[test]
+fn confirmation_window_lets_a_fatal_line_or_an_exit_override_ready() {
+    let bind_error = "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use";
+    let code = |c| Some(ExitInfo::code(c));
+    // (name, confirm ms, hold ms, steps, verdict, signature, verdict at ms, ready_at ms)
+    let cases: Vec<(
+        &str,
+        u64,
+        Option<u64>,
+        Vec<Step>,
+        Verdict,
+        Option<Signature>,
+        u64,
+        Option<u64>,
+    )> = vec![
+        (
+            "survives the window: ready at the ready line's time",
+            500,
+            None,
+            vec![Started(0), Line(100, "READY"), Tick(700)],
+            Verdict::Ready,
+            None,
+            100,
+            Some(100),
+        ),
+        (
+            "a bind error on the next line, then exit 1",
+            500,
+            None,
+            vec![
+                Started(0),
+                Line(100, "READY"),
+                Line(102, bind_error),
+                Exit(150, code(1)),
+            ],
+            Verdict::Failed,
+            Some(Signature::PortInUse),
+            150,
+            Some(100),
+        ),
+        (
+            "a bind error while the process lingers: failed after the settle, never ready",
+            500,
+            None,
+            vec![
+                Started(0),
+                Line(100, "READY"),
+                Line(400, bind_error),
+                Tick(5_000),
+            ],
+            Verdict::Failed,
+            Some(Signature::PortInUse),
+            1_900,
+            Some(100),
+        ),
+        (
+            "an exit 0 inside the window is not ready",
+            500,
+            None,
+            vec![Started(0), Line(100, "READY"), Exit(300, code(0))],
+            Verdict::Exited,
+            None,
+            300,
+            Some(100),
+        ),
+        (
+            "a fatal line after the window is too late: ready was already given",
+            500,
+            None,
+            vec![
+                Started(0),
+                Line(100, "READY"),
+                Tick(600),
+                Line(700, bind_error),
+            ],
+            Verdict::Ready,
+            None,
+            100,
+            Some(100),
+        ),
+        (
+            "no window: ready at once, as before",
+            0,
+            None,
+            vec![Started(0), Line(100, "READY"), Line(101, bind_error)],
+            Verdict::Ready,
+            None,
+            100,
+            Some(100),
+        ),
+        (
+            "a hold shorter than the settle window: the fatal line still wins",
+            0,
+            Some(1_000),
+            vec![
+                Started(0),
+                Line(100, "READY"),
+                Line(900, bind_error),
+                Tick(1_100),
+                Tick(5_000),
+            ],
+            Verdict::Failed,
+            Some(Signature::PortInUse),
+            2_400,
+            Some(100),
+        ),
+    ];
+    for (name, confirm, hold, steps, verdict, signature, at, ready_at) in cases {
+        let mut c = cfg(Mode::UntilReady);
+        c.confirm = ms(confirm);
+        c.hold = hold.map(ms);
+        let j = run(c, &steps);
+        assert_eq!(j.verdict, verdict, "{name}: {}", j.reason);
+        assert_eq!(j.signature, signature, "{name}: {}", j.reason);
+        assert_eq!(j.at, ms(at), "{name}: {}", j.reason);
+        assert_eq!(j.ready_at, ready_at.map(ms), "{name}");
+    }
+}
+
 #[test]
 fn every_ready_condition_must_hold() {
     let c = Classifier::new(&ClassifierSpec {

@@ -212,6 +212,38 @@ fn cell_spec(
     Ok((spec, opts, l.bench))
 }
 
+/// Refuses slots whose cells would use the same port at the same time (`matrix/ports.rs`).
+fn refuse_shared_ports(m: &Matrix, slots: usize) -> Result<()> {
+    let mut runs = Vec::new();
+    for slot in 0..slots {
+        for (position, c) in m.cells.iter().enumerate() {
+            let (spec, opts, _) = cell_spec(m, c, slot)?;
+            let plan = plan::resolve(&opts, &spec.command, "", true)?;
+            runs.push(super::ports::CellPorts {
+                slot,
+                cell: position,
+                ports: super::ports::ports_of(&plan),
+            });
+        }
+    }
+    if let Some((i, j, port)) = super::ports::clash(&runs, m.repeat > 1) {
+        let (a, b) = (&runs[i], &runs[j]);
+        bail!(
+            "{slots} slots run at once, and cell {} ({}) in slot {} and cell {} ({}) in slot {} \
+             would both use port {port}: give each slot its own port (a [[slot]] var, e.g. \
+             vars = {{ port = \"8001\" }}, used as --port {{port}} in the command) or run the \
+             cells one at a time (--parallel 1)",
+            m.cells[a.cell].index + 1,
+            m.cells[a.cell].label,
+            a.slot,
+            m.cells[b.cell].index + 1,
+            m.cells[b.cell].label,
+            b.slot
+        );
+    }
+    Ok(())
+}
+
 /// `firedup matrix`.
 pub fn matrix(a: &MatrixArgs) -> Result<i32> {
     let m = definition(a)?;
@@ -231,6 +263,9 @@ pub fn matrix(a: &MatrixArgs) -> Result<i32> {
             cell_spec(&m, c, 0)
                 .map_err(|e| anyhow::anyhow!("cell {} ({}): {e:#}", c.index + 1, c.label))?,
         );
+    }
+    if slots > 1 {
+        refuse_shared_ports(&m, slots)?;
     }
     let history = match History::open_default() {
         Ok(h) => h,

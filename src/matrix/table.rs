@@ -295,7 +295,11 @@ fn describe(v: Verdict, sig: Option<Signature>, phase: Option<&str>, one: bool) 
         Verdict::NeverStarted => "never started".into(),
         Verdict::Stalled => format!("stalled{during}"),
         Verdict::TimedOut => format!("timed out{during}"),
-        Verdict::MonitorError => "could not be watched".into(),
+        // Unlike `run`, which leaves such a server running, a matrix stops it: the next cell
+        // needs a clean machine.
+        Verdict::MonitorError => {
+            "could not be watched (stopped anyway: the next cell needs a clean machine)".into()
+        }
     }
 }
 

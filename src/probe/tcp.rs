@@ -15,7 +15,11 @@
 //!   `/proc`) gives `Up` with the detail saying the owner was not checked: "someone else is on your
 //!   port" must only be said when it is known.
 //!
-//! [`listener_pids`] answers "who listens on this port" for teardown checks.
+//! A process outside the tree that carries the run's `FIREDUP_RUN_ID` (a daemon that forked away,
+//! a `setsid` grandchild) counts as the run's own.
+//!
+//! [`foreign_at`] is the same owner check without a connection, for the HTTP and request probes
+//! (`super::owner`). [`listener_pids`] answers "who listens on this port" for teardown checks.
 
 use std::collections::HashSet;
 use std::fs;
@@ -26,9 +30,24 @@ use std::time::{Duration, Instant};
 use super::ProbeOutcome;
 use crate::duration::format_duration;
 
+/// Who counts as the watched server when its listener is looked up: the process tree, and any
+/// process whose environment carries the run's `FIREDUP_RUN_ID`.
+#[derive(Debug, Clone, Copy)]
+pub struct Ours<'a> {
+    pub tree: &'a [u32],
+    pub run_id: Option<&'a str>,
+}
+
+impl<'a> Ours<'a> {
+    /// Only the process tree (no run marker to look for).
+    pub fn tree(tree: &'a [u32]) -> Self {
+        Ours { tree, run_id: None }
+    }
+}
+
 /// Connects to `host:port` within `timeout`. When `tree` is given and the host is local, a listener
 /// that belongs to no process of `tree` is `Foreign`.
-pub fn probe(host: &str, port: u16, tree: Option<&[u32]>, timeout: Duration) -> ProbeOutcome {
+pub fn probe(host: &str, port: u16, tree: Option<&Ours>, timeout: Duration) -> ProbeOutcome {
     let start = Instant::now();
     let addrs = match super::resolve(host, port, timeout) {
         Ok(a) => a,
@@ -40,16 +59,8 @@ pub fn probe(host: &str, port: u16, tree: Option<&[u32]>, timeout: Duration) -> 
     // another network namespace) does the probe connect, and a refused connect logs nothing.
     if let (Some(tree), Some(first)) = (tree, addrs.first()) {
         if is_local(first.ip()) {
-            let ip = match first.ip() {
-                IpAddr::V4(v4) if v4.is_unspecified() => IpAddr::from([127, 0, 0, 1]),
-                IpAddr::V6(v6) if v6.is_unspecified() => {
-                    IpAddr::from(std::net::Ipv6Addr::LOCALHOST)
-                }
-                ip => ip,
-            };
-            let peer = SocketAddr::new(ip, port);
-            let listed = read_listeners().is_ok_and(|l| !answering(&l, peer).is_empty());
-            if listed {
+            let peer = reachable(*first);
+            if is_listed(peer) {
                 return judge_owner(
                     peer,
                     tree,
@@ -83,12 +94,53 @@ pub fn probe(host: &str, port: u16, tree: Option<&[u32]>, timeout: Duration) -> 
     judge_owner(peer, tree, accepts, latency)
 }
 
+/// Whether this machine's socket table shows a listener that would answer `peer`.
+fn is_listed(peer: SocketAddr) -> bool {
+    read_listeners().is_ok_and(|l| !answering(&l, peer).is_empty())
+}
+
+/// `peer` with a wildcard address replaced by loopback, where a connection to it lands.
+fn reachable(peer: SocketAddr) -> SocketAddr {
+    let ip = match peer.ip() {
+        IpAddr::V4(v4) if v4.is_unspecified() => IpAddr::from([127, 0, 0, 1]),
+        IpAddr::V6(v6) if v6.is_unspecified() => IpAddr::from(std::net::Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    SocketAddr::new(ip, peer.port())
+}
+
+/// `Foreign` when `addr` is on this machine and the listener that would answer it is held by a
+/// process that is not `ours` (or by one firedup cannot see while every process of the tree is
+/// readable, so it is not the tree's). `None` when the listener is ours, when there is none in
+/// the socket table (nothing listens yet, or another network namespace), when the host is not
+/// this machine (its owner cannot be checked), or when a process of the tree cannot be read (a
+/// server started through `sudo`): then the probe's own answer decides, as before this check.
+pub fn foreign_at(addr: SocketAddr, ours: &Ours) -> Option<ProbeOutcome> {
+    if !is_local(addr.ip()) {
+        return None;
+    }
+    let peer = reachable(addr);
+    if !is_listed(peer) {
+        return None;
+    }
+    match judge_owner(peer, ours, String::new(), Duration::ZERO) {
+        foreign @ ProbeOutcome::Foreign { .. } => Some(foreign),
+        _ => None,
+    }
+}
+
 /// Up when the tree holds the listener answering `peer`; otherwise who does.
-fn judge_owner(peer: SocketAddr, tree: &[u32], accepts: String, latency: Duration) -> ProbeOutcome {
+fn judge_owner(peer: SocketAddr, ours: &Ours, accepts: String, latency: Duration) -> ProbeOutcome {
     let port = peer.port();
-    match owner(peer, tree) {
+    match owner(peer, ours) {
         Owner::Tree(pid) => ProbeOutcome::Up {
             detail: format!("{accepts}, held by pid {pid} of the watched process tree"),
+            latency,
+        },
+        Owner::Marked(pid) => ProbeOutcome::Up {
+            detail: format!(
+                "{accepts}, held by pid {pid}, which carries this run's FIREDUP_RUN_ID"
+            ),
             latency,
         },
         Owner::Unchecked(why) => ProbeOutcome::Up {
@@ -243,6 +295,8 @@ fn canonical(ip: IpAddr) -> IpAddr {
 
 enum Owner {
     Tree(u32),
+    /// Outside the tree, but carrying the run's `FIREDUP_RUN_ID`.
+    Marked(u32),
     Other(u32),
     /// A listener exists but no readable process holds it.
     Invisible,
@@ -252,7 +306,8 @@ enum Owner {
     Unchecked(String),
 }
 
-fn owner(peer: SocketAddr, tree: &[u32]) -> Owner {
+fn owner(peer: SocketAddr, ours: &Ours) -> Owner {
+    let tree = ours.tree;
     let listeners = match read_listeners() {
         Ok(l) => l,
         Err(why) => return Owner::Unchecked(why),
@@ -282,6 +337,13 @@ fn owner(peer: SocketAddr, tree: &[u32]) -> Owner {
         .filter(|pid| !tree.contains(pid))
         .find(|&pid| socket_inodes(pid).is_ok_and(|s| !s.is_disjoint(&inodes)));
     match (other, unreadable) {
+        (Some(pid), _)
+            if ours
+                .run_id
+                .is_some_and(|id| crate::process::environ_has(pid, "FIREDUP_RUN_ID", id)) =>
+        {
+            Owner::Marked(pid)
+        }
         (Some(pid), _) => Owner::Other(pid),
         (None, Some(pid)) => Owner::Unreadable(pid),
         (None, None) => Owner::Invisible,
@@ -525,11 +587,11 @@ mod tests {
         let port = listener.local_addr().unwrap().port();
         let me = std::process::id();
         let t = Duration::from_secs(2);
-        let out = probe("127.0.0.1", port, Some(&[me]), t);
+        let out = probe("127.0.0.1", port, Some(&Ours::tree(&[me])), t);
         assert!(out.is_up(), "{out:?}");
         assert!(out.detail().contains(&format!("pid {me}")), "{out:?}");
         // A wildcard host is reached on loopback.
-        assert!(probe("0.0.0.0", port, Some(&[me]), t).is_up());
+        assert!(probe("0.0.0.0", port, Some(&Ours::tree(&[me])), t).is_up());
         assert!(probe("localhost", port, None, t).is_up());
         assert_eq!(listener_pids(port), vec![me]);
     }
@@ -540,7 +602,12 @@ mod tests {
         let port = listener.local_addr().unwrap().port();
         let me = std::process::id();
         // A tree whose one pid does not exist holds no socket.
-        let out = probe("127.0.0.1", port, Some(&[u32::MAX]), Duration::from_secs(2));
+        let out = probe(
+            "127.0.0.1",
+            port,
+            Some(&Ours::tree(&[u32::MAX])),
+            Duration::from_secs(2),
+        );
         match &out {
             ProbeOutcome::Foreign { detail } => {
                 assert!(

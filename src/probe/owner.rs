@@ -1,0 +1,101 @@
+//! Whether the server answering a local HTTP address is the watched one.
+//!
+//! The HTTP and request probes ask a URL, and on this machine someone else's server can answer it
+//! (a stale `python3 -m http.server` on the port, the previous run's server still running): a 200
+//! from it is not this server being ready. Contract of [`guarded`]: before the probe, and again
+//! after an `Up` answer (the listener may have appeared in between), the listener that the URL's
+//! address reaches is looked up as the port probe does ([`super::tcp::foreign_at`]). A listener
+//! held by a process outside the run is `Foreign` ("port 8000 is answered by pid 123 (python3 -m
+//! http.server), not by the watched process"), whatever it would have answered, and the judge
+//! keeps waiting with that reason. Unchanged, the probe's own answer stands when no process is
+//! watched (an attach by log alone), when the host is not this machine (its owner cannot be
+//! checked from here), when the socket table shows no listener (another network namespace), when
+//! a process of the tree cannot be read (a server under `sudo`: it may well be the owner), and
+//! when the URL does not parse or resolve (the probe reports that itself).
+
+use super::ProbeOutcome;
+use super::http::Target;
+use super::tcp::{self, Ours};
+
+/// Runs `probe` for `url` unless the listener behind the URL belongs to someone else (see the
+/// module doc); with `ours` `None`, just runs it.
+pub fn guarded(
+    url: &str,
+    ours: Option<&Ours>,
+    probe: impl FnOnce() -> ProbeOutcome,
+) -> ProbeOutcome {
+    let Some(ours) = ours else {
+        return probe();
+    };
+    if let Some(foreign) = foreign_listener(url, ours) {
+        return foreign;
+    }
+    let outcome = probe();
+    if outcome.is_up() {
+        if let Some(foreign) = foreign_listener(url, ours) {
+            return foreign;
+        }
+    }
+    outcome
+}
+
+/// `Foreign` when a listener that `url`'s address reaches on this machine is not `ours`.
+fn foreign_listener(url: &str, ours: &Ours) -> Option<ProbeOutcome> {
+    let target = Target::parse(url).ok()?;
+    let addrs = super::resolve(&target.host, target.port, super::PROBE_TIMEOUT).ok()?;
+    addrs.into_iter().find_map(|a| tcp::foreign_at(a, ours))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+    use std::time::Duration;
+
+    fn up() -> ProbeOutcome {
+        ProbeOutcome::Up {
+            detail: "HTTP 200 OK".into(),
+            latency: Duration::from_millis(1),
+        }
+    }
+
+    #[test]
+    fn a_listener_outside_the_run_is_foreign_whatever_it_answers() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let me = std::process::id();
+        let url = format!("http://127.0.0.1:{port}/health");
+        let table: [(&[u32], bool); 2] = [
+            // A tree whose one pid does not exist holds no socket: the listener is this test's.
+            (&[u32::MAX], false),
+            // This process holds it: ours.
+            (&[me], true),
+        ];
+        for (tree, want_up) in table {
+            let mut probed = false;
+            let out = guarded(&url, Some(&Ours::tree(tree)), || {
+                probed = true;
+                up()
+            });
+            assert_eq!(out.is_up(), want_up, "{tree:?}: {out:?}");
+            assert_eq!(
+                probed, want_up,
+                "{tree:?}: the probe ran against a foreign listener"
+            );
+            if !want_up {
+                let ProbeOutcome::Foreign { detail } = &out else {
+                    panic!("expected Foreign, got {out:?}");
+                };
+                assert!(
+                    detail.starts_with(&format!("port {port} is answered by pid {me} (")),
+                    "{detail}"
+                );
+            }
+        }
+        // Nothing watched, a remote host, a URL that does not parse: the probe decides.
+        assert!(guarded(&url, None, up).is_up());
+        let tree = [u32::MAX];
+        assert!(guarded("http://192.0.2.1:9/health", Some(&Ours::tree(&tree)), up).is_up());
+        assert!(guarded("not a url", Some(&Ours::tree(&tree)), up).is_up());
+    }
+}
