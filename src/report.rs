@@ -455,6 +455,9 @@ mod tests {
             gpu: None,
             ready_s: None,
             host: host.map(String::from),
+            schema: crate::verdict::OUTCOME_SCHEMA,
+            name: None,
+            log_from_line: None,
         };
         let (r, f, m) = (Verdict::Ready, Verdict::Failed, Verdict::MonitorError);
         let table = [
