@@ -281,6 +281,10 @@ fn foreign_http_server(env: &Env) -> Outcome {
                 &script("loading_forever.sh"),
             ],
         )?;
+        if r.verdict() == "ready" {
+            // Wrongly ready: stop it, so that only what firedup itself left behind is reported.
+            let _ = stop(env, r.run_id());
+        }
         verdict(&r, 124, "timed_out", None)?;
         let reason = r.json["reason"].as_str().unwrap_or("").to_lowercase();
         let foreign_pid = foreign.id().to_string();
@@ -631,8 +635,11 @@ fn twelve_adversarial_cases_end_in_the_true_verdict_and_leave_nothing() {
                         let judged =
                             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| case(&env)))
                                 .unwrap_or_else(|p| Err(format!("panicked: {}", panic_text(&p))));
-                        let left = nothing_left(&env);
-                        judged.and(left)
+                        // Both are reported: a wrong verdict does not hide a process left behind.
+                        match (judged, nothing_left(&env)) {
+                            (Err(a), Err(b)) => Err(format!("{a}\n  also: {b}")),
+                            (judged, left) => judged.and(left),
+                        }
                     }),
                 )
             })

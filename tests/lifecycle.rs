@@ -244,8 +244,19 @@ fn awkward_log_content_is_read_without_loss_or_panic() {
 fn watch_follows_a_log_that_appears_late_and_is_rotated() {
     let env = Env::new();
     let log = env.path("late/server.log");
+    let events = env.path("events.ndjson");
+    // Each step waits (bounded) until firedup has seen the one before, whatever the load: the log
+    // missing, then its first line, and only then the rotation.
+    let wait_for = |needle: &str| {
+        format!(
+            "i=0; until grep -q '{needle}' {e} 2>/dev/null || [ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done",
+            e = events.display()
+        )
+    };
     let script = format!(
-        "sleep 0.3; mkdir -p {d}; echo booting > {l}; sleep 0.2; mv {l} {l}.1; echo 'now READY' > {l}; sleep 300",
+        "{missing}; mkdir -p {d}; echo booting > {l}; {booting}; mv {l} {l}.1; echo 'now READY' > {l}; sleep 300",
+        missing = wait_for("Missing"),
+        booting = wait_for("booting"),
         d = log.parent().unwrap().display(),
         l = log.display()
     );
@@ -263,6 +274,8 @@ fn watch_follows_a_log_that_appears_late_and_is_rotated() {
         &pid,
         "--ready-line",
         "READY",
+        "--events",
+        events.to_str().unwrap(),
     ]);
     server.kill().unwrap();
     server.wait().unwrap();
