@@ -615,11 +615,25 @@ fn a_refused_run_truncates_no_events_file_and_leaves_no_run_dir() {
             events.to_str().unwrap(),
             "--until",
             "exit",
+            "--notify",
         ];
         args.extend_from_slice(extra);
         args.extend_from_slice(&["--", "true"]);
-        let r = bounded(&env, &args);
+        // The notify socket's directory goes under TMPDIR: a private one shows what is left.
+        let tmp = tempfile::tempdir().unwrap();
+        let mut c = env.cmd();
+        c.env("TMPDIR", tmp.path()).args(&args);
+        let out = run_bounded(c, BOUND);
+        let r = common::Run {
+            code: out.code,
+            json: serde_json::Value::Null,
+            stdout: out.stdout,
+            stderr: out.stderr,
+            took: out.took,
+        };
         assert_eq!(r.code, 2, "{extra:?}: {}", r.explain());
+        let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+        assert!(left.is_empty(), "{extra:?} left {left:?} in TMPDIR");
         assert_eq!(
             std::fs::read_to_string(&events).unwrap(),
             "precious\n",
