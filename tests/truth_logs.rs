@@ -380,6 +380,13 @@ fn reattaching_to_a_run_stopped_after_ready_is_not_ready() {
     let w = bounded(&env, &["watch", "--json", r.run_id()]);
     assert_eq!((w.code, w.verdict()), (0, "ready"), "{}", w.explain());
     stop(&env, &r);
+    let exit_json = env
+        .state
+        .path()
+        .join("runs")
+        .join(r.run_id())
+        .join("exit.json");
+    wait_until("the stop to be recorded", || exit_json.exists());
     let w = bounded(&env, &["watch", "--json", r.run_id()]);
     assert_ne!(w.verdict(), "ready", "{}", w.explain());
     assert_eq!(w.json["exit"]["signal"], 15, "{}", w.explain());
