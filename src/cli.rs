@@ -501,6 +501,9 @@ fn run(
     let mut opts = judge.options(false);
     opts.notify = notify;
     opts.env = env.clone();
+    // Validate first, create last: a refused run leaves no notify socket, run directory or
+    // truncated --events file behind.
+    launch::check_paths(&command, cwd.as_deref(), log.as_deref())?;
     let notify_socket = if notify {
         let sock = crate::probe::notify::NotifySocket::bind(&notify_socket_path()?)?;
         env.push(("NOTIFY_SOCKET".into(), sock.path.display().to_string()));
@@ -511,8 +514,6 @@ fn run(
     let mut spec = launch_spec(judge, &opts, &command, cwd, env, log)?;
     spec.name = name;
     let spec_hash = crate::history::launch_hash(&spec, None);
-    // Validate first, open last: a refused run truncates no --events file.
-    launch::check(&spec)?;
     let mut events = open_events(&judge.events)?;
     let mut launched = launch::launch(&spec)?;
     let log_path = launched.log.display().to_string();

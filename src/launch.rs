@@ -166,12 +166,21 @@ pub struct Checked {
 /// Validates a launch without creating anything: the command, the working directory and the
 /// log path (see [`crate::logpath`]). A refused launch leaves no trace.
 pub fn check(spec: &LaunchSpec) -> Result<Checked> {
-    if spec.command.is_empty() {
+    let checked = check_paths(&spec.command, spec.cwd.as_deref(), spec.log.as_deref())?;
+    if let Some(name) = &spec.name {
+        crate::rundir::check_name_free(name)?;
+    }
+    Ok(checked)
+}
+
+/// [`check`] on the parts it needs, for a caller that has no spec yet.
+pub fn check_paths(command: &[String], cwd: Option<&Path>, log: Option<&Path>) -> Result<Checked> {
+    if command.is_empty() {
         bail!(
             "no command given: write it after `--`, e.g. `firedup run --ready-line READY -- ./server`"
         );
     }
-    let cwd = match &spec.cwd {
+    let cwd = match cwd {
         Some(c) => {
             if !c.is_dir() {
                 bail!("--cwd {} is not a directory", c.display());
@@ -180,12 +189,9 @@ pub fn check(spec: &LaunchSpec) -> Result<Checked> {
         }
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
-    if let Some(name) = &spec.name {
-        crate::rundir::check_name_free(name)?;
-    }
-    let log = spec.log.as_ref().map(|p| {
+    let log = log.map(|p| {
         if p.is_absolute() {
-            p.clone()
+            p.to_path_buf()
         } else {
             cwd.join(p)
         }

@@ -380,6 +380,13 @@ fn reattaching_to_a_run_stopped_after_ready_is_not_ready() {
     let w = bounded(&env, &["watch", "--json", r.run_id()]);
     assert_eq!((w.code, w.verdict()), (0, "ready"), "{}", w.explain());
     stop(&env, &r);
+    let exit_json = env
+        .state
+        .path()
+        .join("runs")
+        .join(r.run_id())
+        .join("exit.json");
+    wait_until("the stop to be recorded", || exit_json.exists());
     let w = bounded(&env, &["watch", "--json", r.run_id()]);
     assert_ne!(w.verdict(), "ready", "{}", w.explain());
     assert_eq!(w.json["exit"]["signal"], 15, "{}", w.explain());
@@ -615,11 +622,25 @@ fn a_refused_run_truncates_no_events_file_and_leaves_no_run_dir() {
             events.to_str().unwrap(),
             "--until",
             "exit",
+            "--notify",
         ];
         args.extend_from_slice(extra);
         args.extend_from_slice(&["--", "true"]);
-        let r = bounded(&env, &args);
+        // The notify socket's directory goes under TMPDIR: a private one shows what is left.
+        let tmp = tempfile::tempdir().unwrap();
+        let mut c = env.cmd();
+        c.env("TMPDIR", tmp.path()).args(&args);
+        let out = run_bounded(c, BOUND);
+        let r = common::Run {
+            code: out.code,
+            json: serde_json::Value::Null,
+            stdout: out.stdout,
+            stderr: out.stderr,
+            took: out.took,
+        };
         assert_eq!(r.code, 2, "{extra:?}: {}", r.explain());
+        let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+        assert!(left.is_empty(), "{extra:?} left {left:?} in TMPDIR");
         assert_eq!(
             std::fs::read_to_string(&events).unwrap(),
             "precious\n",
