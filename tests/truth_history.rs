@@ -592,3 +592,46 @@ fn a_name_goes_where_a_run_id_goes_over_ssh() {
     assert!(meta.contains("\"far\""), "{meta}");
     assert!(!meta.contains("Mark7"), "{meta}");
 }
+
+/// The run record keeps `--api-key` redacted, yet a later `watch RUN_ID` with `--ready-request`
+/// still sends the server's own key (read from the live server's arguments).
+#[test]
+fn a_later_watch_sends_the_servers_own_api_key() {
+    let env = Env::new();
+    let vllm = env.script(
+        "vllm",
+        &format!(
+            "exec python3 {} \"$@\"",
+            common::fixture("servers/fake_llm_server.py")
+        ),
+    );
+    let port = common::free_port().to_string();
+    let r = firedup(
+        &env,
+        &[
+            "run",
+            "--json",
+            "--timeout",
+            "30s",
+            "--ready-request",
+            "--",
+            &vllm,
+            "serve",
+            "m",
+            "--port",
+            &port,
+            "--api-key",
+            "sk-Mark8abcdefghijkl",
+        ],
+    );
+    assert_eq!(r.verdict(), "ready", "{}", r.explain());
+    let id = r.run_id();
+    let w = firedup(&env, &["watch", &id, "--json", "--timeout", "30s"]);
+    stop(&env, &id);
+    assert_eq!(w.verdict(), "ready", "{}", w.explain());
+    assert!(
+        !w.stdout.contains("Mark8") && !w.stderr.contains("Mark8"),
+        "{}",
+        w.explain()
+    );
+}
