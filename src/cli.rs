@@ -844,15 +844,6 @@ fn watch(
                 .is_some_and(|p| process::is_alive(p, target.start_ticks))
     });
     let command: Vec<String> = match &target.run {
-        // The record holds the command with secrets redacted; the live process has the real
-        // one (an `--api-key` that `--ready-request` must send).
-        Some(_)
-            if target
-                .pid
-                .is_some_and(|p| process::is_alive(p, target.start_ticks)) =>
-        {
-            process::argv(target.pid.unwrap_or_default())
-        }
         Some(r) => r.meta().map(|m| m.command).unwrap_or_default(),
         None => pid
             .map(|p| process::cmdline(p).split(' ').map(String::from).collect())

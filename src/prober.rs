@@ -38,6 +38,12 @@ fn run(plan: &ProbePlan, pid: Option<u32>, stop: &AtomicBool, send: &dyn Fn(Obse
     let mut gpu_on = plan.gpu;
     let mut http_up = false;
     let mut request_up = false;
+    // Run records keep the command with its `--api-key` redacted: a later watch of a run (here
+    // or on the host) reads the key from the live server's own arguments.
+    let request_key = plan.request_key.clone().or_else(|| {
+        plan.request.as_ref()?;
+        crate::profile::flag_value(&process::argv(pid?), &["--api-key".to_string()])
+    });
     let probe = |kind: ProbeKind, outcome: ProbeOutcome| send(Observation::Probe { kind, outcome });
     while !stop.load(Ordering::Relaxed) {
         let round = Instant::now();
@@ -76,7 +82,7 @@ fn run(plan: &ProbePlan, pid: Option<u32>, stop: &AtomicBool, send: &dyn Fn(Obse
                         base,
                         *kind,
                         probe::REQUEST_TIMEOUT,
-                        plan.request_key.as_deref(),
+                        request_key.as_deref(),
                     )
                 });
                 request_up = o.is_up();

@@ -543,3 +543,95 @@ fn secrets_by_name_and_by_value_are_never_stored_or_shown() {
     );
     assert!(show.stdout.contains("--api-key"), "{}", show.stdout);
 }
+
+/// Over SSH a name goes where a run id goes too, and the remote run record keeps no secret.
+#[test]
+fn a_name_goes_where_a_run_id_goes_over_ssh() {
+    let sshd = common::sshd::Sshd::start();
+    let env = Env::new();
+    let remote_state = env.path("remote-state");
+    let config = sshd.config_path();
+    let vars = [
+        ("FIREDUP_SSH_CONFIG", config.to_str().unwrap()),
+        ("FIREDUP_REMOTE_STATE_DIR", remote_state.to_str().unwrap()),
+    ];
+    let r = firedup_with(
+        &env,
+        &[
+            "run",
+            "--json",
+            "--host",
+            "fdtest",
+            "--name",
+            "far",
+            "--ready-line",
+            "up",
+            "--",
+            "sh",
+            "-c",
+            "echo up; exec sleep 300",
+            "x",
+            "--api-key",
+            "sk-Mark7abcdefghijkl",
+        ],
+        &vars,
+    );
+    assert_eq!(r.verdict(), "ready", "{}", r.explain());
+    assert_eq!(r.json["name"], "far", "{}", r.explain());
+    let id = r.run_id();
+    let w = firedup_with(&env, &["watch", "--host", "fdtest", "far", "--json"], &vars);
+    assert_eq!(w.verdict(), "ready", "{}", w.explain());
+    assert_eq!(
+        (w.run_id(), &w.json["name"]),
+        (id.clone(), &serde_json::json!("far"))
+    );
+    let meta = std::fs::read_to_string(remote_state.join("runs").join(&id).join("meta.json"))
+        .unwrap_or_default();
+    let s = firedup_with(&env, &["stop", "--host", "fdtest", "far"], &vars);
+    assert_eq!(s.code, 0, "{}", s.explain());
+    assert!(meta.contains("\"far\""), "{meta}");
+    assert!(!meta.contains("Mark7"), "{meta}");
+}
+
+/// The run record keeps `--api-key` redacted, yet a later `watch RUN_ID` with `--ready-request`
+/// still sends the server's own key (read from the live server's arguments).
+#[test]
+fn a_later_watch_sends_the_servers_own_api_key() {
+    let env = Env::new();
+    let vllm = env.script(
+        "vllm",
+        &format!(
+            "exec python3 {} \"$@\"",
+            common::fixture("servers/fake_llm_server.py")
+        ),
+    );
+    let port = common::free_port().to_string();
+    let r = firedup(
+        &env,
+        &[
+            "run",
+            "--json",
+            "--timeout",
+            "30s",
+            "--ready-request",
+            "--",
+            &vllm,
+            "serve",
+            "m",
+            "--port",
+            &port,
+            "--api-key",
+            "sk-Mark8abcdefghijkl",
+        ],
+    );
+    assert_eq!(r.verdict(), "ready", "{}", r.explain());
+    let id = r.run_id();
+    let w = firedup(&env, &["watch", &id, "--json", "--timeout", "30s"]);
+    stop(&env, &id);
+    assert_eq!(w.verdict(), "ready", "{}", w.explain());
+    assert!(
+        !w.stdout.contains("Mark8") && !w.stderr.contains("Mark8"),
+        "{}",
+        w.explain()
+    );
+}
