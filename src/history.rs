@@ -147,6 +147,10 @@ pub struct RunRecord {
     pub teardown: Option<String>,
     pub version: String,
     pub cell: Option<CellRef>,
+    /// The run was ended by a signal to firedup (Ctrl-C, SIGTERM, SIGHUP) before or after its
+    /// verdict: its `verdict` column says `interrupted`, its outcome is what was known then.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 /// Where a matrix run sits in its matrix.
@@ -190,6 +194,16 @@ impl RunRecord {
             teardown: None,
             version: env!("CARGO_PKG_VERSION").to_string(),
             cell: None,
+            interrupted: false,
+        }
+    }
+
+    /// The verdict column: the outcome's verdict, or `interrupted`.
+    pub fn verdict_text(&self) -> &str {
+        if self.interrupted {
+            "interrupted"
+        } else {
+            self.outcome.verdict.as_str()
         }
     }
 }
@@ -214,6 +228,26 @@ pub fn record_launch(
         outcome,
     );
     r.teardown = teardown.map(String::from);
+    record_quietly(&r);
+}
+
+/// Records a launched run that a signal to firedup ended (see [`RunRecord::interrupted`]).
+pub fn record_interrupted(
+    spec: &crate::launch::LaunchSpec,
+    hash: &str,
+    outcome: &Outcome,
+    teardown: &str,
+) {
+    let mut r = RunRecord::new(
+        "run",
+        hash.to_string(),
+        &spec.command,
+        &spec.env,
+        Some(spec.profile.clone()),
+        outcome,
+    );
+    r.teardown = Some(teardown.to_string());
+    r.interrupted = true;
     record_quietly(&r);
 }
 
@@ -617,7 +651,7 @@ fn insert(tx: &rusqlite::Transaction<'_>, r: &RunRecord) -> Result<i64> {
             r.profile,
             r.started_at,
             r.ended_at,
-            o.verdict.as_str(),
+            r.verdict_text(),
             o.signature.map(|s| s.as_str()),
             o.reason,
             o.line.as_ref().map(|l| l.number as i64),
@@ -679,6 +713,7 @@ fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         teardown: r.get("teardown")?,
         version: r.get("version")?,
         cell,
+        interrupted: r.get::<_, String>("verdict")? == "interrupted",
     })
 }
 
