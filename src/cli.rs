@@ -184,7 +184,8 @@ pub enum Command {
         /// After ready, run CMD (sh -c), then stop the server and exit with CMD's status.
         #[arg(long, value_name = "CMD")]
         then: Option<String>,
-        /// Leave the server running whatever the verdict.
+        /// Leave the server running whatever the verdict (also on Ctrl-C, which otherwise stops
+        /// it and exits 130).
         #[arg(long)]
         keep: bool,
         /// Give the command a NOTIFY_SOCKET (sd_notify) and count `READY=1` as a readiness
@@ -218,7 +219,8 @@ pub enum Command {
         #[command(flatten)]
         remote: RemoteArgs,
     },
-    /// Stop a run: SIGTERM to its group, grace, SIGKILL, then verify nothing of it is left.
+    /// Stop a run: SIGTERM to its group and to every process carrying its FIREDUP_RUN_ID,
+    /// grace, SIGKILL, then verify nothing of it is left.
     Stop {
         run_id: String,
         #[arg(long, value_name = "DURATION", default_value = "10s")]
