@@ -188,6 +188,12 @@ fn a_daemonizing_redis_is_ready_and_running_and_stop_finds_it() {
     );
     let daemon = daemon.expect("redis wrote its pidfile");
     assert!(alive(daemon as u64));
+    let ps = firedup(&env, &["ps"]);
+    assert!(
+        ps.stdout.contains(&format!("running (daemon {daemon}")),
+        "{}",
+        explain(&ps)
+    );
     let stop = firedup(&env, &["stop", &run_id]);
     assert_eq!(stop.code, 0, "{}", explain(&stop));
     assert!(stop.stdout.contains("none left"), "{}", explain(&stop));
