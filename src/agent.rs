@@ -81,6 +81,8 @@ pub fn serve(spec: &AgentSpec, out: &mut dyn Write) -> std::io::Result<()> {
         resume: spec.resume.map(|r| (r.offset, r.line)),
         probes: spec.probes.clone(),
         sample_every: Duration::from_millis(spec.sample_every_ms.max(100)),
+        // The agent's spec does not say the mode: a remote daemon is not followed (yet).
+        follow_run: false,
     };
     let start = Instant::now();
     // Observation times are seconds since time zero by this host's clock.

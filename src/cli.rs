@@ -17,7 +17,7 @@ use crate::plan::{self, WatchOptions};
 use crate::process;
 use crate::report;
 use crate::rundir::RunDir;
-use crate::stop::{StopReport, stop_tree};
+use crate::stop::{StopReport, stop_run};
 use crate::verdict::{Outcome, USAGE_EXIT_CODE, Verdict};
 
 #[derive(Debug, Parser)]
@@ -185,7 +185,8 @@ pub enum Command {
         /// After ready, run CMD (sh -c), then stop the server and exit with CMD's status.
         #[arg(long, value_name = "CMD")]
         then: Option<String>,
-        /// Leave the server running whatever the verdict.
+        /// Leave the server running whatever the verdict (also on Ctrl-C, which otherwise stops
+        /// it and exits 130).
         #[arg(long)]
         keep: bool,
         /// Give the command a NOTIFY_SOCKET (sd_notify) and count `READY=1` as a readiness
@@ -227,7 +228,8 @@ pub enum Command {
         #[command(flatten)]
         remote: RemoteArgs,
     },
-    /// Stop a run: SIGTERM to its group, grace, SIGKILL, then verify nothing of it is left.
+    /// Stop a run: SIGTERM to its group and to every process carrying its FIREDUP_RUN_ID,
+    /// grace, SIGKILL, then verify nothing of it is left.
     Stop {
         /// A run id or name.
         run_id: String,
@@ -515,10 +517,23 @@ fn run(
     spec.name = name;
     let spec_hash = crate::history::launch_hash(&spec, None);
     let mut events = open_events(&judge.events)?;
+    // From the launch on, Ctrl-C, SIGTERM and SIGHUP end the run deliberately.
+    let interrupts = crate::interrupt::install()?;
+    let launched_at = std::time::Instant::now();
     let mut launched = launch::launch(&spec)?;
     let log_path = launched.log.display().to_string();
-    let plan = plan::resolve(&opts, &command, &log_path, true)?;
     let mut target = Target::from_launch(&launched);
+    interrupts.arm(crate::interrupt::RunEnding {
+        target: target.clone(),
+        grace,
+        keep,
+        spec: spec.clone(),
+        spec_hash: spec_hash.clone(),
+        launched_at,
+        outcome: None,
+        then_child: None,
+    });
+    let plan = plan::resolve(&opts, &command, &log_path, true)?;
     target.notify = notify_socket;
     let mut progress =
         report::progress_for_stderr(&launched.run.id, crate::history::last_time(&spec_hash));
@@ -533,53 +548,60 @@ fn run(
 
     let mut teardown: Option<String> = None;
     let mut exit_code = outcome.verdict.exit_code();
+    if let (Verdict::Ready, Some(cmd)) = (outcome.verdict, then) {
+        interrupts.update(|e| e.outcome = Some(outcome.clone()));
+        let then_status = run_then(&cmd, &outcome, plan.address.as_ref(), &|pid| {
+            interrupts.update(|e| e.then_child = Some(pid))
+        });
+        interrupts.finish();
+        let report = stop_target(&target, grace);
+        teardown = Some(report.describe());
+        gpu_after_teardown(&mut outcome, &report);
+        outcome.server_running = !report.survivors.is_empty();
+        let status = match then_status {
+            Ok(status) => status,
+            Err(e) => {
+                crate::history::record_launch(
+                    "run",
+                    &spec,
+                    &spec_hash,
+                    &outcome,
+                    teardown.as_deref(),
+                );
+                bail!("{e:#}; the server was stopped: {}", report.describe());
+            }
+        };
+        exit_code = status;
+        print_outcome(
+            judge.json,
+            &outcome,
+            teardown.as_deref(),
+            Some((cmd.as_str(), status)),
+        );
+        // The verdict first: recording it must not delay what the user waits for.
+        crate::history::record_launch("run", &spec, &spec_hash, &outcome, teardown.as_deref());
+        return Ok(exit_code);
+    }
+    interrupts.finish();
     if outcome.verdict == Verdict::Ready {
-        if let Some(cmd) = then {
-            let status = run_then(&cmd, &outcome, plan.address.as_ref())?;
-            let report = stop_target(&target, grace);
-            teardown = Some(describe_stop(&report));
-            gpu_after_teardown(&mut outcome, &report);
-            outcome.server_running = !report.survivors.is_empty();
-            exit_code = status;
-            print_outcome(
-                judge.json,
-                &outcome,
-                teardown.as_deref(),
-                Some((cmd.as_str(), status)),
-            );
-            // The verdict first: recording it must not delay what the user waits for.
-            crate::history::record_launch("run", &spec, &spec_hash, &outcome, teardown.as_deref());
-            return Ok(exit_code);
-        }
-        outcome.server_running = target
-            .pid
-            .is_some_and(|p| process::is_alive(p, target.start_ticks));
+        outcome.server_running = run_alive(&target);
     } else if keep {
-        outcome.server_running = target
-            .pid
-            .is_some_and(|p| process::is_alive(p, target.start_ticks));
+        outcome.server_running = run_alive(&target);
         if outcome.server_running {
             teardown = Some("kept running (--keep)".into());
         }
     } else if outcome.verdict == Verdict::MonitorError {
         // firedup's own watch failed, so it cannot tell what the server is doing: stopping it
         // would end a healthy server on firedup's fault. It is left running for a later watch.
-        outcome.server_running = target
-            .pid
-            .is_some_and(|p| process::is_alive(p, target.start_ticks))
-            || !process_tree_empty(&target);
+        outcome.server_running = run_alive(&target) || !process_tree_empty(&target);
         if outcome.server_running {
             teardown = Some(crate::report::left_running_after_monitor_error(
                 &launched.run.id,
             ));
         }
-    } else if target
-        .pid
-        .is_some_and(|p| process::is_alive(p, target.start_ticks))
-        || !process_tree_empty(&target)
-    {
+    } else if run_alive(&target) || !process_tree_empty(&target) {
         let report = stop_target(&target, grace);
-        teardown = Some(describe_stop(&report));
+        teardown = Some(report.describe());
         gpu_after_teardown(&mut outcome, &report);
         outcome.server_running = !report.survivors.is_empty();
     } else {
@@ -665,51 +687,29 @@ fn process_tree_empty(target: &Target) -> bool {
     }
 }
 
-fn stop_target(target: &Target, grace: Duration) -> StopReport {
-    match target.pid {
-        Some(pid) => stop_tree(pid, target.start_ticks, grace),
-        None => StopReport {
-            targeted: vec![],
-            escalated: false,
-            survivors: vec![],
-            took: Duration::ZERO,
-        },
-    }
-}
-
-fn describe_stop(r: &StopReport) -> String {
-    if r.targeted.is_empty() {
-        return "nothing left to stop".into();
-    }
-    let how = if r.escalated {
-        "SIGTERM, then SIGKILL"
-    } else {
-        "SIGTERM"
-    };
-    if r.survivors.is_empty() {
-        format!(
-            "stopped {} process(es) with {how} in {}; none left",
-            r.targeted.len(),
-            format_duration(r.took)
-        )
-    } else {
-        let s: Vec<String> = r
-            .survivors
+/// Whether anything of the run lives: the launched process, or any process carrying the run's
+/// `FIREDUP_RUN_ID` (a daemon it left), its supervisor aside.
+pub(crate) fn run_alive(target: &Target) -> bool {
+    target
+        .pid
+        .is_some_and(|p| process::is_alive(p, target.start_ticks))
+        || process::of_run(&target.run_id)
+            .pids
             .iter()
-            .map(|(p, c)| format!("{p} ({c})"))
-            .collect();
-        format!(
-            "{} process(es) survived {how}: {}",
-            r.survivors.len(),
-            s.join(", ")
-        )
-    }
+            .any(|p| !process::is_supervisor(*p))
 }
 
+/// Stops everything of the run and checks that nothing is left (see [`stop_run`]).
+fn stop_target(target: &Target, grace: Duration) -> StopReport {
+    stop_run(target.pid, target.start_ticks, &target.run_id, grace)
+}
+
+/// Runs the `--then` command (`sh -c CMD`) to its end; `started` hears its pid.
 pub(crate) fn run_then(
     cmd: &str,
     o: &Outcome,
     address: Option<&crate::profile::Address>,
+    started: &dyn Fn(u32),
 ) -> Result<i32> {
     let mut c = std::process::Command::new("sh");
     c.arg("-c")
@@ -724,9 +724,16 @@ pub(crate) fn run_then(
     if let Some(pid) = o.pid {
         c.env("FIREDUP_PID", pid.to_string());
     }
-    let status = c
-        .status()
-        .with_context(|| format!("cannot run --then command '{cmd}'"))?;
+    let mut child = c.spawn().map_err(|e| {
+        anyhow::anyhow!(
+            "cannot run --then command '{cmd}': {}",
+            launch::describe_spawn_error("sh", &e)
+        )
+    })?;
+    started(child.id());
+    let status = child
+        .wait()
+        .with_context(|| format!("cannot wait for --then command '{cmd}'"))?;
     use std::os::unix::process::ExitStatusExt;
     Ok(status
         .code()
@@ -927,19 +934,35 @@ const ENDED_RUN_HOLD: Duration = Duration::from_secs(24 * 3600);
 fn stop(run_id: &str, grace: &str) -> Result<i32> {
     let grace = grace_flag(grace)?;
     let run = RunDir::open(run_id)?;
-    let Some(p) = run.process() else {
-        println!("{run_id}: never started; nothing to stop");
+    let record = run.process();
+    // Also without a process record: whatever carries the run's id is the run's.
+    let report = stop_run(
+        record.map(|p| p.pid),
+        record.map(|p| p.start_ticks),
+        &run.id,
+        grace,
+    );
+    if record.is_none() && report.targeted.is_empty() && report.survivors.is_empty() {
+        println!("{run_id}: never started; {}", report.describe());
         return Ok(0);
-    };
-    let report = stop_tree(p.pid, Some(p.start_ticks).filter(|t| *t != 0), grace);
+    }
     // The supervisor records the exit a moment after the process ends: wait for it (bounded), so
     // that `firedup ps` right after a stop shows how the run ended.
     let deadline = std::time::Instant::now() + Duration::from_secs(2);
-    while run.exit().is_none() && std::time::Instant::now() < deadline {
+    while record.is_some() && run.exit().is_none() && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
-    println!("{run_id}: {}", describe_stop(&report));
+    println!("{run_id}: {}", report.describe());
     Ok(if report.survivors.is_empty() { 0 } else { 1 })
+}
+
+/// The oldest live process of a run whose launcher is gone (a daemon it left), its supervisor
+/// aside.
+fn daemon_of(run: &RunDir) -> Option<u32> {
+    process::of_run(&run.id)
+        .pids
+        .into_iter()
+        .find(|p| !process::is_supervisor(*p))
 }
 
 /// A run's live state, in words.
@@ -947,6 +970,10 @@ pub fn run_state(run: &RunDir) -> String {
     if let Some(e) = run.exit() {
         return match (e.spawn_error, e.exit) {
             (Some(err), _) => format!("never started: {err}"),
+            (None, Some(x)) if x.code == Some(0) && daemon_of(run).is_some() => format!(
+                "running (daemon {}; the launcher exited 0)",
+                daemon_of(run).unwrap_or_default()
+            ),
             (None, Some(x)) => format!("ended: {}", x.describe()),
             _ => "ended".into(),
         };

@@ -136,6 +136,7 @@ pub fn watch(
         resume: None,
         probes: plan.probes.clone(),
         sample_every: sample_interval(plan),
+        follow_run: plan.judge.mode == crate::judge::Mode::UntilReady,
     };
     let mut source = Local {
         observer: LocalObserver::new(target, &settings, start),
@@ -384,6 +385,9 @@ fn write_observation(w: &mut dyn Write, at: Duration, obs: &Observation) {
             serde_json::json!({"t": t, "kind": "spawn_failed", "reason": reason})
         }
         Observation::Exited(e) => serde_json::json!({"t": t, "kind": "exited", "exit": e}),
+        Observation::LauncherLeft { pid, command } => {
+            serde_json::json!({"t": t, "kind": "launcher_left", "pid": pid, "command": command})
+        }
         Observation::Usage {
             cpu_ticks,
             read_bytes,

@@ -166,6 +166,10 @@ pub struct RunRecord {
     /// `matrix`), rather than attaching later (`watch`): only such times make an ETA.
     #[serde(default)]
     pub from_launch: bool,
+    /// The run was ended by a signal to firedup (Ctrl-C, SIGTERM, SIGHUP) before or after its
+    /// verdict: its `verdict` column says `interrupted`, its outcome is what was known then.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 /// Where a matrix run sits in its matrix.
@@ -211,6 +215,16 @@ impl RunRecord {
             cell: None,
             name: None,
             from_launch: kind != "watch",
+            interrupted: false,
+        }
+    }
+
+    /// The verdict column: the outcome's verdict, or `interrupted`.
+    pub fn verdict_text(&self) -> &str {
+        if self.interrupted {
+            "interrupted"
+        } else {
+            self.outcome.verdict.as_str()
         }
     }
 }
@@ -238,6 +252,26 @@ pub fn record_launch(
     r.name = spec.name.clone();
     // Only the launch's own watch saw the run from its start.
     r.from_launch = kind != "watch";
+    record_quietly(&r);
+}
+
+/// Records a launched run that a signal to firedup ended (see [`RunRecord::interrupted`]).
+pub fn record_interrupted(
+    spec: &crate::launch::LaunchSpec,
+    hash: &str,
+    outcome: &Outcome,
+    teardown: &str,
+) {
+    let mut r = RunRecord::new(
+        "run",
+        hash.to_string(),
+        &spec.command,
+        &spec.env,
+        Some(spec.profile.clone()),
+        outcome,
+    );
+    r.teardown = Some(teardown.to_string());
+    r.interrupted = true;
     record_quietly(&r);
 }
 
@@ -709,6 +743,7 @@ fn merge_rows(old: RunRecord, new: &RunRecord) -> RunRecord {
         teardown: new.teardown.clone().or(old.teardown),
         version: new.version.clone(),
         cell: old.cell.or_else(|| new.cell.clone()),
+        interrupted: new.interrupted,
         name: old.name.or_else(|| new.name.clone()),
         from_launch: old.from_launch,
     }
@@ -739,7 +774,7 @@ fn insert_with_id(tx: &rusqlite::Transaction<'_>, r: &RunRecord, id: Option<i64>
             r.profile,
             r.started_at,
             r.ended_at,
-            o.verdict.as_str(),
+            r.verdict_text(),
             o.signature.map(|s| s.as_str()),
             o.reason,
             o.line.as_ref().map(|l| l.number as i64),
@@ -806,6 +841,7 @@ fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         cell,
         name: r.get("name")?,
         from_launch: r.get("from_launch")?,
+        interrupted: r.get::<_, String>("verdict")? == "interrupted",
     })
 }
 

@@ -102,7 +102,7 @@ pub fn history(a: &HistoryArgs) -> Result<i32> {
             run,
             short_command(&r.command),
             ago(now - r.ended_at),
-            o.verdict.as_str().to_string(),
+            r.verdict_text().to_string(),
             o.signature.map(|s| s.as_str()).unwrap_or("").to_string(),
             o.phase.clone().unwrap_or_default(),
             o.ready_s.map(secs).unwrap_or_default(),
@@ -131,7 +131,7 @@ pub fn show(run_id: &str, json: bool) -> Result<i32> {
     }
     let o = &r.outcome;
     let sig = o.signature.map(|s| format!(" ({s})")).unwrap_or_default();
-    println!("{}: {}{sig}: {}", r.run_id, o.verdict, o.reason);
+    println!("{}: {}{sig}: {}", r.run_id, r.verdict_text(), o.reason);
     if let Some(n) = &r.name {
         println!("  name      {n}");
     }

@@ -132,6 +132,13 @@ pub enum Observation {
     },
     /// The process ended; `None` when its status cannot be learned (not our child).
     Exited(Option<ExitInfo>),
+    /// Server mode: the launched process exited 0 while processes of the run (found by its
+    /// `FIREDUP_RUN_ID`) live on: it daemonized. The run goes on, followed through `pid`; the
+    /// exit of the last of them is the run's exit.
+    LauncherLeft {
+        pid: u32,
+        command: String,
+    },
     /// The process tree's cumulative CPU time (clock ticks) and bytes read.
     Usage {
         cpu_ticks: u64,
@@ -265,6 +272,8 @@ pub struct Judge {
     gpu: Option<GpuReport>,
     /// The last line that satisfied a ready condition.
     ready_line: Option<LineRef>,
+    /// The launcher exited 0 and the run went on in this daemon (said in every verdict's reason).
+    followed: Option<String>,
 }
 
 const MAX_SHAPES: usize = 65_536;
@@ -299,6 +308,7 @@ impl Judge {
             pid: None,
             alive: false,
             exited: false,
+            followed: None,
             oom: None,
             probes: cfg
                 .ready_probes
@@ -488,6 +498,14 @@ impl Judge {
                 self.alive = false;
                 self.exited = true;
                 self.on_exit(at, exit, &mut events);
+            }
+            Observation::LauncherLeft { pid, command } => {
+                self.pid = Some(pid);
+                self.alive = true;
+                self.last_progress_at = at;
+                self.followed = Some(format!(
+                    "the launcher exited 0; followed the daemon pid {pid} ({command})"
+                ));
             }
             Observation::Usage {
                 cpu_ticks,
@@ -1226,6 +1244,10 @@ impl Judge {
         events: &mut Vec<Event>,
     ) {
         let context = self.before.iter().map(|l| l.text.clone()).collect();
+        let reason = match &self.followed {
+            Some(f) => format!("{reason} ({f})"),
+            None => reason,
+        };
         self.verdict = Some(Judgement {
             verdict,
             signature,

@@ -7,11 +7,15 @@
 //! never holds the server's output; if firedup dies, the server, its log and its exit record live
 //! on, and `firedup watch RUN_ID` re-attaches.
 //!
-//! The supervisor tells the launcher "started PID" or "failed REASON" on a pipe. After "started"
+//! The supervisor tells the launcher "started PID", "failed REASON" (the command could not be
+//! started) or "error REASON" (firedup could not record the run; nothing was started) on a pipe.
+//! The command is forked held and only exec'd once `process.json` is written
+//! (`launch/held_start.rs`): nothing runs that a later `firedup stop` could not find. After "started"
 //! it keeps the pipe and, when the command ends, writes `exit.json` and then one more line,
 //! `exited JSON` (the same [`ExitRecord`]): the launching firedup learns the exit without an
 //! inotify wake, a notify-thread hop and a re-read of the file ([`ExitPipe`]), and whoever it tells
-//! can already find `exit.json`. That file stays the durable record: a firedup that re-attaches
+//! can already find `exit.json`. The supervisor then stays until the last process re-parented
+//! to it (a daemon the command left) has ended. That file stays the durable record: a firedup that re-attaches
 //! later (`firedup watch RUN_ID`) reads it; a supervisor whose launcher is gone gets EPIPE and
 //! carries on.
 
@@ -30,6 +34,8 @@ use anyhow::{Context, Result, bail};
 use crate::process;
 use crate::rundir::{ExitRecord, ProcessRecord, RunDir, RunMeta, now_unix};
 use crate::secrets::{redact_args, shown_value};
+
+mod held_start;
 
 /// What to launch (also sent, as JSON on stdin, to a remote firedup: never on a command line).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -290,6 +296,9 @@ fn start(spec: &LaunchSpec, checked: Checked, run: RunDir) -> Result<Launched> {
         Ok(rec)
     } else if let Some(reason) = first.strip_prefix("failed ") {
         Err(reason.to_string())
+    } else if let Some(reason) = first.strip_prefix("error ") {
+        // firedup's own failure (it could not record the run): nothing was started.
+        bail!("{reason}");
     } else {
         let detail = fs::read_to_string(run.path.join("supervisor.log")).unwrap_or_default();
         bail!(
@@ -391,6 +400,14 @@ fn is_binary_without_format(path: &Path) -> bool {
         .any(|&b| b == 0 || (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c | 0x1b)))
 }
 
+/// Sends one line to the launcher. It may be gone already (killed right after the run was
+/// recorded): the supervisor carries on regardless, to record the exit.
+fn tell_launcher(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
 /// The supervisor's body (`firedup __supervise RUN_DIR`). Never returns on success paths.
 pub fn supervise(run_path: &Path) -> Result<i32> {
     let run = RunDir {
@@ -416,11 +433,12 @@ pub fn supervise(run_path: &Path) -> Result<i32> {
     if let Some(what) = crate::logpath::not_a_file(log.metadata()?.file_type()) {
         bail!("the log {} is {what}, not a regular file", meta.log);
     }
-    let log_err = log.try_clone()?;
-    // Orphaned grandchildren are re-parented to us, so they are reaped and stay in view.
-    // SAFETY: plain prctl call with integer arguments.
+    // Orphaned grandchildren are re-parented to us, so they are reaped and stay in view. A
+    // launcher gone before our report is an EPIPE, not a SIGPIPE that would end us unrecorded.
+    // SAFETY: plain prctl and signal calls with integer arguments.
     unsafe {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
     if let Some(path) = resolve_program(&meta.command[0]) {
         if is_binary_without_format(&path) {
@@ -433,51 +451,52 @@ pub fn supervise(run_path: &Path) -> Result<i32> {
                 spawn_error: Some(reason.clone()),
                 ended_at: now_unix(),
             })?;
-            println!("failed {reason}");
+            tell_launcher(&format!("failed {reason}"));
             return Ok(0);
         }
     }
-    let mut cmd = Command::new(&meta.command[0]);
-    cmd.args(&meta.command[1..])
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(log))
-        .stderr(Stdio::from(log_err));
-    // SAFETY: setsid and sigaction (through signal) are async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::setsid();
-            // A command starts with default signal dispositions, whatever firedup inherited: a
-            // firedup started as a background job (`firedup run ... &`) has SIGINT and SIGQUIT
-            // ignored, and the server would inherit that.
-            for sig in 1..32 {
-                if sig != libc::SIGKILL && sig != libc::SIGSTOP {
-                    libc::signal(sig, libc::SIG_DFL);
-                }
-            }
-            Ok(())
-        });
-    }
-    let child = match cmd.spawn() {
-        Ok(c) => c,
+    // The command is held at the gate until its record is safe: nothing runs unrecorded.
+    let held = match held_start::start_held(&meta.command, &log) {
+        Ok(h) => h,
         Err(e) => {
             let reason = describe_spawn_error(&meta.command[0], &e);
-            run.write_exit(&ExitRecord {
+            let _ = run.write_exit(&ExitRecord {
                 exit: None,
                 spawn_error: Some(reason.clone()),
                 ended_at: now_unix(),
-            })?;
-            println!("failed {reason}");
+            });
+            tell_launcher(&format!("failed {reason}"));
             return Ok(0);
         }
     };
-    let pid = child.id();
+    drop(log);
+    let pid = held.pid;
     let start_ticks = process::stat(pid).map(|s| s.start_ticks).unwrap_or(0);
-    run.write_process(&ProcessRecord {
+    if let Err(e) = run.write_process(&ProcessRecord {
         pid,
         start_ticks,
         supervisor_pid: std::process::id(),
-    })?;
-    println!("started {pid}");
+    }) {
+        held.abandon();
+        let _ = fs::remove_file(run.path.join("process.json.tmp"));
+        tell_launcher(&format!(
+            "error cannot record the run in {} ({e:#}), so the command was not started: free space there or set FIREDUP_STATE_DIR to another directory",
+            run.path.display()
+        ));
+        return Ok(0);
+    }
+    if let Err(e) = held.release() {
+        let reason = describe_spawn_error(&meta.command[0], &e);
+        let _ = fs::remove_file(run.path.join("process.json"));
+        let _ = run.write_exit(&ExitRecord {
+            exit: None,
+            spawn_error: Some(reason.clone()),
+            ended_at: now_unix(),
+        });
+        tell_launcher(&format!("failed {reason}"));
+        return Ok(0);
+    }
+    tell_launcher(&format!("started {pid}"));
     // Keep the pipe for the exit report, off stdout (nothing else may write on it). From here on
     // the launcher may be gone: a write then fails with EPIPE (SIGPIPE is ignored, so it cannot
     // kill us before exit.json is written).
@@ -495,7 +514,6 @@ pub fn supervise(run_path: &Path) -> Result<i32> {
             libc::close(null);
         }
     }
-    std::mem::forget(child);
     loop {
         let mut status: libc::c_int = 0;
         // SAFETY: waitpid with a valid out-pointer.
@@ -518,12 +536,18 @@ pub fn supervise(run_path: &Path) -> Result<i32> {
                 ended_at: now_unix(),
             };
             // The record first: once the launcher hears of the exit, `firedup ps` or a re-attach
-            // finds it (sending first saves its fsync, ~0.6 ms, and loses that).
-            run.write_exit(&rec)?;
+            // finds it (sending first saves its fsync, ~0.6 ms, and loses that). The launcher
+            // hears of it also when the record cannot be written (a full disk).
+            let recorded = run.write_exit(&rec);
             if let Some(mut p) = report.as_ref() {
                 let _ = p.write_all(exit_report_line(&rec)?.as_bytes());
             }
-            break;
+            if let Err(e) = recorded {
+                eprintln!("firedup supervisor: {e:#}");
+            }
+            // No break: what the command left behind (a daemon, re-parented to us as the
+            // subreaper) stays our child until it ends, so it is still found as the run's by
+            // ancestry, also when it overwrote its environment (redis's setproctitle does).
         }
     }
     Ok(0)

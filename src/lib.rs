@@ -31,6 +31,7 @@ pub mod engine;
 pub mod follow;
 pub mod history;
 pub mod history_cmd;
+pub mod interrupt;
 pub mod judge;
 pub mod launch;
 pub mod line_shape;

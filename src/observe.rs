@@ -19,7 +19,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
@@ -35,7 +35,8 @@ use crate::verdict::ExitInfo;
 
 enum Wake {
     Fs,
-    ProcessGone,
+    /// The process with this pid (the launched one, or a daemon followed after it) is gone.
+    ProcessGone(u32),
     /// The supervisor reported the exit on its pipe (it has reaped the process).
     ExitRecord(ExitRecord),
     /// An observation from the prober or the sd_notify thread.
@@ -56,6 +57,9 @@ pub struct ObserveSettings {
     pub probes: ProbePlan,
     /// How often CPU time and reads of the tree are sampled.
     pub sample_every: Duration,
+    /// Server mode: when the launched process exits 0 while processes of the run (by its
+    /// `FIREDUP_RUN_ID`) live on, follow them instead of observing an exit (a daemon).
+    pub follow_run: bool,
 }
 
 /// Observes one local target.
@@ -70,6 +74,13 @@ pub struct LocalObserver {
     log_watch: Option<(PathBuf, DirSubscription)>,
     _run_watch: Option<DirSubscription>,
     stop: Arc<AtomicBool>,
+    /// For the wake-up threads started later (a followed daemon's exit watch).
+    tx: Sender<Wake>,
+    follow_run: bool,
+    /// The daemon followed since the launcher exited 0, if any.
+    following: Option<u32>,
+    /// The pid whose tree the prober checks (the launched one, then the followed daemon).
+    watched: Arc<AtomicU32>,
     oom_baseline: Option<(String, u64)>,
     pending: Vec<Observation>,
     process_gone_at: Option<Instant>,
@@ -124,7 +135,7 @@ impl LocalObserver {
                     pending.push(Observation::Started { pid });
                     spawn_exit_watch(pid, tx.clone(), stop.clone());
                 } else {
-                    let _ = tx.send(Wake::ProcessGone);
+                    let _ = tx.send(Wake::ProcessGone(pid));
                 }
             }
             (None, None) => {}
@@ -132,12 +143,13 @@ impl LocalObserver {
         if let Some(pipe) = target.exit_pipe.clone() {
             spawn_exit_report(pipe, tx.clone(), stop.clone());
         }
+        let watched = Arc::new(AtomicU32::new(target.pid.unwrap_or(0)));
         if !settings.probes.is_empty() || (settings.probes.gpu && target.pid.is_some()) {
             let tx = tx.clone();
             let mut probes = settings.probes.clone();
             // A listener held by a process of this run (a daemon that left the tree) is its own.
             probes.run_id = Some(target.run_id.clone()).filter(|id| !id.is_empty());
-            crate::prober::spawn(probes, target.pid, stop.clone(), move |o| {
+            crate::prober::spawn(probes, watched.clone(), stop.clone(), move |o| {
                 tx.send(Wake::Obs(o)).is_ok()
             });
         }
@@ -154,6 +166,10 @@ impl LocalObserver {
             log_watch,
             _run_watch: run_watch,
             stop,
+            tx,
+            follow_run: settings.follow_run,
+            following: None,
+            watched,
             pending,
             process_gone_at: None,
             exit_record: None,
@@ -210,31 +226,44 @@ impl LocalObserver {
         // The process is gone: drain the log, then learn the exit status.
         if let (Some(gone), false, false) = (self.process_gone_at, self.exit_reported, self.backlog)
         {
-            let record = self
-                .exit_record
-                .clone()
-                .or_else(|| self.target.run.as_ref().and_then(|r| r.exit()));
-            if record.is_some() || self.target.run.is_none() || gone.elapsed() >= EXIT_RECORD_WAIT {
-                let mut rest = Vec::new();
-                self.follower.finish(&mut rest);
-                let now = self.now();
-                for ev in rest {
-                    if let FollowEvent::Line(_) = ev {
-                        out.push((now, follow_observation(ev)));
+            if let Some(followed) = self.following {
+                // A followed daemon is gone: the run lives on in another of its processes, or
+                // this is the run's exit (its status is not ours to learn: not our child).
+                match self.run_survivor() {
+                    Some(next) if next != followed => {
+                        out.push((self.now(), self.launcher_left(next)));
+                        self.follow(next);
+                    }
+                    Some(_) => self.process_gone_at = None,
+                    None => self.observe_exit(None, out),
+                }
+            } else {
+                let record = self
+                    .exit_record
+                    .clone()
+                    .or_else(|| self.target.run.as_ref().and_then(|r| r.exit()));
+                if record.is_some()
+                    || self.target.run.is_none()
+                    || gone.elapsed() >= EXIT_RECORD_WAIT
+                {
+                    let exit: Option<ExitInfo> = record.and_then(|r| r.exit);
+                    // A launcher that exits 0 while processes of the run live on daemonized:
+                    // in server mode that is not the run's exit.
+                    let daemon = (self.follow_run && exit.is_some_and(|e| e.code == Some(0)))
+                        .then(|| self.run_survivor())
+                        .flatten();
+                    match daemon {
+                        Some(next) => {
+                            out.push((self.now(), self.launcher_left(next)));
+                            self.follow(next);
+                        }
+                        None => self.observe_exit(exit, out),
                     }
                 }
-                let exit: Option<ExitInfo> = record.and_then(|r| r.exit);
-                if exit.and_then(|e| e.effective_signal()) == Some(9) {
-                    if let Some(evidence) = oom_evidence(&self.oom_baseline, self.target.pid) {
-                        out.push((now, Observation::OomEvidence(evidence)));
-                    }
-                }
-                out.push((now, Observation::Exited(exit)));
-                self.exit_reported = true;
             }
         }
         // Resource usage: CPU time and reads of the tree are progress evidence.
-        if let Some(pid) = self.target.pid {
+        if let Some(pid) = self.following.or(self.target.pid) {
             if self.process_gone_at.is_none() && Instant::now() >= self.next_sample {
                 let (cpu, read) = process::tree_usage(pid);
                 out.push((
@@ -247,6 +276,48 @@ impl LocalObserver {
                 self.next_sample = Instant::now() + self.sample_every;
             }
         }
+    }
+
+    /// Drains the log, then observes the exit (the status when known).
+    fn observe_exit(&mut self, exit: Option<ExitInfo>, out: &mut Vec<(Duration, Observation)>) {
+        let mut rest = Vec::new();
+        self.follower.finish(&mut rest);
+        let now = self.now();
+        for ev in rest {
+            if let FollowEvent::Line(_) = ev {
+                out.push((now, follow_observation(ev)));
+            }
+        }
+        if exit.and_then(|e| e.effective_signal()) == Some(9) {
+            if let Some(evidence) = oom_evidence(&self.oom_baseline, self.target.pid) {
+                out.push((now, Observation::OomEvidence(evidence)));
+            }
+        }
+        out.push((now, Observation::Exited(exit)));
+        self.exit_reported = true;
+    }
+
+    /// The oldest live process of the run (by its `FIREDUP_RUN_ID`), its supervisor aside.
+    fn run_survivor(&self) -> Option<u32> {
+        process::of_run(&self.target.run_id)
+            .pids
+            .into_iter()
+            .find(|p| !process::is_supervisor(*p))
+    }
+
+    fn launcher_left(&self, pid: u32) -> Observation {
+        Observation::LauncherLeft {
+            pid,
+            command: process::cmdline(pid),
+        }
+    }
+
+    /// Follows `pid` from now on: its exit wakes the observer, the prober checks its tree.
+    fn follow(&mut self, pid: u32) {
+        self.following = Some(pid);
+        self.process_gone_at = None;
+        self.watched.store(pid, Ordering::Relaxed);
+        spawn_exit_watch(pid, self.tx.clone(), self.stop.clone());
     }
 
     /// The latest instant at which the observer wants to be collected again.
@@ -282,11 +353,16 @@ impl LocalObserver {
 
     fn take(&mut self, w: Wake) {
         match w {
-            Wake::ProcessGone => {
-                self.process_gone_at.get_or_insert_with(Instant::now);
+            Wake::ProcessGone(pid) => {
+                // Once a daemon is followed, only its end counts (not the launcher's, late).
+                if self.following.is_none_or(|f| f == pid) {
+                    self.process_gone_at.get_or_insert_with(Instant::now);
+                }
             }
             Wake::ExitRecord(r) => {
-                self.process_gone_at.get_or_insert_with(Instant::now);
+                if self.following.is_none() {
+                    self.process_gone_at.get_or_insert_with(Instant::now);
+                }
                 self.exit_record = Some(r);
             }
             Wake::Obs(o) => self.pending.push(o),
@@ -318,7 +394,7 @@ fn spawn_exit_watch(pid: u32, tx: Sender<Wake>, stop: Arc<AtomicBool>) {
         process::wait_for_exit(pid, Duration::from_millis(500), &|| {
             stop.load(Ordering::Relaxed)
         });
-        let _ = tx.send(Wake::ProcessGone);
+        let _ = tx.send(Wake::ProcessGone(pid));
     });
 }
 

@@ -9,7 +9,7 @@
 //! at the engine's stop flag, or when the engine's channel is gone.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::judge::Observation;
@@ -23,17 +23,23 @@ pub const PROBE_INTERVAL: Duration = Duration::from_millis(250);
 /// How often GPU memory is sampled (nvidia-smi takes tens of milliseconds).
 pub const GPU_INTERVAL: Duration = Duration::from_secs(2);
 
-/// Starts the prober. `send` returns false once nobody listens any more.
+/// Starts the prober. `watched` is the pid whose tree owns the server's port (0: none); it
+/// changes when the launcher daemonizes. `send` returns false once nobody listens any more.
 pub fn spawn(
     plan: ProbePlan,
-    pid: Option<u32>,
+    watched: Arc<AtomicU32>,
     stop: Arc<AtomicBool>,
     send: impl Fn(Observation) -> bool + Send + 'static,
 ) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || run(&plan, pid, &stop, &send))
+    std::thread::spawn(move || run(&plan, &watched, &stop, &send))
 }
 
-fn run(plan: &ProbePlan, pid: Option<u32>, stop: &AtomicBool, send: &dyn Fn(Observation) -> bool) {
+fn run(
+    plan: &ProbePlan,
+    watched: &AtomicU32,
+    stop: &AtomicBool,
+    send: &dyn Fn(Observation) -> bool,
+) {
     let mut next_gpu = Instant::now();
     let mut gpu_on = plan.gpu;
     let mut http_up = false;
@@ -42,7 +48,10 @@ fn run(plan: &ProbePlan, pid: Option<u32>, stop: &AtomicBool, send: &dyn Fn(Obse
     // or on the host) reads the key from the live server's own arguments.
     let request_key = plan.request_key.clone().or_else(|| {
         plan.request.as_ref()?;
-        crate::profile::flag_value(&process::argv(pid?), &["--api-key".to_string()])
+        crate::profile::flag_value(
+            &process::argv(Some(watched.load(Ordering::Relaxed)).filter(|p| *p != 0)?),
+            &["--api-key".to_string()],
+        )
     });
     let probe = |kind: ProbeKind, outcome: ProbeOutcome| send(Observation::Probe { kind, outcome });
     while !stop.load(Ordering::Relaxed) {
@@ -50,6 +59,7 @@ fn run(plan: &ProbePlan, pid: Option<u32>, stop: &AtomicBool, send: &dyn Fn(Obse
         // The tree is only needed by the owner checks of the probes and the GPU sample: building
         // it reads every /proc/PID/stat, so not on rounds that need neither.
         let gpu_due = gpu_on && Instant::now() >= next_gpu;
+        let pid = Some(watched.load(Ordering::Relaxed)).filter(|p| *p != 0);
         let owner_checked = plan.port.is_some() || plan.http.is_some() || plan.request.is_some();
         let tree: Option<Vec<u32>> = if owner_checked || gpu_due {
             pid.map(process::tree)
@@ -145,7 +155,7 @@ mod tests {
         };
         let handle = spawn(
             plan,
-            Some(std::process::id()),
+            Arc::new(AtomicU32::new(std::process::id())),
             Arc::new(AtomicBool::new(false)),
             |_| true,
         );

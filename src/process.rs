@@ -208,6 +208,79 @@ pub fn environ_has(pid: u32, key: &str, value: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// The processes of one run, found by the `FIREDUP_RUN_ID` every process of a run inherits, and
+/// their descendants (a process may overwrite its environment: redis's setproctitle does, and
+/// its daemon stays the child of the run's supervisor): what escaped the launched process's
+/// tree (a daemon, a double fork, a `setsid` grandchild) included.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunSweep {
+    /// Live processes carrying the run's id, oldest first; never this process nor its ancestors
+    /// (a `firedup stop` run from the run's own `--then` carries the id too).
+    pub pids: Vec<u32>,
+    /// Processes whose environment could not be read (another user's): not checked.
+    pub unreadable: usize,
+}
+
+/// Sweeps `/proc` for the live processes of run `run_id` (an empty id finds nothing).
+pub fn of_run(run_id: &str) -> RunSweep {
+    let mut sweep = RunSweep::default();
+    if run_id.is_empty() {
+        return sweep;
+    }
+    let want = format!("FIREDUP_RUN_ID={run_id}");
+    let procs = all_processes();
+    let mut mine: HashSet<u32> = HashSet::new();
+    let mut at = std::process::id();
+    while at > 1 && mine.insert(at) {
+        match procs.iter().find(|(p, _)| *p == at) {
+            Some((_, s)) => at = s.ppid,
+            None => break,
+        }
+    }
+    let mut members: HashSet<u32> = HashSet::new();
+    for (pid, st) in &procs {
+        // Init and kernel threads are never a run's (and init's environment is often closed).
+        if mine.contains(pid) || *pid <= 2 || st.ppid == 2 || st.state == 'Z' || st.state == 'X' {
+            continue;
+        }
+        match fs::read(format!("/proc/{pid}/environ")) {
+            Ok(b) => {
+                if b.split(|c| *c == 0).any(|e| e == want.as_bytes()) {
+                    members.insert(*pid);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => sweep.unreadable += 1,
+            Err(_) => {}
+        }
+    }
+    loop {
+        let before = members.len();
+        for (pid, st) in &procs {
+            if members.contains(&st.ppid) && !mine.contains(pid) {
+                members.insert(*pid);
+            }
+        }
+        if members.len() == before {
+            break;
+        }
+    }
+    let mut found: Vec<(u64, u32)> = procs
+        .iter()
+        .filter(|(p, st)| members.contains(p) && st.state != 'Z' && st.state != 'X')
+        .map(|(p, st)| (st.start_ticks, *p))
+        .collect();
+    found.sort();
+    sweep.pids = found.into_iter().map(|(_, p)| p).collect();
+    sweep
+}
+
+/// Whether `pid` is a firedup supervisor (`firedup __supervise RUN_DIR`): it carries its run's
+/// id, and ends by itself once it has recorded the command's exit.
+pub fn is_supervisor(pid: u32) -> bool {
+    fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|b| b.split(|c| *c == 0).nth(1) == Some(b"__supervise".as_slice()))
+}
+
 /// The command line of a process, for reports.
 /// The arguments of `pid`, as it was started (empty when unreadable).
 pub fn argv(pid: u32) -> Vec<String> {
@@ -282,5 +355,21 @@ mod tests {
         assert!(is_alive(me, Some(s.start_ticks)));
         assert!(!is_alive(me, Some(s.start_ticks + 1)));
         assert!(tree(me).contains(&me));
+    }
+
+    #[test]
+    fn a_run_is_found_by_its_id_in_the_environment_and_never_includes_the_sweeper() {
+        let id = format!("sweep-test-{}", std::process::id());
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .env("FIREDUP_RUN_ID", &id)
+            .spawn()
+            .unwrap();
+        let found = of_run(&id);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(found.pids, vec![child.id()]);
+        assert!(of_run("").pids.is_empty());
+        assert!(!is_supervisor(std::process::id()));
     }
 }

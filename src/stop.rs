@@ -1,6 +1,11 @@
 //! Stopping a server and proving it is gone: SIGTERM to its process group (and every process of its
 //! tree, which may have left the group), a grace period, SIGKILL for what is left, then a check
 //! that no process of the tree survives.
+//!
+//! [`stop_run`] also sweeps `/proc` for the run's `FIREDUP_RUN_ID` before and after, so a daemon,
+//! a double fork or a `setsid` grandchild that left the tree is stopped too, and "none left" is
+//! only said once that was checked. The run's supervisor is not signalled: it ends by itself once
+//! it has recorded the command's exit, and is waited for (bounded) before the last check.
 
 use std::time::{Duration, Instant};
 
@@ -18,6 +23,159 @@ pub struct StopReport {
     /// Processes still alive at the end, with their command lines.
     pub survivors: Vec<(u32, String)>,
     pub took: Duration,
+    /// The sweep for the run's `FIREDUP_RUN_ID`, when there was one.
+    pub swept: Option<SweepNote>,
+}
+
+/// What the `/proc` sweep for a run's id could check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SweepNote {
+    /// Processes found by the id that were not in the launched process's tree.
+    pub escaped: usize,
+    /// Processes whose environment could not be read (another user's): not checked.
+    pub unreadable: usize,
+}
+
+impl StopReport {
+    /// The stop in one phrase (`stopped 2 process(es) with SIGTERM in 12ms; none left ...`).
+    pub fn describe(&self) -> String {
+        let checked = match self.swept {
+            Some(n) if n.unreadable > 0 => format!(
+                " of those firedup can see (swept /proc for the run's FIREDUP_RUN_ID; {} other users' processes could not be checked)",
+                n.unreadable
+            ),
+            Some(_) => " (swept /proc for the run's FIREDUP_RUN_ID)".to_string(),
+            None => String::new(),
+        };
+        if self.targeted.is_empty() && self.survivors.is_empty() {
+            return format!("nothing left to stop{checked}");
+        }
+        let how = if self.escalated {
+            "SIGTERM, then SIGKILL"
+        } else {
+            "SIGTERM"
+        };
+        if self.survivors.is_empty() {
+            let escaped = match self.swept {
+                Some(n) if n.escaped > 0 => {
+                    format!(" ({} outside its process tree)", n.escaped)
+                }
+                _ => String::new(),
+            };
+            format!(
+                "stopped {} process(es){escaped} with {how} in {}; none left{checked}",
+                self.targeted.len(),
+                crate::duration::format_duration(self.took)
+            )
+        } else {
+            let s: Vec<String> = self
+                .survivors
+                .iter()
+                .map(|(p, c)| format!("{p} ({c})"))
+                .collect();
+            format!(
+                "{} process(es) survived {how}: {}",
+                self.survivors.len(),
+                s.join(", ")
+            )
+        }
+    }
+}
+
+/// How long the supervisor may take to record the exit and end, once the command is gone.
+const SUPERVISOR_END_WAIT: Duration = Duration::from_secs(2);
+
+/// Stops everything of run `run_id`: the tree of `pid` (as [`stop_tree`]) and every process
+/// carrying the run's `FIREDUP_RUN_ID`, then checks, by the same sweep, that none is left.
+pub fn stop_run(
+    pid: Option<u32>,
+    start_ticks: Option<u64>,
+    run_id: &str,
+    grace: Duration,
+) -> StopReport {
+    let began = Instant::now();
+    let start_ticks = start_ticks.filter(|t| *t != 0);
+    let leader_alive = pid.is_some_and(|p| process::is_alive(p, start_ticks));
+    let mut targeted: Vec<u32> = match pid {
+        Some(p) if leader_alive => process::tree(p),
+        Some(p) => left_in_session(p, start_ticks),
+        None => Vec::new(),
+    };
+    // The process group is signalled only while it is known to be the run's.
+    let group = pid.filter(|_| leader_alive || !targeted.is_empty());
+    let first = process::of_run(run_id);
+    let mut unreadable = first.unreadable;
+    let supervisors: Vec<u32> = first
+        .pids
+        .iter()
+        .copied()
+        .filter(|p| process::is_supervisor(*p))
+        .collect();
+    let before_sweep: Vec<u32> = targeted.clone();
+    targeted.extend(first.pids.iter().filter(|p| !supervisors.contains(p)));
+    targeted.sort_unstable();
+    targeted.dedup();
+    let escaped = targeted
+        .iter()
+        .filter(|p| !before_sweep.contains(p))
+        .count();
+    let mut escalated = false;
+    if !targeted.is_empty() {
+        signal_all(group, &targeted, Signal::TERM);
+        let deadline = began + grace;
+        while any_alive(&targeted) {
+            if Instant::now() >= deadline {
+                escalated = true;
+                let mut all = targeted.clone();
+                if let Some(p) = group {
+                    all.extend(process::tree(p));
+                }
+                all.extend(
+                    process::of_run(run_id)
+                        .pids
+                        .into_iter()
+                        .filter(|p| !process::is_supervisor(*p)),
+                );
+                signal_all(group, &all, Signal::KILL);
+                let kill_deadline = Instant::now() + Duration::from_secs(5);
+                while any_alive(&all) && Instant::now() < kill_deadline {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    // The supervisor ends once it has recorded the exit: give it that moment, so that the last
+    // sweep below finds nothing of a run that is really gone.
+    let supervisor_deadline = Instant::now() + SUPERVISOR_END_WAIT;
+    while !run_id.is_empty() && Instant::now() < supervisor_deadline {
+        let now = process::of_run(run_id).pids;
+        if now.is_empty() || !now.iter().all(|p| process::is_supervisor(*p)) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let last = process::of_run(run_id);
+    unreadable = unreadable.max(last.unreadable);
+    let mut left: Vec<u32> = targeted
+        .iter()
+        .copied()
+        .filter(|p| process::is_alive(*p, None))
+        .collect();
+    left.extend(last.pids);
+    left.sort_unstable();
+    left.dedup();
+    StopReport {
+        targeted,
+        escalated,
+        survivors: left.into_iter().map(|p| (p, process::cmdline(p))).collect(),
+        took: began.elapsed(),
+        swept: (!run_id.is_empty()).then_some(SweepNote {
+            escaped,
+            unreadable,
+        }),
+    }
 }
 
 /// Stops the tree rooted at `pid` (a session/group leader started by firedup). `start_ticks`
@@ -37,11 +195,12 @@ pub fn stop_tree(pid: u32, start_ticks: Option<u64>, grace: Duration) -> StopRep
                 escalated: false,
                 survivors: Vec::new(),
                 took: began.elapsed(),
+                swept: None,
             };
         }
         left
     };
-    signal_all(pid, &targeted, Signal::TERM);
+    signal_all(Some(pid), &targeted, Signal::TERM);
     let deadline = began + grace;
     let mut escalated = false;
     while any_alive(&targeted) {
@@ -50,7 +209,7 @@ pub fn stop_tree(pid: u32, start_ticks: Option<u64>, grace: Duration) -> StopRep
             let now = process::tree(pid);
             let mut all = targeted.clone();
             all.extend(now);
-            signal_all(pid, &all, Signal::KILL);
+            signal_all(Some(pid), &all, Signal::KILL);
             let kill_deadline = Instant::now() + Duration::from_secs(5);
             while any_alive(&all) && Instant::now() < kill_deadline {
                 std::thread::sleep(Duration::from_millis(10));
@@ -69,6 +228,7 @@ pub fn stop_tree(pid: u32, start_ticks: Option<u64>, grace: Duration) -> StopRep
         escalated,
         survivors,
         took: began.elapsed(),
+        swept: None,
     }
 }
 
@@ -95,8 +255,8 @@ fn left_in_session(leader: u32, start_ticks: Option<u64>) -> Vec<u32> {
         .collect()
 }
 
-fn signal_all(leader: u32, pids: &[u32], sig: Signal) {
-    if let Some(p) = Pid::from_raw(leader as i32) {
+fn signal_all(group: Option<u32>, pids: &[u32], sig: Signal) {
+    if let Some(p) = group.and_then(|g| Pid::from_raw(g as i32)) {
         let _ = kill_process_group(p, sig);
     }
     for pid in pids {

@@ -1114,3 +1114,47 @@ fn a_phase_budget_bounds_one_phase() {
     );
     assert_eq!(j.verdict, Verdict::Ready);
 }
+
+#[test]
+fn a_launcher_that_exits_0_leaving_a_daemon_is_followed_to_ready_and_to_its_exit() {
+    let mut j = Judge::new(cfg(Mode::UntilReady));
+    j.observe(ms(0), Observation::Started { pid: 42 });
+    j.observe(
+        ms(5),
+        Observation::LauncherLeft {
+            pid: 43,
+            command: "redis-server *:6379".into(),
+        },
+    );
+    assert!(
+        j.verdict().is_none(),
+        "a daemon's launcher exit is not the run's exit"
+    );
+    let class = classifier().classify("READY");
+    j.observe(
+        ms(9),
+        Observation::Line {
+            number: 1,
+            text: "READY".into(),
+            class,
+        },
+    );
+    let v = j.verdict().expect("ready");
+    assert_eq!(v.verdict, Verdict::Ready);
+    assert!(v.process_alive);
+    assert!(v.reason.contains("daemon pid 43"), "{}", v.reason);
+    // The daemon ends before ready: that is the run's exit.
+    let mut j = Judge::new(cfg(Mode::UntilReady));
+    j.observe(ms(0), Observation::Started { pid: 42 });
+    j.observe(
+        ms(5),
+        Observation::LauncherLeft {
+            pid: 43,
+            command: "sleep 300".into(),
+        },
+    );
+    j.observe(ms(50), Observation::Exited(None));
+    let v = j.verdict().expect("exited");
+    assert_eq!(v.verdict, Verdict::Exited);
+    assert!(!v.process_alive);
+}

@@ -1,6 +1,6 @@
-//! Verified teardown between matrix cells: stop the cell's process tree, then prove the machine
-//! is clean before the next cell starts on it:
-//! - no process of the tree is left;
+//! Verified teardown between matrix cells: stop the cell's process tree and every process carrying
+//! the run's `FIREDUP_RUN_ID`, then prove the machine is clean before the next cell starts on it:
+//! - no process of the tree, nor of the run's id, is left;
 //! - the cell's port has no listening socket that was not there before the cell started;
 //! - the GPU memory those processes held is released, and no GPU process of the run (born during
 //!   the cell, with the run's `FIREDUP_RUN_ID` in its environment: one that escaped the tree,
@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::Target;
 use crate::process;
-use crate::stop::stop_tree;
+use crate::stop::stop_run;
 
 /// How long a port may stay held after the tree is gone (a socket closing, a slow exit).
 const PORT_RELEASE_WAIT: Duration = Duration::from_secs(5);
@@ -94,8 +94,9 @@ pub fn teardown(
     let began = Instant::now();
     let mut check = TeardownCheck::default();
     let mut pids: Vec<u32> = target.pid.into_iter().collect();
-    if let Some(pid) = target.pid {
-        let report = stop_tree(pid, target.start_ticks, grace);
+    // The tree and whatever else carries the run's FIREDUP_RUN_ID (a daemon, a double fork).
+    if target.pid.is_some() || !target.run_id.is_empty() {
+        let report = stop_run(target.pid, target.start_ticks, &target.run_id, grace);
         if report.escalated {
             check.notes.push(format!(
                 "SIGKILL after the {} grace",

@@ -236,7 +236,7 @@ pub fn run(
     let mut teardown = None;
     if outcome.verdict == Verdict::Ready {
         if let Some(cmd) = then {
-            let status = run_then(&cmd, &outcome, None)?;
+            let status = run_then(&cmd, &outcome, None, &|_| {})?;
             teardown = Some(stop_remote(&format!("stopped on {host}")));
             outcome.server_running = false;
             print_outcome(
