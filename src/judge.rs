@@ -976,14 +976,16 @@ impl Judge {
     }
 
     fn on_exit(&mut self, at: Duration, exit: Option<ExitInfo>, events: &mut Vec<Event>) {
+        // Inside the confirmation window the server was never reported ready: only its ready
+        // condition had held.
+        let became = if self.cfg.hold.is_some() {
+            "becoming ready"
+        } else {
+            "its ready condition held"
+        };
         let after_ready = self
             .ready_at
-            .map(|r| {
-                format!(
-                    " {} after becoming ready",
-                    format_duration(at.saturating_sub(r))
-                )
-            })
+            .map(|r| format!(" {} after {became}", format_duration(at.saturating_sub(r))))
             .unwrap_or_default();
         let status = exit
             .map(|e| e.describe())

@@ -802,6 +802,14 @@ fn confirmation_window_lets_a_fatal_line_or_an_exit_override_ready() {
         assert_eq!(j.signature, signature, "{name}: {}", j.reason);
         assert_eq!(j.at, ms(at), "{name}: {}", j.reason);
         assert_eq!(j.ready_at, ready_at.map(ms), "{name}");
+        // An exit inside the window is told as such (the server was never reported ready).
+        if j.exit.is_some() && hold.is_none() {
+            assert!(
+                j.reason.contains("after its ready condition held"),
+                "{name}: {}",
+                j.reason
+            );
+        }
     }
 }
 

@@ -4,7 +4,8 @@
 //! (a stale `python3 -m http.server` on the port, the previous run's server still running): a 200
 //! from it is not this server being ready. Contract of [`guarded`]: before the probe, and again
 //! after an `Up` answer (the listener may have appeared in between), the listener that the URL's
-//! address reaches is looked up as the port probe does ([`super::tcp::foreign_at`]). A listener
+//! address reaches is looked up as the port probe does ([`super::tcp::owner_at`]): the first
+//! address of the URL's host (in resolution order, as a connection tries them) that has one. A listener
 //! held by a process outside the run is `Foreign` ("port 8000 is answered by pid 123 (python3 -m
 //! http.server), not by the watched process"), whatever it would have answered, and the judge
 //! keeps waiting with that reason. Unchanged, the probe's own answer stands when no process is
@@ -39,11 +40,15 @@ pub fn guarded(
     outcome
 }
 
-/// `Foreign` when a listener that `url`'s address reaches on this machine is not `ours`.
+/// `Foreign` when the listener that `url` reaches on this machine is not `ours`.
 fn foreign_listener(url: &str, ours: &Ours) -> Option<ProbeOutcome> {
     let target = Target::parse(url).ok()?;
     let addrs = super::resolve(&target.host, target.port, super::PROBE_TIMEOUT).ok()?;
-    addrs.into_iter().find_map(|a| tcp::foreign_at(a, ours))
+    match addrs.into_iter().find_map(|a| tcp::owner_at(a, ours))? {
+        foreign @ ProbeOutcome::Foreign { .. } => Some(foreign),
+        // Ours, or a tree firedup cannot fully read: the probe's answer decides.
+        _ => None,
+    }
 }
 
 #[cfg(test)]

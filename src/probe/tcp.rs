@@ -18,7 +18,7 @@
 //! A process outside the tree that carries the run's `FIREDUP_RUN_ID` (a daemon that forked away,
 //! a `setsid` grandchild) counts as the run's own.
 //!
-//! [`foreign_at`] is the same owner check without a connection, for the HTTP and request probes
+//! [`owner_at`] is the same owner check without a connection, for the HTTP and request probes
 //! (`super::owner`). [`listener_pids`] answers "who listens on this port" for teardown checks.
 
 use std::collections::HashSet;
@@ -109,24 +109,18 @@ fn reachable(peer: SocketAddr) -> SocketAddr {
     SocketAddr::new(ip, peer.port())
 }
 
-/// `Foreign` when `addr` is on this machine and the listener that would answer it is held by a
-/// process that is not `ours` (or by one firedup cannot see while every process of the tree is
-/// readable, so it is not the tree's). `None` when the listener is ours, when there is none in
-/// the socket table (nothing listens yet, or another network namespace), when the host is not
-/// this machine (its owner cannot be checked), or when a process of the tree cannot be read (a
-/// server started through `sudo`): then the probe's own answer decides, as before this check.
-pub fn foreign_at(addr: SocketAddr, ours: &Ours) -> Option<ProbeOutcome> {
+/// Who holds the listener that would answer `addr`, when `addr` is on this machine and the
+/// socket table shows one (`None` otherwise: nothing listens yet, another network namespace, or
+/// a host that is not this machine, whose owner cannot be checked). `Some(Foreign)` when a
+/// process that is not `ours` holds it (or one firedup cannot see while every process of the
+/// tree is readable, so it is not the tree's); `Some(Up)` when it is ours; `Some(Fault)` when a
+/// process of the tree cannot be read (a server started through `sudo` may well be the owner).
+pub fn owner_at(addr: SocketAddr, ours: &Ours) -> Option<ProbeOutcome> {
     if !is_local(addr.ip()) {
         return None;
     }
     let peer = reachable(addr);
-    if !is_listed(peer) {
-        return None;
-    }
-    match judge_owner(peer, ours, String::new(), Duration::ZERO) {
-        foreign @ ProbeOutcome::Foreign { .. } => Some(foreign),
-        _ => None,
-    }
+    is_listed(peer).then(|| judge_owner(peer, ours, show(peer), Duration::ZERO))
 }
 
 /// Up when the tree holds the listener answering `peer`; otherwise who does.
