@@ -916,12 +916,13 @@ fn watch(
         None => crate::history::attach_hash(&target.log, &command, Some(&plan.profile), None),
     };
     let mut progress = report::progress_for_stderr(&label, crate::history::last_time(&spec_hash));
-    let outcome = engine::watch(
+    let mut outcome = engine::watch(
         &plan,
         &target,
         progress.as_mut(),
         events.as_mut().map(|e| e.as_mut() as &mut dyn Write),
     )?;
+    outcome.attached = target.run.is_none();
     print_outcome(judge.json, &outcome, None, None);
     crate::history::record_watch(&launched_spec, spec_hash, &command, &plan.profile, &outcome);
     Ok(outcome.verdict.exit_code())

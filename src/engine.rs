@@ -325,6 +325,7 @@ pub fn outcome(mut j: Judgement, target: &Target) -> Outcome {
     }
     j.context.iter_mut().for_each(redact);
     Outcome {
+        attached: false,
         schema: crate::verdict::OUTCOME_SCHEMA,
         name: target
             .run

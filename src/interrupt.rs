@@ -180,6 +180,7 @@ fn end(e: RunEnding, sig: i32) -> ! {
     };
     eprintln!("{line}");
     let mut outcome = e.outcome.unwrap_or_else(|| Outcome {
+        attached: false,
         verdict: Verdict::MonitorError,
         signature: None,
         reason: format!("interrupted ({name}) after {after}, before a verdict"),

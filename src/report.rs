@@ -411,7 +411,8 @@ fn next_command(o: &Outcome) -> Option<String> {
         .as_deref()
         .map(|h| format!("--host {h} "))
         .unwrap_or_default();
-    let id = &o.run_id;
+    // An attach by log has an id for the history only: `logs`/`stop` could not open it.
+    let id = if o.attached { "" } else { o.run_id.as_str() };
     match (o.verdict, id.is_empty()) {
         (Verdict::Ready, false) if o.server_running => Some(format!(
             "firedup stop {host}{id}    (logs: firedup logs {host}{id} --follow)"
@@ -455,6 +456,7 @@ mod tests {
             gpu: None,
             ready_s: None,
             host: host.map(String::from),
+            attached: false,
             schema: crate::verdict::OUTCOME_SCHEMA,
             name: None,
             log_from_line: None,

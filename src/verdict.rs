@@ -384,6 +384,10 @@ pub struct Outcome {
     /// The SSH host the server runs on, for `--host` (additive field; absent for local runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// An attach by `--log`: its run id names a history record (`firedup show`), not a run
+    /// directory that `logs`, `stop` or `watch` could open. Not part of the JSON.
+    #[serde(skip)]
+    pub attached: bool,
     /// The log already held this many lines before the launch appended to it: this run's output
     /// (and what was judged) starts at this line of the file (additive field; absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]

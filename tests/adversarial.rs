@@ -589,7 +589,6 @@ fn reattach_after_a_crash(env: &Env) -> Outcome {
 }
 
 #[test]
-#[ignore = "enabled when the issue-11 fixes are merged"]
 fn twelve_adversarial_cases_end_in_the_true_verdict_and_leave_nothing() {
     let cases: [(&str, fn(&Env) -> Outcome); 12] = [
         (

@@ -150,7 +150,9 @@ fn the_readme_watch_example_is_not_a_usage_error() {
     let env = Env::new();
     let example = readme_commands()
         .into_iter()
-        .find(|c| c.starts_with("firedup watch --log /var/log/server.log --pid 12345"))
+        .find(|c| {
+            c.starts_with("firedup watch --log /var/log/server.log ") && c.contains("--pid 12345")
+        })
         .expect("the README's watch --log --pid example");
     let log = env.path("server.log");
     std::fs::write(&log, "INFO:     Started server process\n").unwrap();

@@ -357,6 +357,7 @@ fn an_attach_by_log_gets_a_run_id_that_show_finds() {
             "watch",
             "--log",
             "server.log",
+            "--from-start",
             "--ready-line",
             "up",
             "--json",

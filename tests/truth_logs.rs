@@ -329,6 +329,14 @@ fn watch_log_skips_content_older_than_the_watched_process() {
 #[test]
 fn reattaching_to_a_run_that_crashed_after_ready_reports_the_crash() {
     let env = Env::new();
+    // The server crashes when the test says so: after `run` has reported it ready (a crash
+    // inside the confirmation window would rightly not be `ready` at all).
+    let crash = env.path("crash-now");
+    let script = format!(
+        "echo 'listening on :8000'; while [ ! -e '{}' ]; do sleep 0.05; done; \
+         echo 'RuntimeError: CUDA error: an illegal memory access was encountered'; exit 1",
+        crash.display()
+    );
     let r = bounded(
         &env,
         &[
@@ -339,11 +347,11 @@ fn reattaching_to_a_run_that_crashed_after_ready_reports_the_crash() {
             "--",
             "sh",
             "-c",
-            "echo 'listening on :8000'; sleep 0.5; \
-             echo 'RuntimeError: CUDA error: an illegal memory access was encountered'; exit 1",
+            &script,
         ],
     );
     assert_eq!(r.verdict(), "ready", "{}", r.explain());
+    std::fs::write(&crash, "").unwrap();
     let id = r.run_id().to_string();
     let exit_json = env.state.path().join("runs").join(&id).join("exit.json");
     wait_until("the crash to be recorded", || exit_json.exists());

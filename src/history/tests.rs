@@ -3,6 +3,7 @@ use crate::verdict::{LineRef, Signature, Verdict};
 
 fn outcome(run_id: &str, verdict: Verdict, signature: Option<Signature>) -> Outcome {
     Outcome {
+        attached: false,
         schema: crate::verdict::OUTCOME_SCHEMA,
         name: None,
         verdict,

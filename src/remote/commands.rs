@@ -34,6 +34,7 @@ fn host_spec(ra: &RemoteArgs, host: &str) -> Result<(HostSpec, Duration)> {
 /// A verdict reached before any watch could start: firedup could not reach or use the host.
 fn transport_verdict(json: bool, host: &str, reason: String) -> i32 {
     let o = Outcome {
+        attached: false,
         schema: crate::verdict::OUTCOME_SCHEMA,
         name: None,
         verdict: Verdict::MonitorError,
@@ -380,6 +381,7 @@ pub fn watch(
         progress.as_mut(),
         events.as_mut().map(|e| e.as_mut() as &mut dyn Write),
     );
+    let attached = run_id.is_none();
     let target = Target {
         log: PathBuf::from(&log_shown),
         pid,
@@ -387,6 +389,7 @@ pub fn watch(
         ..Default::default()
     };
     let mut outcome = engine::outcome(j, &target);
+    outcome.attached = attached;
     outcome.host = Some(host.to_string());
     outcome.name = name;
     print_outcome(judge.json, &outcome, None, None);
