@@ -959,21 +959,15 @@ fn stop(run_id: &str, grace: &str) -> Result<i32> {
 
 /// The oldest live process of a run whose launcher is gone (a daemon it left), its supervisor
 /// aside.
-fn daemon_of(run: &RunDir) -> Option<u32> {
-    process::of_run(&run.id)
-        .pids
-        .into_iter()
-        .find(|p| !process::is_supervisor(*p))
-}
 
 /// A run's live state, in words.
 pub fn run_state(run: &RunDir) -> String {
     if let Some(e) = run.exit() {
         return match (e.spawn_error, e.exit) {
             (Some(err), _) => format!("never started: {err}"),
-            (None, Some(x)) if x.code == Some(0) && daemon_of(run).is_some() => format!(
+            (None, Some(x)) if x.code == Some(0) && run.daemon().is_some() => format!(
                 "running (daemon {}; the launcher exited 0)",
-                daemon_of(run).unwrap_or_default()
+                run.daemon().unwrap_or_default()
             ),
             (None, Some(x)) => format!("ended: {}", x.describe()),
             _ => "ended".into(),

@@ -6,7 +6,7 @@
 //! network: `at` is the time since launch (or attach) as measured by the caller, so tests run it on
 //! simulated time.
 //!
-//! Rules (CONTRACT.md): a fatal line ends the watch as `failed` after a short settle window, in which
+//! Rules (the verdicts of README.md): a fatal line ends the watch as `failed` after a short settle window, in which
 //! the rest of the failure (traceback, the exit) is collected and the most specific signature wins;
 //! an exit before ready is `exited`, `killed` or `never_started`, or `failed` if lines named a cause;
 //! `stalled` after the stall window without progress evidence; `timed_out` at the overall deadline;

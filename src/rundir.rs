@@ -231,10 +231,23 @@ impl RunDir {
 
     /// Whether the run's command is still running (it has no exit record and its process lives).
     pub fn is_live(&self) -> bool {
-        self.exit().is_none()
-            && self.process().is_some_and(|p| {
-                crate::process::is_alive(p.pid, Some(p.start_ticks).filter(|t| *t != 0))
-            })
+        let Some(p) = self.process() else {
+            return false;
+        };
+        match self.exit() {
+            None => crate::process::is_alive(p.pid, Some(p.start_ticks).filter(|t| *t != 0)),
+            // A launcher that exited 0 may have left a daemon serving: the run lives in it.
+            Some(e) => e.exit.is_some_and(|x| x.code == Some(0)) && self.daemon().is_some(),
+        }
+    }
+
+    /// A process of the run other than its supervisor, found by the run's `FIREDUP_RUN_ID`
+    /// (a daemon the launcher left behind).
+    pub fn daemon(&self) -> Option<u32> {
+        crate::process::of_run(&self.id)
+            .pids
+            .into_iter()
+            .find(|p| !crate::process::is_supervisor(*p))
     }
 
     /// Every run, newest first.

@@ -1,4 +1,4 @@
-//! The names scripts depend on (../shared/CONTRACT.md): verdicts, failure signatures, exit codes, and
+//! The names scripts depend on (README.md, "Verdicts and exit codes"): verdicts, failure signatures, exit codes, and
 //! the JSON verdict object. Nothing here may be renamed; new variants may be added.
 
 use serde::{Deserialize, Serialize};
@@ -72,7 +72,7 @@ impl Verdict {
     }
 }
 
-/// A named root cause. The declaration order is the precedence order of CONTRACT.md: when several
+/// A named root cause. The declaration order is the precedence order of the README's signature list: when several
 /// match in one failure, the one declared first wins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -344,7 +344,7 @@ pub struct GpuReport {
     pub error: Option<String>,
 }
 
-/// The verdict object printed by `--json` (CONTRACT.md "The JSON verdict"), plus additive fields.
+/// The verdict object printed by `--json` (README.md, "Verdicts and exit codes"), plus additive fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {
     /// The version of this object's format ([`OUTCOME_SCHEMA`]; additive field).

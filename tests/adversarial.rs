@@ -689,7 +689,13 @@ fn the_run_marker_scan_finds_a_process_by_its_environment() {
         .env("FIREDUP_RUN_ID", &id)
         .spawn()
         .unwrap();
-    let found = processes_of(&id);
+    // Bounded: the scan reads /proc, where the new process may not show its environment yet.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut found = processes_of(&id);
+    while found.is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        found = processes_of(&id);
+    }
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(found, vec![child.id()]);

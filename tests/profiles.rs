@@ -1,5 +1,5 @@
 //! Every built-in profile replayed through the real binary: fixture logs assembled from each
-//! server's own strings (`/work/shared/reference/server-strings.md`, logs pasted in issues) are
+//! server's own strings (read in their source, and logs pasted in issues) are
 //! printed by `tests/fixtures/replay.sh`, which then exits or stays alive, and `firedup run
 //! --profile NAME --no-probe` must reach the verdict, signature, decisive line, last phase and
 //! timeline a person would name. Trap cases stop right after a line that looks like ready but is

@@ -1,4 +1,4 @@
-//! Every failure signature of CONTRACT.md through the real binary: each line-level signature from a
+//! Every failure signature of the README through the real binary: each line-level signature from a
 //! fake server that prints a real example line from the catalog and exits 1, and the signal-level
 //! ones from real signals.
 

@@ -1,4 +1,4 @@
-//! Every verdict of CONTRACT.md, produced through the real binary against scripted fake servers,
+//! Every verdict of the README, produced through the real binary against scripted fake servers,
 //! with its exit code and a time bound.
 
 mod common;
