@@ -957,9 +957,6 @@ fn stop(run_id: &str, grace: &str) -> Result<i32> {
     Ok(if report.survivors.is_empty() { 0 } else { 1 })
 }
 
-/// The oldest live process of a run whose launcher is gone (a daemon it left), its supervisor
-/// aside.
-
 /// A run's live state, in words.
 pub fn run_state(run: &RunDir) -> String {
     if let Some(e) = run.exit() {
