@@ -374,7 +374,8 @@ fn write_observation(w: &mut dyn Write, at: Duration, obs: &Observation) {
             text,
             class,
         } => serde_json::json!({
-            "t": t, "kind": "line", "number": number, "text": text,
+            // The event file is stored: secret-shaped values in a line are redacted, as in the verdict.
+            "t": t, "kind": "line", "number": number, "text": crate::secrets::redact_values(text),
             "signatures": class.hits.iter().map(|h| h.signature.map(|s| s.as_str()).unwrap_or("fail_line")).collect::<Vec<_>>(),
             "ready": class.ready, "progress": class.progress, "noise": class.noise,
         }),
@@ -387,7 +388,7 @@ fn write_observation(w: &mut dyn Write, at: Duration, obs: &Observation) {
         }
         Observation::Exited(e) => serde_json::json!({"t": t, "kind": "exited", "exit": e}),
         Observation::LauncherLeft { pid, command } => {
-            serde_json::json!({"t": t, "kind": "launcher_left", "pid": pid, "command": command})
+            serde_json::json!({"t": t, "kind": "launcher_left", "pid": pid, "command": crate::secrets::redact_values(command)})
         }
         Observation::Usage {
             cpu_ticks,

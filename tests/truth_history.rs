@@ -636,3 +636,31 @@ fn a_later_watch_sends_the_servers_own_api_key() {
         w.explain()
     );
 }
+
+#[test]
+fn the_event_stream_stores_no_secret_a_log_line_printed() {
+    let env = Env::new();
+    let events = env.path("events.ndjson");
+    let events_arg = events.display().to_string();
+    let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    let script = format!("echo 'using token {token}'; echo done");
+    let r = firedup(
+        &env,
+        &[
+            "run",
+            "--until",
+            "exit",
+            "--json",
+            "--events",
+            &events_arg,
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert_eq!(r.json["verdict"], "succeeded", "{}", r.explain());
+    let stream = std::fs::read_to_string(&events).unwrap();
+    assert!(stream.contains("using token"), "{stream}");
+    assert!(!stream.contains(token), "{stream}");
+}
