@@ -196,6 +196,11 @@ pub fn remote_launch() -> Result<i32> {
 /// way it was launched).
 pub fn meta(run_id: &str) -> Result<i32> {
     let run = RunDir::open(run_id)?;
-    println!("{}", serde_json::to_string(&run.meta()?)?);
+    // The record, and whether the run has ended since (a re-attach then judges how it ended).
+    let mut v = serde_json::to_value(run.meta()?)?;
+    if let Some(map) = v.as_object_mut() {
+        map.insert("ended".into(), serde_json::Value::Bool(!run.is_live()));
+    }
+    println!("{v}");
     Ok(0)
 }

@@ -843,13 +843,8 @@ fn watch(
     }
     // A run that has ended is judged by how it ended: a ready line it printed before crashing
     // is not its present state. Holding after ready makes the recorded exit (and the fatal
-    // lines before it) decide.
-    let ended = target.run.as_ref().is_some_and(|r| {
-        r.exit().is_some()
-            || !target
-                .pid
-                .is_some_and(|p| process::is_alive(p, target.start_ticks))
-    });
+    // lines before it) decide. A launcher that exited 0 leaving its daemon serving has not ended.
+    let ended = target.run.as_ref().is_some_and(|r| !r.is_live());
     let command: Vec<String> = match &target.run {
         Some(r) => r.meta().map(|m| m.command).unwrap_or_default(),
         None => pid
@@ -930,7 +925,7 @@ fn watch(
 
 /// The hold given to the judge when re-attaching to a run that has already ended: longer than
 /// anything the exit record can take to be read, so the exit always decides.
-const ENDED_RUN_HOLD: Duration = Duration::from_secs(24 * 3600);
+pub(crate) const ENDED_RUN_HOLD: Duration = Duration::from_secs(24 * 3600);
 
 fn stop(run_id: &str, grace: &str) -> Result<i32> {
     let grace = grace_flag(grace)?;

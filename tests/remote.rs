@@ -812,3 +812,54 @@ metrics = {{ throughput = 'Output token throughput \(tok/s\):\s+([0-9.]+)' }}
     // The port is free again on the host (which is this machine).
     std::net::TcpListener::bind(("127.0.0.1", port)).expect("the port was released");
 }
+
+#[test]
+fn reattaching_over_ssh_to_a_run_that_crashed_after_ready_reports_the_crash() {
+    let sshd = Sshd::start();
+    let env = Env::new();
+    // The server crashes when the test says so, after `run` has reported it ready.
+    let crash = env.path("crash-now");
+    let server = env.script(
+        "crash_later.sh",
+        &format!(
+            "echo 'listening on :8000'; while [ ! -e '{}' ]; do sleep 0.05; done; \
+             echo 'RuntimeError: CUDA error: an illegal memory access was encountered'; exit 1",
+            crash.display()
+        ),
+    );
+    let r = fd(
+        &env,
+        &sshd,
+        &[
+            "run",
+            "--json",
+            "--host",
+            "fdtest",
+            "--ready-line",
+            "listening on",
+            "--",
+            &server,
+        ],
+    );
+    assert_eq!(r.verdict(), "ready", "{}", r.explain());
+    let id = r.json["run_id"].as_str().unwrap().to_string();
+    std::fs::write(&crash, "").unwrap();
+    let exit_json = env
+        .path("remote-state")
+        .join("runs")
+        .join(&id)
+        .join("exit.json");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !exit_json.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(exit_json.exists(), "the crash was never recorded");
+    let w = fd(&env, &sshd, &["watch", "--json", "--host", "fdtest", &id]);
+    assert_eq!(
+        (w.code, w.verdict(), w.signature()),
+        (1, "failed", Some("cuda_error")),
+        "{}",
+        w.explain()
+    );
+    assert_eq!(w.json["exit"]["code"], 1, "{}", w.explain());
+}

@@ -280,6 +280,7 @@ pub fn watch(
     let (hs, reconnect_for) = host_spec(ra, host)?;
     let mut opts: WatchOptions = judge.options(from_end);
     let mut recorded_meta = None;
+    let mut ended = false;
     let (spec_run, spec_log, command, log_shown, expect) = match (&run_id, &log) {
         (Some(id), None) => {
             let id2 = id.clone();
@@ -293,12 +294,18 @@ pub fn watch(
                             out.stderr.trim().trim_start_matches("firedup: ")
                         ));
                     }
-                    serde_json::from_str::<RunMeta>(out.stdout.trim())
-                        .map_err(|e| format!("{}: bad run record: {e}", r.host))
+                    let bad = |e: serde_json::Error| format!("{}: bad run record: {e}", r.host);
+                    let v: serde_json::Value =
+                        serde_json::from_str(out.stdout.trim()).map_err(bad)?;
+                    let ended = v["ended"].as_bool().unwrap_or(false);
+                    Ok((serde_json::from_value::<RunMeta>(v).map_err(bad)?, ended))
                 })
             });
             let meta = match meta {
-                Ok(m) => m,
+                Ok((m, has_ended)) => {
+                    ended = has_ended;
+                    m
+                }
                 Err(reason) => return Ok(transport_verdict(judge.json, host, reason)),
             };
             if let Some(recorded) = meta.options.clone() {
@@ -339,6 +346,14 @@ pub fn watch(
     );
     let mut plan = plan::resolve(&opts, &command, &log_shown, expect)?;
     plan.judge.probe_origin = format!("remote {host}");
+    // As locally: a run that has ended is judged by how it ended, not by a ready line it printed.
+    if ended && plan.judge.hold.is_none() {
+        eprintln!(
+            "firedup: note: {label_id} on {host} is no longer running: judging how it ended",
+            label_id = run_id.as_deref().unwrap_or_default()
+        );
+        plan.judge.hold = Some(crate::cli::ENDED_RUN_HOLD);
+    }
     // Validate first, open last: a refused watch truncates no --events file.
     let mut events = open_events(&judge.events)?;
     let label = run_id
