@@ -194,6 +194,9 @@ fn a_daemonizing_redis_is_ready_and_running_and_stop_finds_it() {
         "{}",
         explain(&ps)
     );
+    // A re-attach sees the daemon serving: ready, not a run that has ended.
+    let again = firedup(&env, &["watch", "--json", &run_id]);
+    assert_eq!(json(&again)["verdict"], "ready", "{}", explain(&again));
     let stop = firedup(&env, &["stop", &run_id]);
     assert_eq!(stop.code, 0, "{}", explain(&stop));
     assert!(stop.stdout.contains("none left"), "{}", explain(&stop));
