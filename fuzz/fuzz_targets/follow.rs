@@ -86,6 +86,9 @@ fuzz_target!(|input: &[u8]| {
     let rotated = path.with_extension("1");
     let mut follower = LogFollower::new(&path, CAP);
     let mut model = LineSplitter::new(CAP);
+    // The file renamed away or deleted stays open (its writer may still append): its held
+    // partial line is emitted at the next rotation or at the end, as the follower documents.
+    let mut retired: Option<LineSplitter> = None;
     let (mut got, mut want) = (Vec::new(), Vec::new());
     let mut content: Option<Vec<u8>> = None;
     let mut emit = |l: RawLine| want.push(l);
@@ -127,7 +130,10 @@ fuzz_target!(|input: &[u8]| {
             Op::Rotate(b) => {
                 if content.is_some() {
                     std::fs::rename(&path, &rotated).unwrap();
-                    model.finish(&mut emit);
+                    if let Some(mut old) = retired.take() {
+                        old.finish(&mut emit);
+                    }
+                    retired = Some(std::mem::replace(&mut model, LineSplitter::new(CAP)));
                 }
                 std::fs::write(&path, b).unwrap();
                 content = Some(b.to_vec());
@@ -137,7 +143,10 @@ fuzz_target!(|input: &[u8]| {
             Op::Delete => {
                 if content.take().is_some() {
                     std::fs::remove_file(&path).unwrap();
-                    model.finish(&mut emit);
+                    if let Some(mut old) = retired.take() {
+                        old.finish(&mut emit);
+                    }
+                    retired = Some(std::mem::replace(&mut model, LineSplitter::new(CAP)));
                 }
             }
         }
@@ -146,6 +155,9 @@ fuzz_target!(|input: &[u8]| {
     let mut events = Vec::new();
     follower.finish(&mut events);
     collect(events, &mut got);
+    if let Some(mut old) = retired.take() {
+        old.finish(&mut emit);
+    }
     model.finish(&mut emit);
     let _ = std::fs::remove_file(&path);
     let _ = std::fs::remove_file(&rotated);
