@@ -498,6 +498,7 @@ impl History {
     }
 
     /// The schema version of the open database.
+    #[cfg(test)]
     pub fn schema_version(&self) -> Result<i64> {
         Ok(self
             .conn

@@ -11,12 +11,12 @@ use crate::profile::{self, Origin, Profile, ProfileSet};
 pub fn profiles(action: Option<ProfilesAction>, files: &[PathBuf]) -> Result<i32> {
     match action {
         None => {
-            let set = ProfileSet::load(files)?;
+            let set = crate::profile::load_profile_set(files)?;
             print!("{}", render_list(&set));
             Ok(0)
         }
         Some(ProfilesAction::Show { name }) => {
-            let set = ProfileSet::load(files)?;
+            let set = crate::profile::load_profile_set(files)?;
             let Some((p, origin)) = set.profiles.iter().find(|(p, _)| p.name == name) else {
                 set.by_name(&name)?;
                 unreachable!("by_name fails for an unknown name");

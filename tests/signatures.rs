@@ -9,7 +9,7 @@ use firedup::verdict::Signature;
 #[test]
 fn every_line_signature_is_reported_through_the_binary() {
     let catalog: toml::Value =
-        toml::from_str(include_str!("../src/catalog/signatures.toml")).unwrap();
+        toml::from_str(include_str!("../crates/judge/src/catalog/signatures.toml")).unwrap();
     let env = Env::new();
     let mut checked = std::collections::BTreeSet::new();
     let mut failures = Vec::new();

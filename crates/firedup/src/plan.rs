@@ -11,7 +11,7 @@ use crate::classify::{Classifier, ClassifierSpec, builtin_catalog};
 use crate::duration::parse_duration;
 use crate::judge::{JudgeConfig, Mode};
 use crate::lines::DEFAULT_LINE_CAP;
-use crate::profile::{Address, ProbeKind, Profile, ProfileSet, RequestKind, derive_address};
+use crate::profile::{Address, ProbeKind, Profile, RequestKind, derive_address};
 
 /// What the user asked for, before resolution (filled from the command line or by a library user).
 /// Recorded in the run's `meta.json` so that `firedup watch RUN_ID` judges the same way.
@@ -144,7 +144,7 @@ pub fn resolve(
     expect_process: bool,
 ) -> Result<Plan> {
     refuse_foot_guns(opts)?;
-    let set = ProfileSet::load(&opts.profile_files)?;
+    let set = crate::profile_files::load_profile_set(&opts.profile_files)?;
     let prof: Profile = match &opts.profile {
         Some(name) => set.by_name(name)?,
         None => set.detect(command)?,

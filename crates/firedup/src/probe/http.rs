@@ -82,7 +82,7 @@ pub(crate) fn agent(timeout: Duration) -> ureq::Agent {
 
 /// A checked `http://` URL: where it connects, and how it is shown in details.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Target {
+pub struct Target {
     pub host: String,
     pub port: u16,
     /// `host:port` as the URL spells it.

@@ -24,8 +24,9 @@ use std::time::Duration;
 
 use crate::classify::{Hit, LineClass, Strength};
 use crate::duration::format_duration;
-use crate::probe::notify::NotifyMessage;
-use crate::probe::{ProbeKind, ProbeOutcome};
+use crate::notify_message::NotifyMessage;
+use crate::probe_outcome::ProbeOutcome;
+use crate::profile::ProbeKind;
 use crate::verdict::{
     ExitInfo, GpuReport, LineRef, PhaseAt, ProbeReport, Signature, Verdict, signal_name,
 };

@@ -27,35 +27,8 @@ pub mod tcp;
 #[cfg(test)]
 mod testserver;
 
-pub use crate::profile::ProbeKind;
-
-/// What one probe found.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ProbeOutcome {
-    /// The condition holds (port listening and ours; health 2xx; request returned tokens).
-    Up { detail: String, latency: Duration },
-    /// The server is not there yet (refused, 503, no tokens yet, timed out while busy).
-    NotYet { detail: String },
-    /// Something answers, but it is not the watched process tree.
-    Foreign { detail: String },
-    /// firedup's own probe cannot work (bad name, unresolvable host, permission denied, not HTTP).
-    Fault { detail: String },
-}
-
-impl ProbeOutcome {
-    pub fn detail(&self) -> &str {
-        match self {
-            ProbeOutcome::Up { detail, .. }
-            | ProbeOutcome::NotYet { detail }
-            | ProbeOutcome::Foreign { detail }
-            | ProbeOutcome::Fault { detail } => detail,
-        }
-    }
-    pub fn is_up(&self) -> bool {
-        matches!(self, ProbeOutcome::Up { .. })
-    }
-}
+pub use firedup_judge::probe_outcome::ProbeOutcome;
+pub use firedup_judge::profile::ProbeKind;
 
 /// Default hard timeout for one probe.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);

@@ -128,13 +128,24 @@ pub struct Classifier {
 }
 
 /// A pattern that does not compile, named by where it came from.
-#[derive(Debug, thiserror::Error)]
-#[error("invalid regex in {origin} '{pattern}': {message}")]
+#[derive(Debug)]
 pub struct PatternError {
     pub origin: String,
     pub pattern: String,
     pub message: String,
 }
+
+impl std::fmt::Display for PatternError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "invalid regex in {} '{}': {}",
+            self.origin, self.pattern, self.message
+        )
+    }
+}
+
+impl std::error::Error for PatternError {}
 
 fn check(origin: &str, pattern: &str) -> Result<(), PatternError> {
     regex::Regex::new(pattern)
@@ -696,7 +707,7 @@ mod tests {
             lines.extend(p.signatures.iter().flat_map(|s| s.examples.iter().cloned()));
             lines.extend(p.detect_examples.iter().cloned());
         }
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
         let mut dirs = vec![root];
         while let Some(d) = dirs.pop() {
             for e in std::fs::read_dir(&d).unwrap().filter_map(|e| e.ok()) {

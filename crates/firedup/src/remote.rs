@@ -18,7 +18,6 @@
 //! - [`source`]: the remote agent's stream as a judge-loop source, with heartbeats, "lost contact"
 //!   and reconnection that resumes the log at the byte where it stopped.
 
-pub mod commands;
 pub mod session;
 pub mod source;
 

@@ -125,7 +125,7 @@ fn run(config: JudgeConfig, steps: &[Step]) -> Judgement {
             Step::Notify(at, text) => feed(
                 &mut j,
                 at,
-                Observation::Notify(crate::probe::notify::parse(text.as_bytes())),
+                Observation::Notify(crate::notify_message::parse(text.as_bytes())),
             ),
             Step::Gpu(at, mib) => feed(&mut j, at, Observation::GpuMemory(mib)),
         }

@@ -210,30 +210,3 @@ fn check_names_line_and_field() {
         assert!(err.starts_with(want), "got {err:?}\nwant {want:?}");
     }
 }
-
-#[test]
-fn user_profiles_override_builtins_by_name_and_detect_first() {
-    let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("mine.toml");
-    std::fs::write(
-        &f,
-        "name = \"redis\"\ndescription = \"my redis\"\ndetect = ['my-redis']\nready = ['up']\n",
-    )
-    .unwrap();
-    let g = dir.path().join("other.toml");
-    std::fs::write(
-        &g,
-        "name = \"myserver\"\ndescription = \"mine\"\ndetect = ['redis-server']\nready = ['up']\n",
-    )
-    .unwrap();
-    let mut set = ProfileSet::builtin();
-    set.insert(load_file(&f).unwrap(), Origin::File(f.clone()));
-    set.insert(load_file(&g).unwrap(), Origin::File(g.clone()));
-    assert_eq!(set.by_name("redis").unwrap().description, "my redis");
-    assert_eq!(set.detect(&cmd("redis-server")).unwrap().name, "myserver");
-    let bad = dir.path().join("bad.toml");
-    std::fs::write(&bad, "name = \"x\"\n").unwrap();
-    let e = load_file(&bad).unwrap_err().to_string();
-    assert!(e.starts_with(&format!("{}:", bad.display())), "{e}");
-    assert!(e.contains("description"), "{e}");
-}

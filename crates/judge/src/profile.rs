@@ -6,14 +6,13 @@
 //! how to ask it whether it is usable (`[endpoint]`), which probes count towards readiness by
 //! default (`ready_probes`), and its stall/timeout defaults.
 //!
-//! Built-in profiles are embedded in the binary. User profiles come from `--profile-file FILE` and
-//! `$XDG_CONFIG_HOME/firedup/profiles/*.toml` (default `~/.config/firedup/profiles`); a user profile
-//! with a built-in's name replaces it. `generic` knows nothing beyond the common catalog, so
+//! Built-in profiles are embedded in the crate. User profiles are read from files by the shell
+//! (the `firedup` library) and parsed here with [`parse_checked`]; a user profile with a
+//! built-in's name replaces it ([`ProfileSet::insert`]). `generic` knows nothing beyond the common catalog, so
 //! `--ready-line` alone works on anything.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
@@ -177,14 +176,6 @@ pub fn builtin_profiles() -> Vec<Profile> {
         .collect()
 }
 
-/// The user profile directory: `$XDG_CONFIG_HOME/firedup/profiles` or `~/.config/firedup/profiles`.
-pub fn user_profile_dir() -> Option<PathBuf> {
-    if let Some(x) = std::env::var_os("XDG_CONFIG_HOME").filter(|x| !x.is_empty()) {
-        return Some(PathBuf::from(x).join("firedup/profiles"));
-    }
-    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config/firedup/profiles"))
-}
-
 impl ProfileSet {
     /// Built-ins only.
     pub fn builtin() -> ProfileSet {
@@ -196,31 +187,8 @@ impl ProfileSet {
         }
     }
 
-    /// Built-ins, then every `*.toml` in the user profile directory, then `extra` files (in order;
-    /// a later profile with the same name replaces an earlier one). A bad user file is an error
-    /// naming the file, line and field.
-    pub fn load(extra: &[PathBuf]) -> Result<ProfileSet> {
-        let mut set = ProfileSet::builtin();
-        let mut files: Vec<PathBuf> = Vec::new();
-        if let Some(dir) = user_profile_dir() {
-            if let Ok(rd) = std::fs::read_dir(&dir) {
-                let mut found: Vec<PathBuf> = rd
-                    .filter_map(|e| e.ok().map(|e| e.path()))
-                    .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-                    .collect();
-                found.sort();
-                files.extend(found);
-            }
-        }
-        files.extend(extra.iter().cloned());
-        for f in files {
-            let p = load_file(&f)?;
-            set.insert(p, Origin::File(f));
-        }
-        Ok(set)
-    }
-
-    fn insert(&mut self, p: Profile, origin: Origin) {
+    /// Adds a profile; one with the same name replaces it.
+    pub fn insert(&mut self, p: Profile, origin: Origin) {
         if let Some(slot) = self.profiles.iter_mut().find(|(q, _)| q.name == p.name) {
             *slot = (p, origin);
         } else {
@@ -236,13 +204,13 @@ impl ProfileSet {
     }
 
     /// The profile called `name`.
-    pub fn by_name(&self, name: &str) -> Result<Profile> {
+    pub fn by_name(&self, name: &str) -> Result<Profile, ProfileError> {
         match self.profiles.iter().find(|(p, _)| p.name == name) {
             Some((p, _)) => Ok(p.clone()),
-            None => bail!(
+            None => Err(ProfileError(format!(
                 "unknown profile '{name}': the known profiles are {} (see `firedup profiles`)",
                 self.names().join(", ")
-            ),
+            ))),
         }
     }
 
@@ -251,12 +219,13 @@ impl ProfileSet {
     }
 
     /// The first profile whose `detect` patterns match the command line, or `generic`.
-    pub fn detect(&self, command: &[String]) -> Result<Profile> {
+    pub fn detect(&self, command: &[String]) -> Result<Profile, ProfileError> {
         let line = command.join(" ");
         for (p, _) in &self.profiles {
             for d in &p.detect {
-                let re = Regex::new(d)
-                    .with_context(|| format!("profile {} has a bad detect pattern", p.name))?;
+                let re = Regex::new(d).map_err(|e| {
+                    ProfileError(format!("profile {} has a bad detect pattern: {e}", p.name))
+                })?;
                 if re.is_match(&line) {
                     return Ok(p.clone());
                 }
@@ -267,21 +236,26 @@ impl ProfileSet {
 }
 
 /// The built-in profile called `name`.
-pub fn by_name(name: &str) -> Result<Profile> {
+pub fn by_name(name: &str) -> Result<Profile, ProfileError> {
     ProfileSet::builtin().by_name(name)
 }
 
 /// The built-in profile whose `detect` pattern matches the command line, or `generic`.
-pub fn detect(command: &[String]) -> Result<Profile> {
+pub fn detect(command: &[String]) -> Result<Profile, ProfileError> {
     ProfileSet::builtin().detect(command)
 }
 
-/// Reads and validates one user profile file.
-pub fn load_file(path: &Path) -> Result<Profile> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read profile file {}", path.display()))?;
-    parse_checked(&text).map_err(|e| anyhow::anyhow!("{}:{e}", path.display()))
+/// A profile that cannot be found or used, in one sentence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfileError(pub String);
+
+impl std::fmt::Display for ProfileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
+
+impl std::error::Error for ProfileError {}
 
 /// Parses a profile and checks everything that can be checked without running it. Errors read
 /// `LINE: field FIELD: what is wrong` (the caller prefixes the file name).

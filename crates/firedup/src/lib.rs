@@ -22,35 +22,29 @@
 //! ```
 
 pub mod agent;
-pub mod classify;
-pub mod cli;
-pub mod closed_pipe;
 pub mod dirwatch;
-pub mod duration;
 pub mod engine;
 pub mod follow;
-pub mod history;
-pub mod history_cmd;
-pub mod interrupt;
-pub mod judge;
 pub mod launch;
-pub mod line_shape;
-pub mod lines;
 pub mod logpath;
 pub mod logstart;
-pub mod matrix;
 pub mod observe;
 pub mod plan;
 pub mod probe;
 pub mod prober;
 pub mod process;
-pub mod profile;
-pub mod profiles_cmd;
-pub mod prune;
+pub mod profile_files;
 pub mod remote;
-pub mod report;
 pub mod rundir;
 pub mod secrets;
 pub mod stop;
-pub mod verdict;
 pub mod wire;
+
+// The pure core, re-exported under the names the shell uses.
+pub use firedup_judge::{classify, duration, judge, line_shape, lines, verdict};
+
+/// Profiles: the judge crate's data and parsing, plus the files this crate reads.
+pub mod profile {
+    pub use crate::profile_files::{load_file, load_profile_set, user_profile_dir};
+    pub use firedup_judge::profile::*;
+}
