@@ -659,7 +659,7 @@ fn latency_profile(ready_line: &str) {
     let t = Instant::now();
     let plan = plan::resolve(&opts, &[], "x.log", false).unwrap();
     let compile = t.elapsed().as_secs_f64() * 1e3;
-    let c = &plan.classifier;
+    let c = &plan.judge.classifier;
     let mut times = Vec::new();
     for l in ["server starting", "loading weights", ready_line, ready_line] {
         let t = Instant::now();
@@ -910,7 +910,7 @@ fn sglang_classifier() -> (Classifier, Vec<String>) {
     pats.extend(prof.ready.iter().cloned());
     pats.extend(prof.noise.iter().cloned());
     pats.extend(prof.phases.iter().map(|p| p.pattern.clone()));
-    (plan.classifier, pats)
+    (plan.judge.classifier, pats)
 }
 
 /// Rust regex syntax → GNU ERE (`grep -E`): `(?:` → `(`, `\d` → `[0-9]`, `(?i)` → both cases of

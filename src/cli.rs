@@ -1079,7 +1079,7 @@ fn logs(run_id: &str, meaningful: bool, follow: bool) -> Result<i32> {
             if let crate::follow::FollowEvent::Line(raw) = ev {
                 if meaningful {
                     let text = crate::lines::clean_text(&raw.bytes);
-                    if plan.classifier.classify(&text).noise || text.trim().is_empty() {
+                    if plan.judge.classifier.classify(&text).noise || text.trim().is_empty() {
                         continue;
                     }
                     // A progress bar redraw of the same line: keep only the last state.

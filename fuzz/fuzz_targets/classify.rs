@@ -4,7 +4,7 @@
 
 use std::sync::OnceLock;
 
-use firedup::classify::{Classifier, ClassifierSpec, builtin_catalog};
+use firedup::classify::{Classifier, ClassifierSpec, ReadyLine, builtin_catalog};
 use firedup::lines::clean_text;
 use libfuzzer_sys::fuzz_target;
 
@@ -14,8 +14,8 @@ fn classifier() -> &'static Classifier {
         Classifier::new(&ClassifierSpec {
             signatures: builtin_catalog().signatures,
             ready_lines: vec![
-                "fired up and ready to roll".into(),
-                r"Uvicorn running on \S+".into(),
+                ReadyLine::new("fired up and ready to roll").unwrap(),
+                ReadyLine::new(r"Uvicorn running on \S+").unwrap(),
             ],
             fail_lines: vec!["FATAL: .*".into()],
             noise: vec![r"^\s*$".into()],

@@ -3,7 +3,7 @@
 //! Theory of operation: a [`Source`] turns what happens to the server into timestamped
 //! observations: [`crate::observe::LocalObserver`] on this machine (inotify, pidfd, the prober,
 //! sd_notify), or the remote client, which receives them from a `firedup __agent` over SSH. The
-//! loop classifies each log line, feeds the judge, reports phases, notes and status, and sleeps
+//! loop feeds the judge (which classifies each log line itself), reports phases, notes and status, and sleeps
 //! until the source signals or the judge's next deadline, whichever is first. It stops at the
 //! first verdict.
 
@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use crate::classify::LineClass;
 use crate::judge::{Event, Judge, Judgement, Observation, Status};
+use crate::line_shape::line_shape;
 use crate::observe::{LocalObserver, ObserveSettings, describe_state};
 use crate::plan::Plan;
 use crate::probe::ProbeKind;
@@ -190,18 +192,17 @@ pub fn judge_loop(
             if judge.verdict().is_some() {
                 break;
             }
-            let (at, mut obs) = match s {
+            let (at, obs) = match s {
                 Seen::Note(at, text) => {
                     progress.note(&text, at);
                     continue;
                 }
                 Seen::Obs(at, obs) => (at, obs),
             };
-            match &mut obs {
-                Observation::Line { text, class, .. } => *class = plan.classifier.classify(text),
+            match &obs {
                 Observation::Log(state) => progress.note(&describe_state(state, log), at),
                 Observation::Probe { kind, outcome } => {
-                    let shape = shape_of(outcome.detail());
+                    let shape = line_shape(outcome.detail());
                     let known = shown_probe.iter_mut().find(|(k, _)| k == kind);
                     if known.as_ref().is_none_or(|(_, s)| *s != shape) {
                         progress.note(&format!("{}: {}", kind.as_str(), outcome.detail()), at);
@@ -262,18 +263,28 @@ fn feed(
     sink: &mut Option<&mut dyn Write>,
     out: &mut PendingEvents,
 ) {
+    // A line is written with the class the judge gave it, so after the judge saw it; the other
+    // observations before (the order in the stream is the same: the observation, then its events).
+    let mut line_news = None;
     if let Some(w) = sink.as_deref_mut() {
-        // A probe repeating what it said last time is not news for the event stream.
-        let news = match &obs {
-            Observation::Probe { kind, outcome } => out.probe_news(*kind, outcome.detail()),
-            _ => true,
-        };
-        if news {
-            write_observation(w, now, &obs);
+        match &obs {
+            Observation::Line { number, text } => line_news = Some((*number, text.clone())),
+            // A probe repeating what it said last time is not news for the event stream.
+            Observation::Probe { kind, outcome } => {
+                if out.probe_news(*kind, outcome.detail()) {
+                    write_observation(w, now, &obs);
+                }
+            }
+            _ => write_observation(w, now, &obs),
         }
     }
     let evs = judge.observe(now, obs);
     if let Some(w) = sink.as_deref_mut() {
+        if let Some((number, text)) = line_news {
+            let unclassified = LineClass::default();
+            let class = judge.last_line_class().unwrap_or(&unclassified);
+            write_line(w, now, number, &text, class);
+        }
         for e in &evs {
             write_event(w, e);
         }
@@ -288,9 +299,10 @@ struct PendingEvents {
 }
 
 impl PendingEvents {
-    /// Whether a probe's detail differs (digits aside) from what it last reported.
+    /// Whether a probe's detail differs (digits aside) from what it last reported: "HTTP 503
+    /// (12 ms)" and "HTTP 503 (15 ms)" are the same news (see [`line_shape`]).
     fn probe_news(&mut self, kind: ProbeKind, detail: &str) -> bool {
-        let shape = shape_of(detail);
+        let shape = line_shape(detail);
         match self.probe_shapes.iter_mut().find(|(k, _)| *k == kind) {
             Some((_, s)) if *s == shape => false,
             Some((_, s)) => {
@@ -303,11 +315,6 @@ impl PendingEvents {
             }
         }
     }
-}
-
-/// "HTTP 503 (12 ms)" and "HTTP 503 (15 ms)" are the same news: see `line_shape`.
-fn shape_of(text: &str) -> String {
-    crate::line_shape::line_shape(text)
 }
 
 /// The verdict object for a judgement of `target`.
@@ -366,19 +373,22 @@ fn request_gap(probes: &[crate::verdict::ProbeReport]) -> Option<f64> {
     Some(((req - health) * 1000.0).round() / 1000.0)
 }
 
+/// A log line in the event stream, with what the judge made of it.
+fn write_line(w: &mut dyn Write, at: Duration, number: u64, text: &str, class: &LineClass) {
+    let v = serde_json::json!({
+        // The event file is stored: secret-shaped values in a line are redacted, as in the verdict.
+        "t": at.as_secs_f64(), "kind": "line", "number": number, "text": crate::secrets::redact_values(text),
+        "signatures": class.hits.iter().map(|h| h.signature.map(|s| s.as_str()).unwrap_or("fail_line")).collect::<Vec<_>>(),
+        "ready": class.ready, "progress": class.progress, "noise": class.noise,
+    });
+    let _ = writeln!(w, "{v}");
+}
+
+/// Every observation but a line (see [`write_line`]) in the event stream.
 fn write_observation(w: &mut dyn Write, at: Duration, obs: &Observation) {
     let t = at.as_secs_f64();
     let v = match obs {
-        Observation::Line {
-            number,
-            text,
-            class,
-        } => serde_json::json!({
-            // The event file is stored: secret-shaped values in a line are redacted, as in the verdict.
-            "t": t, "kind": "line", "number": number, "text": crate::secrets::redact_values(text),
-            "signatures": class.hits.iter().map(|h| h.signature.map(|s| s.as_str()).unwrap_or("fail_line")).collect::<Vec<_>>(),
-            "ready": class.ready, "progress": class.progress, "noise": class.noise,
-        }),
+        Observation::Line { .. } => return,
         Observation::Log(s) => {
             serde_json::json!({"t": t, "kind": "log", "state": format!("{s:?}")})
         }

@@ -383,7 +383,6 @@ fn follow_observation(ev: FollowEvent) -> Observation {
         FollowEvent::Line(raw) => Observation::Line {
             number: raw.number,
             text: clean_text(&raw.bytes),
-            class: Default::default(),
         },
         FollowEvent::State(s) => Observation::Log(s),
     }

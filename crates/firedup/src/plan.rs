@@ -1,5 +1,5 @@
-//! Resolving flags and a profile into one plan: the judge's configuration, the compiled classifier
-//! and the follower's settings. Every usage mistake (bad regex, bad duration, a server mode with no
+//! Resolving flags and a profile into one plan: the judge's typed configuration (its mode, durations
+//! and compiled classifier, ready lines included) and the follower's and probes' settings. Every usage mistake (bad regex, bad duration, a server mode with no
 //! readiness condition) is caught here, before anything is launched.
 
 use std::path::PathBuf;
@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 
-use crate::classify::{Classifier, ClassifierSpec, builtin_catalog};
+use crate::classify::{Classifier, ClassifierSpec, ReadyLine, builtin_catalog};
 use crate::duration::parse_duration;
 use crate::judge::{JudgeConfig, Mode};
 use crate::lines::DEFAULT_LINE_CAP;
@@ -79,8 +79,8 @@ impl ProbePlan {
 /// The resolved plan.
 #[derive(Debug, Clone)]
 pub struct Plan {
+    /// The judge's configuration, its classifier included (`judge.classifier`).
     pub judge: JudgeConfig,
-    pub classifier: Classifier,
     pub profile: String,
     pub line_cap: usize,
     pub from_end: bool,
@@ -149,29 +149,34 @@ pub fn resolve(
         Some(name) => set.by_name(name)?,
         None => set.detect(command)?,
     };
-    let mode = if opts.until_exit || prof.until.as_deref() == Some("exit") {
+    let mode = if opts.until_exit {
         Mode::UntilExit
     } else {
-        Mode::UntilReady
+        prof.mode()
     };
     let (probes, address) = resolve_probes(opts, &prof, command)?;
     let ready_probes = ready_probe_list(&probes);
-    let mut ready_lines = prof.ready.clone();
-    if !opts.ready_lines.is_empty() {
-        // Explicit ready lines replace the profile's: the user knows what "ready" means here.
-        ready_lines = opts.ready_lines.clone();
-    }
-    if mode == Mode::UntilReady && ready_lines.is_empty() && ready_probes.is_empty() {
+    // Explicit ready lines replace the profile's: the user knows what "ready" means here.
+    let ready_patterns = if opts.ready_lines.is_empty() {
+        &prof.ready
+    } else {
+        &opts.ready_lines
+    };
+    if mode == Mode::UntilReady && ready_patterns.is_empty() && ready_probes.is_empty() {
         bail!(
             "no readiness condition: give --ready-line REGEX, --http URL, --port N, a --profile that knows this server, or --until exit for a job"
         );
     }
     let mut signatures = builtin_catalog().signatures;
     signatures.extend(prof.signatures.iter().cloned());
+    let ready_lines = ready_patterns
+        .iter()
+        .map(|r| ReadyLine::new(r))
+        .collect::<Result<Vec<_>, _>>()?;
     let classifier = Classifier::new(&ClassifierSpec {
         signatures,
         fail_lines: opts.fail_lines.clone(),
-        ready_lines: ready_lines.clone(),
+        ready_lines,
         noise: prof.noise.clone(),
         phases: prof
             .phases
@@ -235,12 +240,7 @@ pub fn resolve(
         let d = parse_duration(d).map_err(|e| anyhow::anyhow!("--phase-timeout {name}: {e}"))?;
         phase_budgets.push((name.to_string(), d));
     }
-    let mut judge = JudgeConfig::new(mode, log);
-    judge.ready_conditions = ready_lines
-        .iter()
-        .map(|r| format!("ready line /{r}/"))
-        .collect();
-    judge.phases = classifier.phase_names().to_vec();
+    let mut judge = JudgeConfig::new(mode, log, classifier);
     judge.stall = stall;
     judge.timeout = timeout;
     judge.log_grace = log_grace;
@@ -251,7 +251,6 @@ pub fn resolve(
     judge.phase_budgets = phase_budgets;
     Ok(Plan {
         judge,
-        classifier,
         profile: prof.name,
         line_cap: DEFAULT_LINE_CAP,
         from_end: opts.from_end,

@@ -103,7 +103,6 @@ mod tests {
                 obs: Observation::Line {
                     number: 3,
                     text: "a \"quoted\" line\twith ünïcode".into(),
-                    class: Default::default(),
                 },
             },
             WireEvent::Obs {

@@ -18,6 +18,9 @@ use serde::Deserialize;
 
 use crate::verdict::Signature;
 
+mod ready_line;
+pub use ready_line::ReadyLine;
+
 /// How much a matching line says on its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -69,7 +72,7 @@ pub struct Hit {
 pub struct LineClass {
     /// Failure hits, most specific first (precedence order, user rules after catalog rules).
     pub hits: Vec<Hit>,
-    /// Indices of the readiness conditions this line satisfies.
+    /// Indices (into [`Classifier::ready_lines`]) of the ready lines this line matches.
     pub ready: Vec<usize>,
     /// Index of the phase this line begins, if any (the last matching phase wins).
     pub phase: Option<usize>,
@@ -101,8 +104,8 @@ pub struct ClassifierSpec {
     pub signatures: Vec<SignatureSpec>,
     /// User `--fail-line` patterns (fatal, no named signature).
     pub fail_lines: Vec<String>,
-    /// One regex per readiness condition.
-    pub ready_lines: Vec<String>,
+    /// The ready lines, compiled (all must be seen).
+    pub ready_lines: Vec<ReadyLine>,
     pub noise: Vec<String>,
     /// (phase name, regex) in startup order.
     pub phases: Vec<(String, String)>,
@@ -122,7 +125,7 @@ pub struct Classifier {
     reference: OnceLock<RegexSet>,
     slots: Vec<Slot>,
     phase_names: Vec<String>,
-    ready_count: usize,
+    ready_lines: Vec<ReadyLine>,
     percent: Regex,
     counter: Regex,
 }
@@ -148,19 +151,22 @@ impl std::fmt::Display for PatternError {
 impl std::error::Error for PatternError {}
 
 fn check(origin: &str, pattern: &str) -> Result<(), PatternError> {
-    regex::Regex::new(pattern)
-        .map(|_| ())
-        .map_err(|e| PatternError {
-            origin: origin.to_string(),
-            pattern: pattern.to_string(),
-            message: e
-                .to_string()
-                .lines()
-                .last()
-                .unwrap_or("")
-                .trim()
-                .to_string(),
-        })
+    compile(origin, pattern).map(|_| ())
+}
+
+/// `pattern` compiled, or the error named by `origin` (`--ready-line`, `signature oom`).
+fn compile(origin: &str, pattern: &str) -> Result<Regex, PatternError> {
+    regex::Regex::new(pattern).map_err(|e| PatternError {
+        origin: origin.to_string(),
+        pattern: pattern.to_string(),
+        message: e
+            .to_string()
+            .lines()
+            .last()
+            .unwrap_or("")
+            .trim()
+            .to_string(),
+    })
 }
 
 impl Classifier {
@@ -190,9 +196,9 @@ impl Classifier {
                 strength: Strength::Fatal,
             }));
         }
-        for (i, p) in spec.ready_lines.iter().enumerate() {
-            check("--ready-line", p)?;
-            patterns.push(p.clone());
+        for (i, r) in spec.ready_lines.iter().enumerate() {
+            // Compiled when it was made: a `ReadyLine` is a valid regex.
+            patterns.push(r.as_str().to_string());
             slots.push(Slot::Ready(i));
         }
         for p in &spec.noise {
@@ -224,18 +230,25 @@ impl Classifier {
             reference: OnceLock::new(),
             slots,
             phase_names: spec.phases.iter().map(|(n, _)| n.clone()).collect(),
-            ready_count: spec.ready_lines.len(),
+            ready_lines: spec.ready_lines.clone(),
             percent: Regex::new(r"(\d{1,3}(?:\.\d+)?)%").expect("static regex"),
             counter: Regex::new(r"(?:^|[\s|(\[])(\d+)/(\d+)(?:$|[\s\]|),])").expect("static regex"),
         })
     }
 
+    /// The phase names, in the order [`LineClass::phase`] indexes them.
     pub fn phase_names(&self) -> &[String] {
         &self.phase_names
     }
 
+    /// The ready lines, in the order [`LineClass::ready`] indexes them.
+    pub fn ready_lines(&self) -> &[ReadyLine] {
+        &self.ready_lines
+    }
+
+    /// How many ready lines there are.
     pub fn ready_count(&self) -> usize {
-        self.ready_count
+        self.ready_lines.len()
     }
 
     pub fn classify(&self, text: &str) -> LineClass {
@@ -527,6 +540,13 @@ fn has_digit_slash_digit(hay: &[u8]) -> bool {
 mod tests {
     use super::*;
 
+    fn ready(patterns: &[&str]) -> Vec<ReadyLine> {
+        patterns
+            .iter()
+            .map(|p| ReadyLine::new(p).unwrap())
+            .collect()
+    }
+
     fn builtin() -> (CatalogFile, Classifier) {
         let cat = builtin_catalog();
         let c = Classifier::new(&ClassifierSpec {
@@ -613,7 +633,7 @@ mod tests {
     #[test]
     fn ready_phase_noise_and_progress() {
         let c = Classifier::new(&ClassifierSpec {
-            ready_lines: vec!["ready to roll".into(), "listening".into()],
+            ready_lines: ready(&["ready to roll", "listening"]),
             noise: vec!["^DEBUG".into()],
             phases: vec![
                 ("load_weights".into(), "Load weight begin".into()),
@@ -660,11 +680,7 @@ mod tests {
 
     #[test]
     fn a_bad_user_regex_is_named() {
-        let err = Classifier::new(&ClassifierSpec {
-            ready_lines: vec!["(unclosed".into()],
-            ..Default::default()
-        })
-        .unwrap_err();
+        let err = ReadyLine::new("(unclosed").unwrap_err();
         assert!(
             err.to_string()
                 .starts_with("invalid regex in --ready-line '(unclosed'"),
@@ -680,7 +696,8 @@ mod tests {
         let mut spec = ClassifierSpec::default();
         for p in &profiles {
             signatures.extend(p.signatures.iter().cloned());
-            spec.ready_lines.extend(p.ready.iter().cloned());
+            spec.ready_lines
+                .extend(p.ready.iter().map(|r| ReadyLine::new(r).unwrap()));
             spec.noise.extend(p.noise.iter().cloned());
             spec.phases.extend(
                 p.phases
@@ -744,21 +761,21 @@ mod tests {
     fn a_non_ascii_pattern_keeps_every_line_on_the_unicode_set() {
         // Under Unicode (?i) the Kelvin sign matches 'k': an ASCII set would miss it.
         let c = Classifier::new(&ClassifierSpec {
-            ready_lines: vec!["(?i)\u{212A}ernel ready".into(), r"\p{Greek}+ ok".into()],
+            ready_lines: ready(&["(?i)\u{212A}ernel ready", r"\p{Greek}+ ok"]),
             ..Default::default()
         })
         .unwrap();
         assert!(c.ascii.is_none());
         assert_eq!(c.classify("kernel ready").ready, vec![0]);
         let c = Classifier::new(&ClassifierSpec {
-            ready_lines: vec![r"(?i)\x{212A}ernel ready".into()],
+            ready_lines: ready(&[r"(?i)\x{212A}ernel ready"]),
             ..Default::default()
         })
         .unwrap();
         assert!(c.ascii.is_none());
         assert_eq!(c.classify("kernel ready").ready, vec![0]);
         let c = Classifier::new(&ClassifierSpec {
-            ready_lines: vec![r"(?i)\u{17F}tarted".into()],
+            ready_lines: ready(&[r"(?i)\u{17F}tarted"]),
             ..Default::default()
         })
         .unwrap();

@@ -22,8 +22,9 @@
 use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
 
-use crate::classify::{Hit, LineClass, Strength};
+use crate::classify::{Classifier, Hit, LineClass, Strength};
 use crate::duration::format_duration;
+use crate::line_shape::shape_hash;
 use crate::notify_message::NotifyMessage;
 use crate::probe_outcome::ProbeOutcome;
 use crate::profile::ProbeKind;
@@ -31,23 +32,15 @@ use crate::verdict::{
     ExitInfo, GpuReport, LineRef, PhaseAt, ProbeReport, Signature, Verdict, signal_name,
 };
 
-/// Job mode or server mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// `--until ready`: the verdict is `ready` once every readiness condition held.
-    UntilReady,
-    /// `--until exit`: watch until the process ends.
-    UntilExit,
-}
+pub use crate::mode::Mode;
 
 /// What the judge needs to know about the watch.
 #[derive(Debug, Clone)]
 pub struct JudgeConfig {
     pub mode: Mode,
-    /// Names of the readiness conditions (all must hold).
-    pub ready_conditions: Vec<String>,
-    /// Names of the phases the classifier reports by index.
-    pub phases: Vec<String>,
+    /// What each log line means: the catalog and the profile's signatures, `--fail-line`, the
+    /// ready lines (all must be seen), noise and phases. The judge classifies every line with it.
+    pub classifier: Classifier,
     pub stall: Option<Duration>,
     pub timeout: Option<Duration>,
     /// How long a missing log may stay missing while no process is known.
@@ -78,11 +71,10 @@ pub struct JudgeConfig {
 }
 
 impl JudgeConfig {
-    pub fn new(mode: Mode, log_path: &str) -> Self {
+    pub fn new(mode: Mode, log_path: &str, classifier: Classifier) -> Self {
         JudgeConfig {
             mode,
-            ready_conditions: Vec::new(),
-            phases: Vec::new(),
+            classifier,
             stall: None,
             timeout: None,
             log_grace: Duration::from_secs(30),
@@ -115,12 +107,10 @@ pub enum LogState {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Observation {
+    /// A log line (cleaned text); the judge classifies it.
     Line {
         number: u64,
         text: String,
-        /// Filled by whoever judges (the classifier is theirs), not sent over the wire.
-        #[serde(skip)]
-        class: LineClass,
     },
     Log(LogState),
     /// The process is running with this pid.
@@ -275,6 +265,8 @@ pub struct Judge {
     ready_line: Option<LineRef>,
     /// The launcher exited 0 and the run went on in this daemon (said in every verdict's reason).
     followed: Option<String>,
+    /// What the last observed line meant (see [`Judge::last_line_class`]).
+    last_class: Option<LineClass>,
 }
 
 const MAX_SHAPES: usize = 65_536;
@@ -285,7 +277,7 @@ const READ_PROGRESS_BYTES: u64 = 1 << 20;
 
 impl Judge {
     pub fn new(cfg: JudgeConfig) -> Self {
-        let n = cfg.ready_conditions.len();
+        let n = cfg.classifier.ready_count();
         Judge {
             verdict: None,
             ready_seen: vec![false; n],
@@ -330,6 +322,7 @@ impl Judge {
             notify_status: None,
             gpu: None,
             ready_line: None,
+            last_class: None,
             cfg,
         }
     }
@@ -348,6 +341,12 @@ impl Judge {
 
     pub fn verdict(&self) -> Option<&Judgement> {
         self.verdict.as_ref()
+    }
+
+    /// What the last line observed meant, as the judge classified it (for an event stream that
+    /// shows each line with its class); `None` before the first line.
+    pub fn last_line_class(&self) -> Option<&LineClass> {
+        self.last_class.as_ref()
     }
 
     pub fn is_ready(&self) -> bool {
@@ -374,11 +373,12 @@ impl Judge {
     pub fn waiting_for(&self) -> Vec<String> {
         let mut w: Vec<String> = self
             .cfg
-            .ready_conditions
+            .classifier
+            .ready_lines()
             .iter()
             .zip(&self.ready_seen)
             .filter(|(_, seen)| !**seen)
-            .map(|(c, _)| c.clone())
+            .map(|(r, _)| r.condition())
             .collect();
         for p in self.probes.iter().filter(|p| !p.up) {
             w.push(format!("{} {} ({})", p.kind.as_str(), p.target, p.last));
@@ -470,11 +470,11 @@ impl Judge {
             return events;
         }
         match obs {
-            Observation::Line {
-                number,
-                text,
-                class,
-            } => self.on_line(at, number, text, class, &mut events),
+            Observation::Line { number, text } => {
+                let class = self.cfg.classifier.classify(&text);
+                self.on_line(at, number, text, &class, &mut events);
+                self.last_class = Some(class);
+            }
             Observation::Log(state) => self.on_log(at, state),
             Observation::Started { pid } => {
                 self.pid = Some(pid);
@@ -550,7 +550,7 @@ impl Judge {
         at: Duration,
         number: u64,
         text: String,
-        class: LineClass,
+        class: &LineClass,
         events: &mut Vec<Event>,
     ) {
         self.lines += 1;
@@ -570,7 +570,7 @@ impl Judge {
             self.progress = class.progress;
         }
         if let Some(p) = class.phase {
-            if let Some(name) = self.cfg.phases.get(p).cloned() {
+            if let Some(name) = self.cfg.classifier.phase_names().get(p).cloned() {
                 if self.phase.as_deref() != Some(name.as_str()) {
                     self.enter_phase(at, name, events);
                 }
@@ -641,7 +641,13 @@ impl Judge {
 
     /// The `ready` verdict at `at`, the time the ready condition first held.
     fn decide_ready(&mut self, at: Duration, events: &mut Vec<Event>) {
-        let mut conds: Vec<String> = self.cfg.ready_conditions.clone();
+        let mut conds: Vec<String> = self
+            .cfg
+            .classifier
+            .ready_lines()
+            .iter()
+            .map(|r| r.condition())
+            .collect();
         for p in &self.probes {
             conds.push(format!("{} {}", p.kind.as_str(), p.target));
         }
@@ -1291,16 +1297,6 @@ fn describe_conditions(conds: &[String]) -> String {
         1 => format!("matched {}", conds[0]),
         n => format!("all {n} conditions held ({})", conds.join(", ")),
     }
-}
-
-/// A line's shape: its text with digits and spaces removed, so that a heartbeat line whose only
-/// change is a timestamp or counter (or the padding of a right-aligned `  5%` / `100%`) is the same
-/// shape each time.
-fn shape_hash(text: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    crate::line_shape::line_shape(text).hash(&mut h);
-    h.finish()
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ pub mod duration;
 pub mod judge;
 pub mod line_shape;
 pub mod lines;
+pub mod mode;
 pub mod notify_message;
 pub mod probe_outcome;
 pub mod profile;

@@ -35,6 +35,15 @@ pub fn line_shape(text: &str) -> String {
     shape
 }
 
+/// A hash of the shape of `text`: what the judge keeps per line (a set of seen shapes, the shape of
+/// the last context line) instead of the shape itself.
+pub fn shape_hash(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    line_shape(text).hash(&mut h);
+    h.finish()
+}
+
 /// Length of the token at the start of `b`: a run of ASCII letters and digits, continued over a
 /// `-` between groups of hex digits (so a uuid is one token).
 fn token_len(b: &[u8]) -> usize {

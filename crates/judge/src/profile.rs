@@ -17,6 +17,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use crate::classify::SignatureSpec;
+use crate::mode::Mode;
 
 /// One startup phase: the line that begins it.
 #[derive(Debug, Clone, Deserialize)]
@@ -109,7 +110,9 @@ pub struct Profile {
     /// Probes that must also pass before `ready`, unless `--no-probe` (e.g. `["http"]`).
     #[serde(default)]
     pub ready_probes: Vec<ProbeKind>,
-    /// `ready` (server, the default) or `exit` (a job).
+    /// `ready` (server, the default) or `exit` (a job), as written: [`Profile::mode`] is the
+    /// typed value. Kept as text so that a wrong value is reported by `validate` naming the field
+    /// and its line, as for every other field.
     #[serde(default)]
     pub until: Option<String>,
     /// After ready, keep watching this long before the verdict (for servers that print their
@@ -132,6 +135,17 @@ pub struct Profile {
     pub phases: Vec<PhaseSpec>,
     #[serde(default, rename = "signature")]
     pub signatures: Vec<SignatureSpec>,
+}
+
+impl Profile {
+    /// What a watch under this profile waits for: `until = "exit"` is a job, anything else
+    /// (absent, `"ready"`) a server.
+    pub fn mode(&self) -> Mode {
+        self.until
+            .as_deref()
+            .and_then(Mode::from_name)
+            .unwrap_or_default()
+    }
 }
 
 const BUILTIN: [&str; 10] = [
@@ -370,7 +384,7 @@ fn validate(p: &Profile, text: &str) -> std::result::Result<(), String> {
         }
     }
     if let Some(u) = &p.until {
-        if u != "ready" && u != "exit" {
+        if Mode::from_name(u).is_none() {
             return err(
                 "until".into(),
                 "until",

@@ -2,13 +2,23 @@
 //! signature and time it must end with. No clocks, no sleeps.
 
 use super::*;
-use crate::classify::{Classifier, ClassifierSpec, builtin_catalog};
+use crate::classify::{Classifier, ClassifierSpec, ReadyLine, builtin_catalog};
 
+/// The classifier of the scripts: the catalog, a `--fail-line`, the ready line `READY`, noise and
+/// two phases.
 fn classifier() -> Classifier {
+    classifier_with(&["READY"])
+}
+
+/// [`classifier`] with other ready lines (none: readiness by probes alone).
+fn classifier_with(ready_lines: &[&str]) -> Classifier {
     Classifier::new(&ClassifierSpec {
         signatures: builtin_catalog().signatures,
         fail_lines: vec!["USER-FATAL".into()],
-        ready_lines: vec!["READY".into()],
+        ready_lines: ready_lines
+            .iter()
+            .map(|r| ReadyLine::new(r).unwrap())
+            .collect(),
         noise: vec!["^DEBUG".into()],
         phases: vec![
             ("load_weights".into(), "Load weight begin".into()),
@@ -43,9 +53,7 @@ fn ms(v: u64) -> Duration {
 }
 
 fn cfg(mode: Mode) -> JudgeConfig {
-    let mut c = JudgeConfig::new(mode, "/tmp/server.log");
-    c.ready_conditions = vec!["ready line /READY/".into()];
-    c.phases = vec!["load_weights".into(), "capture_cuda_graph".into()];
+    let mut c = JudgeConfig::new(mode, "/tmp/server.log", classifier());
     c.stall = Some(ms(10_000));
     c.timeout = Some(ms(60_000));
     c.log_grace = ms(5_000);
@@ -54,7 +62,6 @@ fn cfg(mode: Mode) -> JudgeConfig {
 
 /// Runs a script; between steps, ticks at every deadline the judge asked for, as the shell does.
 fn run(config: JudgeConfig, steps: &[Step]) -> Judgement {
-    let c = classifier();
     let mut j = Judge::new(config);
     let mut number = 0;
     let feed = |j: &mut Judge, at: u64, obs: Observation| {
@@ -74,14 +81,12 @@ fn run(config: JudgeConfig, steps: &[Step]) -> Judgement {
         match s.clone() {
             Step::Line(at, text) => {
                 number += 1;
-                let class = c.classify(text);
                 feed(
                     &mut j,
                     at,
                     Observation::Line {
                         number,
                         text: text.to_string(),
-                        class,
                     },
                 );
             }
@@ -553,7 +558,6 @@ fn a_late_attach_waits_from_the_attach_and_reports_times_from_the_launch() {
     for (steps, verdict, at) in table {
         let mut c = cfg(Mode::UntilReady);
         c.expect_process = false;
-        let cl = classifier();
         let mut j = Judge::new(c);
         j.watch_began(ms(100_000));
         let feed = |j: &mut Judge, at: Duration, obs: Observation| {
@@ -585,7 +589,6 @@ fn a_late_attach_waits_from_the_attach_and_reports_times_from_the_launch() {
                     Observation::Line {
                         number: 1,
                         text: text.to_string(),
-                        class: cl.classify(text),
                     },
                 ),
                 _ => unreachable!(),
@@ -816,12 +819,15 @@ fn confirmation_window_lets_a_fatal_line_or_an_exit_override_ready() {
 #[test]
 fn every_ready_condition_must_hold() {
     let c = Classifier::new(&ClassifierSpec {
-        ready_lines: vec!["http up".into(), "model loaded".into()],
+        ready_lines: vec![
+            ReadyLine::new("http up").unwrap(),
+            ReadyLine::new("model loaded").unwrap(),
+        ],
         ..Default::default()
     })
     .unwrap();
     let mut cfgv = cfg(Mode::UntilReady);
-    cfgv.ready_conditions = vec!["a".into(), "b".into()];
+    cfgv.classifier = c;
     let mut j = Judge::new(cfgv);
     j.observe(ms(0), Observation::Started { pid: 1 });
     j.observe(
@@ -829,7 +835,6 @@ fn every_ready_condition_must_hold() {
         Observation::Line {
             number: 1,
             text: "http up".into(),
-            class: c.classify("http up"),
         },
     );
     assert!(j.verdict().is_none());
@@ -838,7 +843,6 @@ fn every_ready_condition_must_hold() {
         Observation::Line {
             number: 2,
             text: "model loaded".into(),
-            class: c.classify("model loaded"),
         },
     );
     assert_eq!(j.verdict().unwrap().verdict, Verdict::Ready);
@@ -865,7 +869,7 @@ fn probes_table() {
         let mut c = cfg(Mode::UntilReady);
         c.ready_probes = probes.to_vec();
         if !lines {
-            c.ready_conditions.clear();
+            c.classifier = classifier_with(&[]);
         }
         c
     };
@@ -1037,7 +1041,7 @@ fn probes_table() {
 #[test]
 fn probe_reports_carry_both_readiness_times_and_why_it_waited() {
     let mut c = cfg(Mode::UntilReady);
-    c.ready_conditions.clear();
+    c.classifier = classifier_with(&[]);
     c.stall = None;
     c.ready_probes = vec![
         (ProbeKind::Http, "http://h/health".into()),
@@ -1138,13 +1142,11 @@ fn a_launcher_that_exits_0_leaving_a_daemon_is_followed_to_ready_and_to_its_exit
         j.verdict().is_none(),
         "a daemon's launcher exit is not the run's exit"
     );
-    let class = classifier().classify("READY");
     j.observe(
         ms(9),
         Observation::Line {
             number: 1,
             text: "READY".into(),
-            class,
         },
     );
     let v = j.verdict().expect("ready");

@@ -98,7 +98,11 @@ fn profile_examples_resolve_to_their_signature() {
     for p in builtin_profiles() {
         let c = crate::classify::Classifier::new(&crate::classify::ClassifierSpec {
             signatures: p.signatures.clone(),
-            ready_lines: p.ready.clone(),
+            ready_lines: p
+                .ready
+                .iter()
+                .map(|r| crate::classify::ReadyLine::new(r).unwrap())
+                .collect(),
             noise: p.noise.clone(),
             phases: p
                 .phases
