@@ -3,6 +3,9 @@
 
 use super::*;
 use crate::classify::{Classifier, ClassifierSpec, ReadyLine, builtin_catalog};
+use crate::probe_outcome::ProbeOutcome;
+use crate::profile::ProbeKind;
+use crate::verdict::{ExitInfo, Signature, Verdict};
 
 /// The classifier of the scripts: the catalog, a `--fail-line`, the ready line `READY`, noise and
 /// two phases.

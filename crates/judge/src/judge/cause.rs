@@ -1,0 +1,104 @@
+//! Which line evidence names the cause of a failure. Every distinct failure hit is kept with the
+//! first line that showed it; when the watch ends badly, the most specific hit wins (a named
+//! signature over a `--fail-line`, the catalog's precedence order, fatal over evidence), and its
+//! first line is the decisive line.
+
+use std::time::Duration;
+
+use super::Judge;
+use super::decide::LineFailure;
+use super::output::Event;
+use crate::classify::{Hit, Strength};
+use crate::verdict::{ExitInfo, LineRef, Signature};
+
+/// One failure hit and the first line that showed it.
+#[derive(Debug, Clone)]
+pub(super) struct Evidence {
+    pub(super) hit: Hit,
+    pub(super) line: LineRef,
+    pub(super) at: Duration,
+}
+
+impl Judge {
+    /// The line evidence that names the cause: the most specific hit. With `fatal_only`, evidence
+    /// lines (a bare traceback) do not count.
+    ///
+    /// Evidence only counts up to the first fatal line: what comes on or before it can be the
+    /// cause ("could not access the configuration file: Permission denied"), what comes after is a
+    /// consequence (a launcher's own traceback after its worker was killed).
+    pub(super) fn line_cause(&self, fatal_only: bool) -> Option<Evidence> {
+        let first_fatal = self
+            .evidence
+            .iter()
+            .filter(|e| e.hit.strength == Strength::Fatal)
+            .map(|e| e.line.number)
+            .min();
+        let mut best: Option<&Evidence> = None;
+        for e in &self.evidence {
+            let counts = e.hit.strength == Strength::Fatal
+                || (!fatal_only && first_fatal.is_none_or(|n| e.line.number <= n));
+            if !counts {
+                continue;
+            }
+            let better = match best {
+                None => true,
+                Some(b) => rank(&e.hit) < rank(&b.hit),
+            };
+            if better {
+                best = Some(e);
+            }
+        }
+        // The decisive line is the first line that showed the winning cause (a server often logs
+        // the cause, "could not bind ...: Address already in use", before its fatal summary line).
+        let best = best?;
+        self.evidence
+            .iter()
+            .find(|e| e.hit.signature == best.hit.signature)
+            .map(|first| Evidence {
+                hit: best.hit,
+                line: first.line.clone(),
+                at: first.at,
+            })
+    }
+
+    /// "failed with SIGNATURE: hint (line N); THEN".
+    pub(super) fn failure_reason(&self, ev: &Evidence, then: &str) -> String {
+        let what = match ev.hit.signature {
+            Some(s) => format!("{s}: {}", s.hint()),
+            None => "a line matching --fail-line".to_string(),
+        };
+        format!("failed with {what} (line {}); {then}", ev.line.number)
+    }
+
+    /// The end of the settle window: `failed` by the most specific cause, the process still
+    /// running.
+    pub(super) fn decide_failure(
+        &mut self,
+        at: Duration,
+        exit: Option<ExitInfo>,
+        events: &mut Vec<Event>,
+    ) {
+        if let Some(cause) = self.line_cause(true).or_else(|| self.line_cause(false)) {
+            let reason = self.failure_reason(&cause, "the process is still running");
+            self.decide_failed(
+                at,
+                LineFailure {
+                    cause,
+                    also: None,
+                    reason,
+                    exit,
+                },
+                events,
+            );
+        }
+    }
+}
+
+/// Sort key of a hit: named signatures first, in precedence order, fatal before evidence.
+fn rank(hit: &Hit) -> (bool, Option<Signature>, bool) {
+    (
+        hit.signature.is_none(),
+        hit.signature,
+        hit.strength == Strength::Evidence,
+    )
+}

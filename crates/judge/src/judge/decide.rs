@@ -1,0 +1,145 @@
+//! Turning a decision into the verdict: the [`Judgement`] with everything the judge knows at
+//! that moment (phase, timeline, probes, GPU, context), the stage set to `Decided` and the
+//! `Verdict` event. Two kinds: a [`Decision`] the caller spells out, and a failure named by the
+//! line evidence ([`LineFailure`]), whose signature, secondary signatures and context come from
+//! the evidence.
+
+use std::time::Duration;
+
+use super::Judge;
+use super::cause::Evidence;
+use super::output::{Event, Judgement};
+use super::stage::Stage;
+use crate::verdict::{ExitInfo, LineRef, Signature, Verdict};
+
+/// A verdict the caller spells out (everything but a failure named by line evidence).
+#[derive(Debug, Clone)]
+pub(super) struct Decision {
+    pub(super) verdict: Verdict,
+    pub(super) signature: Option<Signature>,
+    pub(super) secondary: Vec<Signature>,
+    pub(super) reason: String,
+    pub(super) line: Option<LineRef>,
+    pub(super) exit: Option<ExitInfo>,
+}
+
+impl Decision {
+    /// `verdict` for `reason`, with no signature, decisive line or exit.
+    pub(super) fn new(verdict: Verdict, reason: String) -> Decision {
+        Decision {
+            verdict,
+            signature: None,
+            secondary: Vec::new(),
+            reason,
+            line: None,
+            exit: None,
+        }
+    }
+
+    /// With this decisive line.
+    pub(super) fn line(mut self, line: Option<LineRef>) -> Decision {
+        self.line = line;
+        self
+    }
+
+    /// With how the process ended.
+    pub(super) fn exit(mut self, exit: Option<ExitInfo>) -> Decision {
+        self.exit = exit;
+        self
+    }
+
+    /// With a signature and the other signatures seen.
+    pub(super) fn signatures(
+        mut self,
+        signature: Option<Signature>,
+        secondary: Vec<Signature>,
+    ) -> Decision {
+        self.signature = signature;
+        self.secondary = secondary;
+        self
+    }
+}
+
+/// A `failed` verdict whose cause is line evidence.
+#[derive(Debug, Clone)]
+pub(super) struct LineFailure {
+    /// The evidence that names the cause (its line is the decisive line).
+    pub(super) cause: Evidence,
+    /// A signature the exit adds (a signal's), reported among the secondary ones.
+    pub(super) also: Option<Signature>,
+    pub(super) reason: String,
+    pub(super) exit: Option<ExitInfo>,
+}
+
+impl Judge {
+    /// Decides `d` at `at`. A daemon followed after its launcher left is named in the reason.
+    pub(super) fn decide(&mut self, at: Duration, d: Decision, events: &mut Vec<Event>) {
+        let context = self.before.iter().map(|l| l.text.clone()).collect();
+        let reason = match &self.followed {
+            Some(f) => format!("{} ({f})", d.reason),
+            None => d.reason,
+        };
+        let j = Judgement {
+            verdict: d.verdict,
+            signature: d.signature,
+            secondary: d.secondary,
+            reason,
+            line: d.line,
+            context,
+            phase: self.phase.clone(),
+            exit: d.exit,
+            at,
+            timeline: self.timeline.clone(),
+            process_alive: self.alive,
+            probes: self.probe_reports(),
+            gpu: self.gpu.clone(),
+            ready_at: self.stage.ready_at(),
+        };
+        self.conclude(j, events);
+    }
+
+    /// Decides `failed` at `at` for a cause named by line evidence.
+    pub(super) fn decide_failed(&mut self, at: Duration, f: LineFailure, events: &mut Vec<Event>) {
+        let mut secondary: Vec<Signature> = self
+            .evidence
+            .iter()
+            .filter_map(|e| e.hit.signature)
+            .chain(f.also)
+            .filter(|s| Some(*s) != f.cause.hit.signature)
+            .collect();
+        secondary.sort();
+        secondary.dedup();
+        // Context around the decisive line: what came before it and after it.
+        let mut context: Vec<String> = Vec::new();
+        match self.stage.settling() {
+            Some(s) => {
+                context.extend(s.decisive_context.iter().cloned());
+                context.extend(s.after.iter().map(|l| l.text.clone()));
+            }
+            None => context.extend(self.before.iter().map(|l| l.text.clone())),
+        }
+        let j = Judgement {
+            verdict: Verdict::Failed,
+            signature: f.cause.hit.signature,
+            secondary,
+            reason: f.reason,
+            line: Some(f.cause.line),
+            context,
+            phase: self.phase.clone(),
+            exit: f.exit,
+            at,
+            timeline: self.timeline.clone(),
+            process_alive: self.alive,
+            probes: self.probe_reports(),
+            gpu: self.gpu.clone(),
+            ready_at: self.stage.ready_at(),
+        };
+        self.conclude(j, events);
+    }
+
+    /// The verdict is `j`: the last stage, and the last event.
+    fn conclude(&mut self, j: Judgement, events: &mut Vec<Event>) {
+        events.push(Event::Verdict(Box::new(j.clone())));
+        self.stage = Stage::Decided(Box::new(j));
+    }
+}

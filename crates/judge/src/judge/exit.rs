@@ -1,0 +1,184 @@
+//! What the process's exit means, in order: a shell that could not run the command (126, 127)
+//! before ready is `never_started`; a signal is `killed` (with the signal's signature: OOM,
+//! segfault, abort, terminated) unless lines named another cause (`failed`, then ended by the
+//! signal); otherwise lines that named a cause make it `failed`, a job's exit 0 is `succeeded`,
+//! and anything else is `exited`.
+
+use std::time::Duration;
+
+use super::Judge;
+use super::decide::{Decision, LineFailure};
+use super::output::Event;
+use crate::duration::format_duration;
+use crate::mode::Mode;
+use crate::verdict::{ExitInfo, Signature, Verdict, signal_name};
+
+impl Judge {
+    /// The process ended with `exit` (`None`: status unknown).
+    pub(super) fn on_exit(
+        &mut self,
+        at: Duration,
+        exit: Option<ExitInfo>,
+        events: &mut Vec<Event>,
+    ) {
+        let after_ready = self.after_ready(at);
+        if let Some(e) = exit {
+            if self.stage.ready_at().is_none() && matches!(e.code, Some(126) | Some(127)) {
+                self.decide_not_run(at, e, events);
+                return;
+            }
+            if let Some(sig) = e.effective_signal() {
+                self.decide_signal(at, e, sig, &after_ready, events);
+                return;
+            }
+        }
+        self.decide_status(at, exit, &after_ready, events);
+    }
+
+    /// " 2.0s after becoming ready" when the exit came after the ready condition held. Inside the
+    /// confirmation window the server was never reported ready: only its ready condition had held.
+    fn after_ready(&self, at: Duration) -> String {
+        let became = if self.cfg.hold.is_some() {
+            "becoming ready"
+        } else {
+            "its ready condition held"
+        };
+        self.stage
+            .ready_at()
+            .map(|r| format!(" {} after {became}", format_duration(at.saturating_sub(r))))
+            .unwrap_or_default()
+    }
+
+    /// The shell exited 126 or 127 before ready: the command never ran.
+    fn decide_not_run(&mut self, at: Duration, e: ExitInfo, events: &mut Vec<Event>) {
+        let what = if e.code == Some(127) {
+            "command not found"
+        } else {
+            "command not executable"
+        };
+        let last = self
+            .last_line
+            .as_ref()
+            .map(|l| format!(": {}", l.text))
+            .unwrap_or_default();
+        let reason = format!(
+            "never started: the shell exited {} ({what}){last}",
+            e.code.unwrap_or(0)
+        );
+        let line = self.last_line.clone();
+        let d = Decision::new(Verdict::NeverStarted, reason)
+            .line(line)
+            .exit(Some(e));
+        self.decide(at, d, events);
+    }
+
+    /// Ended by signal `sig`: `killed`, or `failed` when lines named a cause the signal does not.
+    fn decide_signal(
+        &mut self,
+        at: Duration,
+        e: ExitInfo,
+        sig: i32,
+        after_ready: &str,
+        events: &mut Vec<Event>,
+    ) {
+        let signal_sig = match sig {
+            9 if self.oom.is_some() => Some(Signature::OomKilled),
+            9 => Some(Signature::Sigkill),
+            11 => Some(Signature::Segfault),
+            6 => Some(Signature::Abort),
+            1 | 2 | 15 => Some(Signature::Terminated),
+            _ => None,
+        };
+        let status = e.describe();
+        if let Some(cause) = self
+            .line_cause(false)
+            .filter(|ev| !ev.hit.signature.is_some_and(|s| s.is_signal_class()))
+        {
+            let reason =
+                self.failure_reason(&cause, &format!("then ended by {status}{after_ready}"));
+            let f = LineFailure {
+                cause,
+                also: signal_sig,
+                reason,
+                exit: Some(e),
+            };
+            self.decide_failed(at, f, events);
+            return;
+        }
+        let mut secondary: Vec<Signature> = self
+            .evidence
+            .iter()
+            .filter_map(|e| e.hit.signature)
+            .filter(|s| Some(*s) != signal_sig)
+            .collect();
+        secondary.sort();
+        secondary.dedup();
+        let oom = self
+            .oom
+            .as_ref()
+            .map(|o| format!(" (OOM killer: {o})"))
+            .unwrap_or_default();
+        let reason = format!(
+            "killed by {} ({status}){after_ready}{oom}{}",
+            signal_name(sig),
+            signal_sig
+                .map(|s| format!(": {}", s.hint()))
+                .unwrap_or_default()
+        );
+        let line = self
+            .evidence
+            .first()
+            .map(|e| e.line.clone())
+            .or_else(|| self.last_line.clone());
+        let d = Decision::new(Verdict::Killed, reason)
+            .signatures(signal_sig, secondary)
+            .line(line)
+            .exit(Some(e));
+        self.decide(at, d, events);
+    }
+
+    /// Ended with a status (or an unknown one): `failed` by a line cause, a job's `succeeded`,
+    /// else `exited`.
+    fn decide_status(
+        &mut self,
+        at: Duration,
+        exit: Option<ExitInfo>,
+        after_ready: &str,
+        events: &mut Vec<Event>,
+    ) {
+        let status = exit
+            .map(|e| e.describe())
+            .unwrap_or_else(|| "an unknown status".into());
+        let ok = exit.is_some_and(|e| e.code == Some(0));
+        if let Some(cause) = self.line_cause(ok) {
+            let reason =
+                self.failure_reason(&cause, &format!("then exited with {status}{after_ready}"));
+            let f = LineFailure {
+                cause,
+                also: None,
+                reason,
+                exit,
+            };
+            self.decide_failed(at, f, events);
+            return;
+        }
+        let line = self.last_line.clone();
+        if ok && self.cfg.mode == Mode::UntilExit {
+            let reason = format!("the job exited 0 after {}", format_duration(at));
+            let d = Decision::new(Verdict::Succeeded, reason)
+                .line(line)
+                .exit(exit);
+            self.decide(at, d, events);
+            return;
+        }
+        let reason = if ok {
+            format!("the server exited 0{after_ready} before it was ready")
+        } else {
+            format!(
+                "the process exited with {status}{after_ready}, and no known failure was printed"
+            )
+        };
+        let d = Decision::new(Verdict::Exited, reason).line(line).exit(exit);
+        self.decide(at, d, events);
+    }
+}

@@ -1,0 +1,88 @@
+//! What the shell tells the judge: one observation at a time, each with the time it was made.
+//! Serializable, because the remote agent streams them over SSH exactly as the local observer
+//! makes them (a log line travels as its number and text: the judge classifies it).
+
+use crate::notify_message::NotifyMessage;
+use crate::probe_outcome::ProbeOutcome;
+use crate::profile::ProbeKind;
+use crate::verdict::ExitInfo;
+
+/// State of the log file as the follower sees it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum LogState {
+    /// The log does not exist (yet); `dir_exists` says whether its directory does.
+    Missing {
+        /// Whether the log's directory exists.
+        dir_exists: bool,
+    },
+    /// The log is there and being read.
+    Readable,
+    /// The log was truncated; reading starts over from its beginning.
+    Truncated,
+    /// The log was renamed or replaced; the new file is followed.
+    Rotated,
+    /// The log cannot be read, for this reason.
+    Unreadable(String),
+}
+
+/// One thing the shell saw. Serializable: the remote agent streams these.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Observation {
+    /// A log line (cleaned text); the judge classifies it.
+    Line {
+        /// The line's number in the log (1-based, counted by the follower).
+        number: u64,
+        /// The line's text, cleaned of escape sequences and invalid UTF-8.
+        text: String,
+    },
+    /// The log file changed state.
+    Log(LogState),
+    /// The process is running with this pid.
+    Started {
+        /// The process id.
+        pid: u32,
+    },
+    /// The command could not be started at all.
+    SpawnFailed {
+        /// Why, in one sentence.
+        reason: String,
+    },
+    /// The process ended; `None` when its status cannot be learned (not our child).
+    Exited(Option<ExitInfo>),
+    /// Server mode: the launched process exited 0 while processes of the run (found by its
+    /// `FIREDUP_RUN_ID`) live on: it daemonized. The run goes on, followed through `pid`; the
+    /// exit of the last of them is the run's exit.
+    LauncherLeft {
+        /// The daemon followed from now on.
+        pid: u32,
+        /// Its command line, for the verdict's reason.
+        command: String,
+    },
+    /// The process tree's cumulative CPU time (clock ticks) and bytes read.
+    Usage {
+        /// Cumulative CPU time of the tree, in clock ticks (1/100 s).
+        cpu_ticks: u64,
+        /// Cumulative bytes read by the tree.
+        read_bytes: u64,
+    },
+    /// Kernel or cgroup evidence that the OOM killer ended the process.
+    OomEvidence(String),
+    /// firedup's own probe failed and cannot recover.
+    MonitorFault(String),
+    /// A readiness probe's result.
+    Probe {
+        /// Which probe answered.
+        kind: ProbeKind,
+        /// What it saw.
+        outcome: ProbeOutcome,
+    },
+    /// A message from the command on its sd_notify socket.
+    Notify(NotifyMessage),
+    /// GPU memory (MiB) held by the watched process tree.
+    GpuMemory(u64),
+    /// nvidia-smi exists but failed: reported, never a verdict (GPU memory is evidence only).
+    GpuError(String),
+    /// Nothing new; the deadline asked for has come.
+    Tick,
+}

@@ -1,0 +1,96 @@
+//! Readiness: the conjunction of the ready lines (all seen) and the readiness probes (each one's
+//! latest outcome is up), in server mode, with no fatal line. When it holds, the server is ready
+//! at once, or after the confirmation window or the `--hold` (see `deadlines`).
+
+use std::time::Duration;
+
+use super::Judge;
+use super::decide::Decision;
+use super::output::Event;
+use super::stage::Stage;
+use crate::duration::format_duration;
+use crate::mode::Mode;
+use crate::verdict::Verdict;
+
+impl Judge {
+    /// The readiness conditions that do not hold yet, in words.
+    pub fn waiting_for(&self) -> Vec<String> {
+        let mut w: Vec<String> = self
+            .cfg
+            .classifier
+            .ready_lines()
+            .iter()
+            .zip(&self.ready_seen)
+            .filter(|(_, seen)| !**seen)
+            .map(|(r, _)| r.condition())
+            .collect();
+        for p in self.probes.iter().filter(|p| !p.up) {
+            w.push(format!("{} {} ({})", p.kind.as_str(), p.target, p.last));
+        }
+        w
+    }
+
+    /// "; still waiting for: ..." when readiness conditions are unmet.
+    pub(super) fn waiting_note(&self) -> String {
+        let w = self.waiting_for();
+        if w.is_empty() {
+            String::new()
+        } else {
+            format!("; still waiting for: {}", w.join("; "))
+        }
+    }
+
+    /// Declares ready once every ready line was seen and every readiness probe is up.
+    pub(super) fn check_ready(&mut self, at: Duration, events: &mut Vec<Event>) {
+        let has_conditions = !self.ready_seen.is_empty() || !self.probes.is_empty();
+        if self.cfg.mode != Mode::UntilReady
+            || !matches!(self.stage, Stage::Starting)
+            || !has_conditions
+            || !self.ready_seen.iter().all(|s| *s)
+            || !self.probes.iter().all(|p| p.up)
+        {
+            return;
+        }
+        self.stage = if self.cfg.hold.is_some() {
+            Stage::Holding { ready_at: at }
+        } else {
+            Stage::Confirming { ready_at: at }
+        };
+        self.enter_phase(at, "ready".to_string(), events);
+        events.push(Event::Ready { at });
+        if self.cfg.ready_window().is_none() {
+            self.decide_ready(at, events);
+        }
+    }
+
+    /// The `ready` verdict at `at`, the time the ready condition first held.
+    pub(super) fn decide_ready(&mut self, at: Duration, events: &mut Vec<Event>) {
+        let mut conds: Vec<String> = self
+            .cfg
+            .classifier
+            .ready_lines()
+            .iter()
+            .map(|r| r.condition())
+            .collect();
+        for p in &self.probes {
+            conds.push(format!("{} {}", p.kind.as_str(), p.target));
+        }
+        let reason = format!(
+            "ready after {}: {}",
+            format_duration(at),
+            describe_conditions(&conds)
+        );
+        // The decisive line is the last ready line seen (not the access-log line of a probe).
+        let line = self.ready_line.clone().or_else(|| self.last_line.clone());
+        self.decide(at, Decision::new(Verdict::Ready, reason).line(line), events);
+    }
+}
+
+/// The conditions that held, for the `ready` reason.
+fn describe_conditions(conds: &[String]) -> String {
+    match conds.len() {
+        0 => "no condition".into(),
+        1 => format!("matched {}", conds[0]),
+        n => format!("all {n} conditions held ({})", conds.join(", ")),
+    }
+}
