@@ -1,0 +1,201 @@
+//! Checking a profile file: parsing it and everything that can be checked without running it
+//! (names, regexes, durations, `until`, phases, probes and their endpoint, detect examples, and
+//! that each signature example resolves to its signature). Errors name the line and the field.
+
+use regex::Regex;
+
+use super::{ProbeKind, Profile};
+use crate::mode::Mode;
+
+/// Parses a profile and checks everything that can be checked without running it. Errors read
+/// `LINE: field FIELD: what is wrong` (the caller prefixes the file name).
+pub fn parse_checked(text: &str) -> std::result::Result<Profile, String> {
+    let p: Profile = toml::from_str(text).map_err(|e| {
+        let line = e.span().map(|s| line_of_offset(text, s.start)).unwrap_or(0);
+        let msg = e.message().trim().to_string();
+        format!("{line}: {msg}")
+    })?;
+    validate(&p, text)?;
+    Ok(p)
+}
+
+fn line_of_offset(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// The line on which `needle` first appears in the file, for error messages about values.
+fn line_of_value(text: &str, needle: &str) -> usize {
+    text.lines()
+        .position(|l| l.contains(needle))
+        .map(|i| i + 1)
+        .unwrap_or(0)
+}
+
+fn validate(p: &Profile, text: &str) -> std::result::Result<(), String> {
+    let err = |field: String, value: &str, what: String| {
+        Err(format!(
+            "{}: field {field}: {what}",
+            line_of_value(text, value)
+        ))
+    };
+    if p.name.is_empty()
+        || !p
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return err(
+            "name".into(),
+            "name",
+            format!(
+                "'{}' is not a valid profile name (letters, digits, _ and -)",
+                p.name
+            ),
+        );
+    }
+    let regex_fields = p
+        .detect
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (format!("detect[{i}]"), r))
+        .chain(
+            p.ready
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (format!("ready[{i}]"), r)),
+        )
+        .chain(
+            p.noise
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (format!("noise[{i}]"), r)),
+        )
+        .chain(
+            p.phases
+                .iter()
+                .map(|ph| (format!("phase {}: pattern", ph.name), &ph.pattern)),
+        )
+        .chain(p.signatures.iter().flat_map(|s| {
+            s.patterns
+                .iter()
+                .enumerate()
+                .map(move |(i, r)| (format!("signature {}: patterns[{i}]", s.name), r))
+        }));
+    for (field, re) in regex_fields {
+        if let Err(e) = Regex::new(re) {
+            let msg = e.to_string();
+            let msg = msg.lines().last().unwrap_or("").trim();
+            return err(field, re, format!("invalid regex '{re}': {msg}"));
+        }
+    }
+    for s in &p.signatures {
+        if crate::verdict::Signature::from_name(&s.name).is_none() {
+            return err(
+                "signature.name".into(),
+                &s.name,
+                format!(
+                    "unknown signature '{}': use one of {}",
+                    s.name,
+                    crate::verdict::Signature::ALL
+                        .iter()
+                        .map(|x| x.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            );
+        }
+    }
+    for (field, v) in [
+        ("stall", &p.stall),
+        ("timeout", &p.timeout),
+        ("hold", &p.hold),
+        ("confirm", &p.confirm),
+    ] {
+        if let Some(v) = v {
+            if v != "off" {
+                if let Err(e) = crate::duration::parse_duration(v) {
+                    return err(field.into(), field, e.to_string());
+                }
+            }
+        }
+    }
+    if let Some(u) = &p.until {
+        if Mode::from_name(u).is_none() {
+            return err(
+                "until".into(),
+                "until",
+                format!("'{u}' must be \"ready\" or \"exit\""),
+            );
+        }
+    }
+    let mut names = std::collections::HashSet::new();
+    for ph in &p.phases {
+        if ph.name == "ready" || !names.insert(ph.name.as_str()) {
+            return err(
+                "phase.name".into(),
+                &ph.name,
+                format!("phase '{}' is reserved or repeated", ph.name),
+            );
+        }
+    }
+    if p.ready_probes.iter().any(|k| *k != ProbeKind::Notify) && p.endpoint.is_none() {
+        return err(
+            "ready_probes".into(),
+            "ready_probes",
+            "port, http and request probes need an [endpoint] section".into(),
+        );
+    }
+    if p.ready_probes.contains(&ProbeKind::Http)
+        && p.endpoint.as_ref().is_some_and(|e| e.health.is_none())
+    {
+        return err(
+            "ready_probes".into(),
+            "ready_probes",
+            "the http probe needs endpoint.health".into(),
+        );
+    }
+    if let Some(e) = &p.endpoint {
+        if let Some(h) = &e.health {
+            if !h.starts_with('/') {
+                return err(
+                    "endpoint.health".into(),
+                    h,
+                    format!("'{h}' must be a path starting with /"),
+                );
+            }
+        }
+    }
+    // Detection examples must select this profile by its own patterns.
+    for ex in &p.detect_examples {
+        let hit = p
+            .detect
+            .iter()
+            .any(|d| Regex::new(d).is_ok_and(|r| r.is_match(ex)));
+        if !hit {
+            return err(
+                "detect_examples".into(),
+                ex,
+                format!("'{ex}' is not matched by any detect pattern"),
+            );
+        }
+    }
+    // Signature examples must resolve to their signature.
+    let c = crate::classify::Classifier::new(&crate::classify::ClassifierSpec {
+        signatures: p.signatures.clone(),
+        ..Default::default()
+    })
+    .map_err(|e| e.to_string())?;
+    for s in &p.signatures {
+        for ex in &s.examples {
+            let got = c.classify(ex).strongest().and_then(|h| h.signature);
+            if got.map(|g| g.as_str()) != Some(s.name.as_str()) {
+                return err(
+                    format!("signature {}: examples", s.name),
+                    ex,
+                    format!("example '{ex}' does not match its own patterns"),
+                );
+            }
+        }
+    }
+    Ok(())
+}
