@@ -40,9 +40,13 @@ pub enum Strength {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SignatureSpec {
+    /// The signature's name (`cuda_oom`; see `Signature`).
     pub name: String,
+    /// Whether a matching line is fatal alone or only evidence.
     pub strength: Strength,
+    /// Regexes; any one matching is a hit.
     pub patterns: Vec<String>,
+    /// Lines that must resolve to this signature (checked by the tests).
     #[serde(default)]
     pub examples: Vec<String>,
 }
@@ -51,14 +55,16 @@ pub struct SignatureSpec {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CatalogFile {
+    /// The signature rules, in precedence order.
     #[serde(default, rename = "signature")]
     pub signatures: Vec<SignatureSpec>,
+    /// Lines that must match no rule (checked by the tests).
     #[serde(default)]
     pub benign: Vec<String>,
 }
 
 /// The built-in signature catalog (TOML, embedded).
-pub const BUILTIN_CATALOG: &str = include_str!("catalog/signatures.toml");
+const BUILTIN_CATALOG: &str = include_str!("catalog/signatures.toml");
 
 /// Parses the built-in catalog.
 pub fn builtin_catalog() -> CatalogFile {
@@ -68,7 +74,9 @@ pub fn builtin_catalog() -> CatalogFile {
 /// A failure hit on a line: the signature (None for a user `--fail-line`) and its strength.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Hit {
+    /// The signature; `None` for a `--fail-line`.
     pub signature: Option<Signature>,
+    /// How much the line says on its own.
     pub strength: Strength,
 }
 
@@ -83,13 +91,16 @@ pub struct LineClass {
     pub phase: Option<usize>,
     /// A progress fraction in 0..=1 printed on this line (`45%`, `12/36`).
     pub progress: Option<f64>,
+    /// A noise line: not kept as context, not the last line.
     pub noise: bool,
 }
 
 impl LineClass {
+    /// The most specific hit.
     pub fn strongest(&self) -> Option<Hit> {
         self.hits.first().copied()
     }
+    /// Whether a hit is fatal on its own.
     pub fn is_fatal(&self) -> bool {
         self.hits.iter().any(|h| h.strength == Strength::Fatal)
     }
@@ -106,11 +117,13 @@ enum Slot {
 /// What a classifier is built from.
 #[derive(Debug, Clone, Default)]
 pub struct ClassifierSpec {
+    /// Signature rules: the catalog's, then the profile's.
     pub signatures: Vec<SignatureSpec>,
     /// User `--fail-line` patterns (fatal, no named signature).
     pub fail_lines: Vec<String>,
     /// The ready lines, compiled (all must be seen).
     pub ready_lines: Vec<ReadyLine>,
+    /// Regexes of noise lines.
     pub noise: Vec<String>,
     /// (phase name, regex) in startup order.
     pub phases: Vec<(String, String)>,
@@ -138,8 +151,11 @@ pub struct Classifier {
 /// A pattern that does not compile, named by where it came from.
 #[derive(Debug)]
 pub struct PatternError {
+    /// Where the pattern came from (`--ready-line`, `signature oom`).
     pub origin: String,
+    /// The pattern.
     pub pattern: String,
+    /// The regex error, its last line.
     pub message: String,
 }
 
@@ -175,6 +191,7 @@ fn compile(origin: &str, pattern: &str) -> Result<Regex, PatternError> {
 }
 
 impl Classifier {
+    /// Compiles every pattern of `spec` into one set; a pattern that does not compile is named.
     pub fn new(spec: &ClassifierSpec) -> Result<Self, PatternError> {
         let mut patterns = Vec::new();
         let mut slots = Vec::new();
@@ -256,6 +273,7 @@ impl Classifier {
         self.ready_lines.len()
     }
 
+    /// What the (cleaned) line `text` means.
     pub fn classify(&self, text: &str) -> LineClass {
         let bytes = text.as_bytes();
         let mut class = match &self.ascii {

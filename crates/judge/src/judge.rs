@@ -19,8 +19,8 @@
 //! watch as `monitor_error`, and an answer from another process on the port is reported, never
 //! taken as ready.
 //!
-//! The files, one idea each: [`config`] (what the judge is told), [`observation`] (what it is
-//! fed), [`output`] (what it says), `stage` (where the watch stands), `line` (what a log line
+//! The files, one idea each: `config` (what the judge is told), `observation` (what it is
+//! fed), `output` (what it says), `stage` (where the watch stands), `line` (what a log line
 //! changes), `cause` (which line evidence names the failure), `readiness`, `probes`, `progress`
 //! (phases, progress evidence, usage), `deadlines` (the windows and their ends), `exit` (what an
 //! exit means) and `decide` (turning a decision into the verdict).
@@ -31,15 +31,14 @@ use std::time::Duration;
 use crate::classify::LineClass;
 use crate::verdict::{GpuReport, LineRef, PhaseAt};
 
-pub mod config;
-pub mod observation;
-pub mod output;
-
 mod cause;
+mod config;
 mod deadlines;
 mod decide;
 mod exit;
 mod line;
+mod observation;
+mod output;
 mod probes;
 mod progress;
 mod readiness;

@@ -6,6 +6,8 @@
 //! disk or the network: `clippy.toml` in this crate forbids them, and `cargo clippy -D warnings`
 //! checks it. The shell (the `firedup` crate) turns what it sees into [`judge::Observation`]s.
 
+#![warn(missing_docs, unreachable_pub)]
+
 pub mod classify;
 pub mod duration;
 pub mod judge;
@@ -16,3 +18,12 @@ pub mod notify_message;
 pub mod probe_outcome;
 pub mod profile;
 pub mod verdict;
+
+// The main types, by name: what a shell needs to configure a judge, feed it and read its verdict.
+pub use classify::{Classifier, ClassifierSpec, LineClass, PatternError, ReadyLine};
+pub use judge::{Event, Judge, JudgeConfig, Judgement, LogState, Observation, Status};
+pub use mode::Mode;
+pub use notify_message::NotifyMessage;
+pub use probe_outcome::ProbeOutcome;
+pub use profile::{ProbeKind, Profile};
+pub use verdict::{ExitInfo, Outcome, Signature, Verdict};

@@ -37,7 +37,7 @@ pub fn line_shape(text: &str) -> String {
 
 /// A hash of the shape of `text`: what the judge keeps per line (a set of seen shapes, the shape of
 /// the last context line) instead of the shape itself.
-pub fn shape_hash(text: &str) -> u64 {
+pub(crate) fn shape_hash(text: &str) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     line_shape(text).hash(&mut h);

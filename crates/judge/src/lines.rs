@@ -10,6 +10,7 @@
 pub struct RawLine {
     /// 1-based number of the `\n`-terminated line this segment belongs to.
     pub number: u64,
+    /// The line's bytes, without its terminator, up to the cap.
     pub bytes: Vec<u8>,
     /// Bytes dropped past the cap.
     pub dropped: u64,
@@ -35,6 +36,7 @@ impl Default for LineSplitter {
 }
 
 impl LineSplitter {
+    /// A splitter that keeps at most `cap` bytes of a line.
     pub fn new(cap: usize) -> Self {
         LineSplitter {
             cap: cap.max(1),

@@ -8,10 +8,15 @@ use std::time::Duration;
 /// One datagram from the command, parsed.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct NotifyMessage {
+    /// `READY=1`: the service is ready.
     pub ready: bool,
+    /// `STOPPING=1`: the service is stopping.
     pub stopping: bool,
+    /// `STATUS=...`: what it is doing, in words.
     pub status: Option<String>,
+    /// `EXTEND_TIMEOUT_USEC=...`: move the start deadline to now + this.
     pub extend_timeout: Option<Duration>,
+    /// `ERRNO=...`: the error it failed with.
     pub errno: Option<i32>,
 }
 

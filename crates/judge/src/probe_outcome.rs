@@ -8,16 +8,31 @@ use std::time::Duration;
 #[serde(rename_all = "snake_case")]
 pub enum ProbeOutcome {
     /// The condition holds (port listening and ours; health 2xx; request returned tokens).
-    Up { detail: String, latency: Duration },
+    Up {
+        /// What it saw, in words.
+        detail: String,
+        /// How long the probe took.
+        latency: Duration,
+    },
     /// The server is not there yet (refused, 503, no tokens yet, timed out while busy).
-    NotYet { detail: String },
+    NotYet {
+        /// What it saw, in words.
+        detail: String,
+    },
     /// Something answers, but it is not the watched process tree.
-    Foreign { detail: String },
+    Foreign {
+        /// What it saw, in words.
+        detail: String,
+    },
     /// firedup's own probe cannot work (bad name, unresolvable host, permission denied, not HTTP).
-    Fault { detail: String },
+    Fault {
+        /// What went wrong, in words.
+        detail: String,
+    },
 }
 
 impl ProbeOutcome {
+    /// What the probe saw, in words.
     pub fn detail(&self) -> &str {
         match self {
             ProbeOutcome::Up { detail, .. }
@@ -26,6 +41,7 @@ impl ProbeOutcome {
             | ProbeOutcome::Fault { detail } => detail,
         }
     }
+    /// Whether the condition holds.
     pub fn is_up(&self) -> bool {
         matches!(self, ProbeOutcome::Up { .. })
     }

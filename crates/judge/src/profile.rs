@@ -27,7 +27,9 @@ pub use check::parse_checked;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PhaseSpec {
+    /// The phase's name (in the timeline and `--phase-timeout NAME=...`).
     pub name: String,
+    /// The regex of the line that begins it.
     pub pattern: String,
 }
 
@@ -46,6 +48,7 @@ pub enum ProbeKind {
 }
 
 impl ProbeKind {
+    /// The probe's name (`port`, `http`, `request`, `notify`).
     pub fn as_str(self) -> &'static str {
         match self {
             ProbeKind::Port => "port",
@@ -80,8 +83,10 @@ pub struct EndpointSpec {
     /// `OLLAMA_HOST`, `LLAMA_ARG_PORT`).
     #[serde(default)]
     pub addr_env: Option<String>,
+    /// The host when nothing else says (`127.0.0.1`).
     #[serde(default = "default_host")]
     pub default_host: String,
+    /// The port when nothing else says.
     pub default_port: u16,
     /// Health path for the HTTP probe (e.g. `/health`); none for servers without HTTP.
     #[serde(default)]
@@ -99,7 +104,9 @@ fn default_host() -> String {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Profile {
+    /// The profile's name (`--profile NAME`).
     pub name: String,
+    /// What server it is for, in words.
     pub description: String,
     /// Regexes matched against the command line (arguments joined by spaces); any one matching
     /// selects this profile.
@@ -127,16 +134,22 @@ pub struct Profile {
     /// verdict is `ready` (default 500ms; "off" for none). A `hold` replaces it.
     #[serde(default)]
     pub confirm: Option<String>,
+    /// Regexes of noise lines (not kept as context).
     #[serde(default)]
     pub noise: Vec<String>,
+    /// The default stall window (a duration, or `off`).
     #[serde(default)]
     pub stall: Option<String>,
+    /// The default start deadline (a duration, or `off`).
     #[serde(default)]
     pub timeout: Option<String>,
+    /// Where the server listens and how to probe it.
     #[serde(default)]
     pub endpoint: Option<EndpointSpec>,
+    /// The startup phases, in order.
     #[serde(default, rename = "phase")]
     pub phases: Vec<PhaseSpec>,
+    /// Failure signatures of this server, on top of the catalog.
     #[serde(default, rename = "signature")]
     pub signatures: Vec<SignatureSpec>,
 }
@@ -176,13 +189,16 @@ pub fn builtin_source(name: &str) -> Option<&'static str> {
 /// Where a profile came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
+    /// Embedded in firedup.
     Builtin,
+    /// Read from this file.
     File(PathBuf),
 }
 
 /// All profiles that apply: built-ins, overridden by name by user profiles.
 #[derive(Debug, Clone)]
 pub struct ProfileSet {
+    /// Each profile and where it came from, in detection order.
     pub profiles: Vec<(Profile, Origin)>,
 }
 
@@ -232,6 +248,7 @@ impl ProfileSet {
         }
     }
 
+    /// The profiles' names.
     pub fn names(&self) -> Vec<String> {
         self.profiles.iter().map(|(p, _)| p.name.clone()).collect()
     }
@@ -278,7 +295,9 @@ impl std::error::Error for ProfileError {}
 /// Host and port the server listens on, from its arguments, environment and the profile defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Address {
+    /// The host to connect to.
     pub host: String,
+    /// The port.
     pub port: u16,
 }
 

@@ -7,14 +7,23 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
+    /// Every readiness condition held (server mode).
     Ready,
+    /// The job exited 0 (job mode).
     Succeeded,
+    /// A failure was printed (a signature or a `--fail-line`), decisive line included.
     Failed,
+    /// The process exited before ready, and no known failure was printed.
     Exited,
+    /// A signal ended the process (OOM killer, SIGKILL, a segfault, ...).
     Killed,
+    /// The command could not run, or nothing appeared at all.
     NeverStarted,
+    /// No progress evidence for the stall window.
     Stalled,
+    /// Not ready by the deadline (or a phase ran past its budget).
     TimedOut,
+    /// firedup itself could not watch (log unreadable, a probe's own faults).
     MonitorError,
 }
 
@@ -36,6 +45,7 @@ impl Verdict {
         }
     }
 
+    /// Every verdict, in the order of the README.
     pub const ALL: [Verdict; 9] = [
         Verdict::Ready,
         Verdict::Succeeded,
@@ -48,10 +58,12 @@ impl Verdict {
         Verdict::MonitorError,
     ];
 
+    /// The verdict called `name` (`timed_out`).
     pub fn from_name(name: &str) -> Option<Verdict> {
         Verdict::ALL.into_iter().find(|v| v.as_str() == name)
     }
 
+    /// The verdict's name, as in the JSON verdict object.
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Ready => "ready",
@@ -77,28 +89,48 @@ impl Verdict {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Signature {
+    /// CUDA out of memory.
     CudaOom,
+    /// CUDA graph capture failed.
     GraphCapture,
+    /// NCCL (collective communication) failed.
     NcclError,
+    /// A distributed rendezvous or collective timed out.
     DistTimeout,
+    /// No usable GPU (driver, device busy or missing).
     GpuUnavailable,
+    /// The model (weights, repository) could not be found.
     ModelNotFound,
+    /// The port to listen on is taken.
     PortInUse,
+    /// A Python module or shared library could not be loaded.
     ImportError,
+    /// No space left on a device.
     DiskFull,
+    /// A file or resource was refused.
     PermissionDenied,
+    /// The server rejected its configuration or arguments.
     ConfigError,
+    /// A kernel or model compilation failed.
     CompileError,
+    /// Another CUDA error.
     CudaError,
+    /// An uncaught Python exception (a traceback).
     PythonException,
+    /// The kernel's OOM killer ended the process.
     OomKilled,
+    /// SIGKILL, from someone else than the OOM killer.
     Sigkill,
+    /// SIGSEGV.
     Segfault,
+    /// SIGABRT (an assertion, a C++ exception not caught).
     Abort,
+    /// SIGTERM, SIGINT or SIGHUP: asked to stop.
     Terminated,
 }
 
 impl Signature {
+    /// Every signature, in precedence order.
     pub const ALL: [Signature; 19] = [
         Signature::CudaOom,
         Signature::GraphCapture,
@@ -121,6 +153,7 @@ impl Signature {
         Signature::Terminated,
     ];
 
+    /// The signature's name, as in the JSON verdict object and the catalog.
     pub fn as_str(self) -> &'static str {
         match self {
             Signature::CudaOom => "cuda_oom",
@@ -145,6 +178,7 @@ impl Signature {
         }
     }
 
+    /// The signature called `name` (`cuda_oom`).
     pub fn from_name(name: &str) -> Option<Signature> {
         Signature::ALL.into_iter().find(|s| s.as_str() == name)
     }
@@ -222,14 +256,18 @@ impl std::fmt::Display for Verdict {
 /// How the watched process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExitInfo {
+    /// The exit code, when it exited.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<i32>,
+    /// The signal that ended it, when one did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signal: Option<i32>,
+    /// Whether it dumped core.
     pub core_dumped: bool,
 }
 
 impl ExitInfo {
+    /// An exit with `code`.
     pub fn code(code: i32) -> Self {
         ExitInfo {
             code: Some(code),
@@ -237,6 +275,7 @@ impl ExitInfo {
             core_dumped: false,
         }
     }
+    /// An end by `signal`.
     pub fn signal(signal: i32, core_dumped: bool) -> Self {
         ExitInfo {
             code: None,
@@ -256,6 +295,7 @@ impl ExitInfo {
         }
     }
 
+    /// In words: `exit code 1`, `signal 9 (SIGKILL)`.
     pub fn describe(&self) -> String {
         match (self.signal, self.code) {
             (Some(s), _) => format!(
@@ -305,14 +345,18 @@ pub fn signal_name(signal: i32) -> &'static str {
 /// The decisive log line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LineRef {
+    /// Its line number in the log.
     pub number: u64,
+    /// Its text.
     pub text: String,
 }
 
 /// One phase of the timeline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PhaseAt {
+    /// The phase's name.
     pub phase: String,
+    /// Seconds from launch (or attach) to its first line.
     pub at_s: f64,
 }
 
@@ -336,7 +380,9 @@ pub struct ProbeReport {
 /// GPU memory held by the watched process tree (additive JSON field `gpu`), from nvidia-smi.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct GpuReport {
+    /// The most the tree held at a sample (MiB).
     pub peak_mib: u64,
+    /// What it held at the last sample (MiB).
     pub last_mib: u64,
     /// GPU memory still held by the tree's processes after teardown (null when not torn down).
     pub after_teardown_mib: Option<u64>,
@@ -350,17 +396,29 @@ pub struct Outcome {
     /// The version of this object's format ([`OUTCOME_SCHEMA`]; additive field).
     #[serde(default = "outcome_schema")]
     pub schema: u32,
+    /// How the watch ended.
     pub verdict: Verdict,
+    /// The failure signature that decided it, if any.
     pub signature: Option<Signature>,
+    /// One sentence saying why (secret-shaped values redacted).
     pub reason: String,
+    /// The decisive log line.
     pub line: Option<LineRef>,
+    /// Lines around the decisive line.
     pub context: Vec<String>,
+    /// The phase the server was in.
     pub phase: Option<String>,
+    /// Seconds from launch (or attach) to the verdict.
     pub elapsed_s: f64,
+    /// How the process ended, when it did.
     pub exit: Option<ExitInfo>,
+    /// The watched process.
     pub pid: Option<u32>,
+    /// The log followed.
     pub log: String,
+    /// The run (`FIREDUP_RUN_ID`).
     pub run_id: String,
+    /// When each phase first began.
     pub timeline: Vec<PhaseAt>,
     /// Other signatures seen in the same failure, by precedence (additive field).
     #[serde(default)]

@@ -45,7 +45,7 @@ impl ProbeTrack {
 
 impl Judge {
     /// What each probe saw, for the report.
-    pub fn probe_reports(&self) -> Vec<ProbeReport> {
+    pub(super) fn probe_reports(&self) -> Vec<ProbeReport> {
         self.probes
             .iter()
             .map(|p| ProbeReport {
