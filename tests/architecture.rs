@@ -61,9 +61,6 @@ const KNOWN_LONG_FILES: &[(&str, &str)] = &[
     ),
     ("crates/judge/src/profile.rs", "judge"),
     ("crates/firedup/src/launch.rs", "host/api"),
-    ("src/history.rs", "docs: being split"),
-    ("src/matrix.rs", "docs: being split"),
-    ("src/matrix/table.rs", "docs: being split"),
     (
         "src/cli.rs",
         "host: run and watch written once against Host",
