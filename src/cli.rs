@@ -15,6 +15,7 @@ use crate::engine::{self, Target};
 use crate::launch::{self, LaunchSpec};
 use crate::plan::{self, WatchOptions};
 use crate::process;
+use crate::profiles_cmd::ProfilesAction;
 use crate::report;
 use crate::rundir::RunDir;
 use crate::stop::{StopReport, stop_run};
@@ -321,14 +322,6 @@ pub enum Command {
     CellCancel { run_id: String },
     #[command(name = "__cell-before", hide = true)]
     CellBefore { port: Option<u16> },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum ProfilesAction {
-    /// Print one profile's TOML.
-    Show { name: String },
-    /// Validate a profile file: every error names its line and field.
-    Check { file: PathBuf },
 }
 
 /// Entry point: returns the process exit code.

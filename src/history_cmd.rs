@@ -6,10 +6,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 
 use crate::duration::{format_duration, parse_duration};
 use crate::history::{Filter, History, RunRecord, phase_durations};
+use crate::report::arrangement;
 
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
@@ -281,15 +282,6 @@ pub fn compare(a: &str, b: &str, json: bool) -> Result<i32> {
     Ok(0)
 }
 
-/// Wrap to the terminal when its width is known and usable; a pseudo-terminal of width 0 (under
-/// `script`, some CI runners) would squeeze every column to one character.
-pub(crate) fn arrangement() -> ContentArrangement {
-    match Table::new().width() {
-        Some(w) if w >= 60 => ContentArrangement::Dynamic,
-        _ => ContentArrangement::Disabled,
-    }
-}
-
 /// `--since`: a duration ago, or an RFC 3339 time (a bare date is midnight UTC).
 fn parse_since(s: &str) -> Result<f64> {
     if let Ok(d) = parse_duration(s) {
@@ -349,20 +341,4 @@ fn metrics_text(r: &RunRecord) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn since_takes_durations_and_times() {
-        let now = crate::rundir::now_unix();
-        let two_h = parse_since("2h").unwrap();
-        assert!((now - 7200.0 - two_h).abs() < 5.0);
-        assert_eq!(parse_since("2026-12-01").unwrap(), 1_796_083_200.0);
-        assert_eq!(
-            parse_since("2026-12-01T09:00:00Z").unwrap(),
-            1_796_083_200.0 + 9.0 * 3600.0
-        );
-        let e = parse_since("yesterday").unwrap_err().to_string();
-        assert!(e.contains("--since"), "{e}");
-    }
-}
+mod tests;

@@ -3,7 +3,9 @@
 //! This module is the pure part: the definition (a TOML file and/or `--axis` flags), checked
 //! with errors that name what is wrong, and its expansion into cells (the Cartesian product of
 //! the axes, minus `[[exclude]]` rules, plus `[[include]]` cells), each with the exact command and
-//! env it launches. Running the cells is `matrix::runner`; the tables are `matrix::table`.
+//! env it launches. Running the cells is `matrix::runner`; the tables are `matrix::table`. Beside this file:
+//! `axis.rs` (one axis checked, `--axis` parsed), `template.rs` (`{name}` templates) and
+//! `cells.rs` (the expansion into cells).
 //!
 //! Templates: `{name}` in the command, env values, cwd and the bench command is replaced by a
 //! variable: an axis value (by axis name), a `vars` entry of the base or of the cell's slot,
@@ -11,7 +13,9 @@
 //! so JSON in an argument is left alone, and so is the shell's `${VAR}`; an unknown name is an
 //! error before anything launches.
 
+mod axis;
 pub mod bench;
+mod cells;
 mod display;
 pub mod host_side;
 mod interrupt;
@@ -21,6 +25,7 @@ pub mod runner;
 pub mod schedule;
 pub mod table;
 pub mod teardown;
+mod template;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -28,6 +33,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
+
+pub use axis::parse_axis_flag;
+use axis::secret_axis;
+use cells::expand_cells;
+pub use template::expand;
 
 /// The matrix file, as written.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -196,136 +206,6 @@ pub struct CellLaunch {
     pub vars: BTreeMap<String, String>,
 }
 
-const FLAG_VALUES: [&str; 2] = ["off", "on"];
-
-/// A value as a string: TOML strings as they are, numbers and booleans as written (`true` is
-/// `on` for a flag axis).
-fn value_text(v: &toml::Value, flag: bool) -> Result<String> {
-    Ok(match v {
-        toml::Value::String(s) => s.clone(),
-        toml::Value::Integer(i) => i.to_string(),
-        toml::Value::Float(f) => f.to_string(),
-        toml::Value::Boolean(b) if flag => (if *b { "on" } else { "off" }).to_string(),
-        toml::Value::Boolean(b) => b.to_string(),
-        other => bail!("a value must be a string, number or boolean, not {other}"),
-    })
-}
-
-impl AxisDef {
-    fn check(&self, i: usize) -> Result<Axis> {
-        let kinds = [
-            self.env.clone().map(AxisKind::Env),
-            self.flag.clone().map(AxisKind::Flag),
-            self.arg.clone().map(AxisKind::Arg),
-            self.var.clone().map(AxisKind::Var),
-        ];
-        let mut given = kinds.into_iter().flatten();
-        let (Some(kind), None) = (given.next(), given.next()) else {
-            bail!("axis {}: give exactly one of env, flag, arg or var", i + 1);
-        };
-        // `--mem-fraction-static` is named `mem-fraction-static`, usable as `{mem-fraction-static}`.
-        let default_name = match &kind {
-            AxisKind::Env(n) | AxisKind::Flag(n) | AxisKind::Arg(n) | AxisKind::Var(n) => {
-                n.trim_start_matches('-').to_string()
-            }
-        };
-        let name = self.name.clone().unwrap_or(default_name);
-        if name.is_empty() {
-            bail!("axis {}: the name is empty", i + 1);
-        }
-        let flag = matches!(kind, AxisKind::Flag(_));
-        let mut values = self
-            .values
-            .iter()
-            .map(|v| value_text(v, flag))
-            .collect::<Result<Vec<_>>>()
-            .with_context(|| format!("axis {name}"))?;
-        if flag && values.is_empty() {
-            values = FLAG_VALUES.iter().map(|s| s.to_string()).collect();
-        }
-        if values.is_empty() {
-            bail!("axis {name}: no values");
-        }
-        if flag {
-            if let Some(v) = values.iter().find(|v| !FLAG_VALUES.contains(&v.as_str())) {
-                bail!("axis {name}: a flag axis takes on/off (or true/false), not {v:?}");
-            }
-        }
-        let mut seen = std::collections::HashSet::new();
-        if let Some(dup) = values.iter().find(|v| !seen.insert(*v)) {
-            bail!("axis {name}: value {dup:?} is given twice");
-        }
-        for s in &self.stop_on {
-            let known = crate::verdict::Signature::from_name(s).is_some()
-                || crate::verdict::Verdict::from_name(s).is_some();
-            if !known {
-                bail!("axis {name}: stop_on {s:?} is neither a verdict nor a signature");
-            }
-        }
-        if !self.stop_on.is_empty() && !self.ordered {
-            bail!("axis {name}: stop_on needs ordered = true");
-        }
-        Ok(Axis {
-            name,
-            kind,
-            values,
-            ordered: self.ordered,
-            stop_on: self.stop_on.clone(),
-        })
-    }
-}
-
-/// Parses `--axis` flags: `env:NAME=v1,v2`, `flag:--x`, `arg:--x=v1,v2`, `var:NAME=v1,v2`; a
-/// trailing `+ordered` makes the axis ordered.
-pub fn parse_axis_flag(s: &str) -> Result<AxisDef> {
-    let bad = || {
-        anyhow::anyhow!(
-            "--axis {s:?}: write env:NAME=V1,V2 or flag:--FLAG or arg:--ARG=V1,V2 or var:NAME=V1,V2 (add +ordered for an ordered axis)"
-        )
-    };
-    let (s2, ordered) = match s.strip_suffix("+ordered") {
-        Some(rest) => (rest, true),
-        None => (s, false),
-    };
-    let (kind, rest) = s2.split_once(':').ok_or_else(bad)?;
-    let split_values = |rest: &str| -> Result<(String, Vec<toml::Value>)> {
-        let (name, vals) = rest.split_once('=').ok_or_else(bad)?;
-        if name.is_empty() || vals.is_empty() {
-            return Err(bad());
-        }
-        Ok((
-            name.to_string(),
-            vals.split(',')
-                .map(|v| toml::Value::String(v.to_string()))
-                .collect(),
-        ))
-    };
-    let mut def = AxisDef {
-        ordered,
-        ..Default::default()
-    };
-    match kind {
-        "env" => {
-            let (n, v) = split_values(rest)?;
-            def.env = Some(n);
-            def.values = v;
-        }
-        "arg" => {
-            let (n, v) = split_values(rest)?;
-            def.arg = Some(n);
-            def.values = v;
-        }
-        "var" => {
-            let (n, v) = split_values(rest)?;
-            def.var = Some(n);
-            def.values = v;
-        }
-        "flag" if !rest.is_empty() && !rest.contains('=') => def.flag = Some(rest.to_string()),
-        _ => return Err(bad()),
-    }
-    Ok(def)
-}
-
 /// Reads a matrix file; errors name the file, and the line for TOML mistakes.
 pub fn read_file(path: &Path) -> Result<MatrixFile> {
     let text = std::fs::read_to_string(path)
@@ -337,37 +217,6 @@ pub fn read_file(path: &Path) -> Result<MatrixFile> {
         let at = line.map(|l| format!(":{l}")).unwrap_or_default();
         anyhow::anyhow!("{}{at}: {}", path.display(), e.message())
     })
-}
-
-fn template_re() -> &'static Regex {
-    static RE: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
-    // A `$` in front is the shell's `${VAR}`, left to the shell.
-    RE.get_or_init(|| Regex::new(r"(\$?)\{([A-Za-z_][A-Za-z0-9_.-]*)\}").expect("valid regex"))
-}
-
-/// Replaces `{name}` by its variable; an unknown name is an error naming `what`.
-pub fn expand(text: &str, vars: &BTreeMap<String, String>, what: &str) -> Result<String> {
-    let mut missing = None;
-    let out = template_re().replace_all(text, |c: &regex::Captures<'_>| {
-        if !c[1].is_empty() {
-            return c[0].to_string();
-        }
-        match vars.get(&c[2]) {
-            Some(v) => v.clone(),
-            None => {
-                missing.get_or_insert_with(|| c[2].to_string());
-                c[0].to_string()
-            }
-        }
-    });
-    if let Some(m) = missing {
-        let known: Vec<&str> = vars.keys().map(String::as_str).collect();
-        bail!(
-            "{what}: unknown variable {{{m}}} (known: {})",
-            known.join(", ")
-        );
-    }
-    Ok(out.into_owned())
 }
 
 impl Matrix {
@@ -612,115 +461,6 @@ impl Matrix {
             })
             .collect()
     }
-}
-
-/// Whether an axis's values are secrets: an env var or flag whose name looks like one.
-fn secret_axis(a: &Axis) -> bool {
-    match &a.kind {
-        AxisKind::Env(n) | AxisKind::Arg(n) | AxisKind::Var(n) => {
-            crate::secrets::looks_secret(&n.trim_start_matches('-').replace('-', "_"))
-        }
-        AxisKind::Flag(_) => false,
-    }
-}
-
-/// The cells: the Cartesian product in axis order (the first axis varies slowest), minus
-/// excluded ones, plus included ones (which may use values outside the axes).
-fn expand_cells(
-    axes: &[Axis],
-    exclude: &[BTreeMap<String, toml::Value>],
-    include: &[BTreeMap<String, toml::Value>],
-) -> Result<Vec<Cell>> {
-    let rule = |r: &BTreeMap<String, toml::Value>, what: &str| -> Result<Vec<(usize, String)>> {
-        r.iter()
-            .map(|(k, v)| {
-                let Some(ai) = axes.iter().position(|a| a.name == *k) else {
-                    let names: Vec<&str> = axes.iter().map(|a| a.name.as_str()).collect();
-                    bail!("{what}: no axis named {k:?} (axes: {})", names.join(", "));
-                };
-                let flag = matches!(axes[ai].kind, AxisKind::Flag(_));
-                Ok((
-                    ai,
-                    value_text(v, flag).with_context(|| format!("{what}.{k}"))?,
-                ))
-            })
-            .collect()
-    };
-    let excludes = exclude
-        .iter()
-        .map(|r| rule(r, "exclude"))
-        .collect::<Result<Vec<_>>>()?;
-    let mut rows: Vec<Vec<String>> = vec![vec![]];
-    for a in axes {
-        rows = rows
-            .into_iter()
-            .flat_map(|r| {
-                a.values.iter().map(move |v| {
-                    let mut r = r.clone();
-                    r.push(v.clone());
-                    r
-                })
-            })
-            .collect();
-    }
-    rows.retain(|r| {
-        !excludes
-            .iter()
-            .any(|ex| ex.iter().all(|(ai, v)| r[*ai] == *v))
-    });
-    for inc in include {
-        let given = rule(inc, "include")?;
-        if given.len() != axes.len() {
-            bail!("include: give a value for every axis ({} axes)", axes.len());
-        }
-        let mut r = vec![String::new(); axes.len()];
-        for (ai, v) in given {
-            r[ai] = v;
-        }
-        if !rows.contains(&r) {
-            rows.push(r);
-        }
-    }
-    // A secret axis's values are numbered in order of first appearance, never shown.
-    let mut seen: Vec<Vec<String>> = vec![Vec::new(); axes.len()];
-    for r in &rows {
-        for (ai, v) in r.iter().enumerate() {
-            if !seen[ai].contains(v) {
-                seen[ai].push(v.clone());
-            }
-        }
-    }
-    Ok(rows
-        .into_iter()
-        .enumerate()
-        .map(|(index, values)| {
-            let shown: Vec<String> = axes
-                .iter()
-                .enumerate()
-                .zip(&values)
-                .map(|((ai, a), v)| {
-                    if secret_axis(a) {
-                        let n = seen[ai].iter().position(|x| x == v).unwrap_or(0) + 1;
-                        format!("<redacted #{n}>")
-                    } else {
-                        v.clone()
-                    }
-                })
-                .collect();
-            let pairs: Vec<String> = axes
-                .iter()
-                .zip(&shown)
-                .map(|(a, v)| format!("{}={v}", a.name))
-                .collect();
-            Cell {
-                index,
-                key: pairs.join(";"),
-                label: pairs.join(" "),
-                values,
-                shown,
-            }
-        })
-        .collect())
 }
 
 #[cfg(test)]

@@ -3,9 +3,19 @@
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
+use clap::Subcommand;
 
-use crate::cli::ProfilesAction;
 use crate::profile::{self, Origin, Profile, ProfileSet};
+
+// What `firedup profiles` was asked to do besides listing: the command line's subcommand, here
+// with the command so that cli.rs and this file do not import each other.
+#[derive(Debug, Subcommand)]
+pub enum ProfilesAction {
+    /// Print one profile's TOML.
+    Show { name: String },
+    /// Validate a profile file: every error names its line and field.
+    Check { file: PathBuf },
+}
 
 /// Runs `firedup profiles [show NAME | check FILE]`.
 pub fn profiles(action: Option<ProfilesAction>, files: &[PathBuf]) -> Result<i32> {

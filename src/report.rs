@@ -26,13 +26,8 @@ pub fn progress_for_stderr(label: &str, last_time: Option<LastTime>) -> Box<dyn 
     }
 }
 
-/// How the previous run of the same launch spec went (from the history): how long each phase
-/// took and when it became ready, so the display can say "took 2m10s last time".
-#[derive(Debug, Clone, PartialEq)]
-pub struct LastTime {
-    pub phases: Vec<(String, f64)>,
-    pub ready_s: Option<f64>,
-}
+// The data is the history's (`history::last_time` reads it); its words are the display's.
+pub use crate::history::LastTime;
 
 impl LastTime {
     /// The ETA words at `at`, in `phase` (its name and when it began), or before any phase.
@@ -430,93 +425,15 @@ fn next_command(o: &Outcome) -> Option<String> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn next_names_the_host_and_only_known_fields_are_shown() {
-        let outcome = |verdict, run_id: &str, log: &str, host: Option<&str>| Outcome {
-            verdict,
-            signature: None,
-            reason: "r".into(),
-            line: None,
-            context: Vec::new(),
-            phase: None,
-            elapsed_s: 1.0,
-            exit: None,
-            pid: None,
-            log: log.into(),
-            run_id: run_id.into(),
-            timeline: Vec::new(),
-            secondary: Vec::new(),
-            server_running: verdict == Verdict::Ready,
-            probes: Vec::new(),
-            request_gap_s: None,
-            gpu: None,
-            ready_s: None,
-            host: host.map(String::from),
-            attached: false,
-            schema: crate::verdict::OUTCOME_SCHEMA,
-            name: None,
-            log_from_line: None,
-        };
-        let (r, f, m) = (Verdict::Ready, Verdict::Failed, Verdict::MonitorError);
-        let table = [
-            (
-                outcome(r, "sh-3fa2c1", "/l", None),
-                Some("firedup stop sh-3fa2c1    (logs: firedup logs sh-3fa2c1 --follow)"),
-            ),
-            (
-                outcome(r, "sh-3fa2c1", "/l", Some("gpu")),
-                Some(
-                    "firedup stop --host gpu sh-3fa2c1    (logs: firedup logs --host gpu sh-3fa2c1 --follow)",
-                ),
-            ),
-            (
-                outcome(f, "sh-3fa2c1", "/l", Some("gpu")),
-                Some("firedup logs --host gpu sh-3fa2c1 --meaningful"),
-            ),
-            (outcome(f, "", "/var/l", None), Some("less +G /var/l")),
-            (
-                outcome(f, "", "/var/l", Some("gpu")),
-                Some("ssh gpu less +G /var/l"),
-            ),
-            // A host that could not be reached: no run, no log, nothing to look at.
-            (outcome(m, "", "", Some("gpu")), None),
-        ];
-        for (o, want) in table {
-            assert_eq!(next_command(&o).as_deref(), want, "{o:?}");
-            let text = render_final(&o, None);
-            assert!(
-                !text.contains("log:     \n") && !text.ends_with(' '),
-                "{text}"
-            );
-            assert_eq!(text.contains("  log:"), !o.log.is_empty(), "{text}");
-        }
-    }
-
-    #[test]
-    fn last_time_hints_name_the_phase_or_ready() {
-        let lt = LastTime {
-            phases: vec![("capture_cuda_graph".into(), 130.0)],
-            ready_s: Some(200.0),
-        };
-        let table = [
-            (
-                Some("capture_cuda_graph"),
-                90,
-                Some("capture_cuda_graph took 2m10s last time; 1m30s so far"),
-            ),
-            (None, 5, Some("ready took 3m20s last time; 5.0s so far")),
-            (Some("load_weights"), 5, None),
-        ];
-        for (phase, so_far, want) in table {
-            assert_eq!(
-                lt.hint(phase, Duration::from_secs(so_far)).as_deref(),
-                want,
-                "{phase:?}"
-            );
-        }
+/// How a table (`history`, `show`, `compare`, the matrix's) fits the terminal: wrap to it
+/// when its width is known and usable; a pseudo-terminal of width 0 (under
+/// `script`, some CI runners) would squeeze every column to one character.
+pub(crate) fn arrangement() -> comfy_table::ContentArrangement {
+    match comfy_table::Table::new().width() {
+        Some(w) if w >= 60 => comfy_table::ContentArrangement::Dynamic,
+        _ => comfy_table::ContentArrangement::Disabled,
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,5 +1,6 @@
+use super::pending::append_pending;
 use super::*;
-use crate::verdict::{LineRef, Signature, Verdict};
+use crate::verdict::{LineRef, PhaseAt, Signature, Verdict};
 
 fn outcome(run_id: &str, verdict: Verdict, signature: Option<Signature>) -> Outcome {
     Outcome {

@@ -123,7 +123,13 @@ pub fn process_started_unix(pid: u32) -> Option<f64> {
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     let hz = if hz > 0 { hz as f64 } else { 100.0 };
     let age = uptime - st.start_ticks as f64 / hz;
-    Some(crate::rundir::now_unix() - age)
+    // The wall clock read here rather than through `rundir` (which stores a `LogStart`), so
+    // the two modules do not import each other.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    Some(now - age)
 }
 
 #[cfg(test)]
