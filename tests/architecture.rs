@@ -51,15 +51,6 @@ const KNOWN_EDGES: &[(&str, &str, &str, &str)] = &[
 
 /// Files allowed over [`MAX_LINES`] for now: (path, owner: why).
 const KNOWN_LONG_FILES: &[(&str, &str)] = &[
-    (
-        "crates/judge/src/judge.rs",
-        "judge: the stage enum and typed config split it",
-    ),
-    (
-        "crates/judge/src/classify.rs",
-        "judge: classification moves into the judge",
-    ),
-    ("crates/judge/src/profile.rs", "judge"),
     ("crates/firedup/src/launch.rs", "host/api"),
     (
         "src/cli.rs",

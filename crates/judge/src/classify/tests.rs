@@ -351,21 +351,13 @@ proptest! {
 }
 
 #[test]
-// The crate's clippy.toml forbids the clock to the judge; this test measures the classifier.
-#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
-fn a_flood_of_lines_is_classified_quickly() {
-    // Found by tests/faults.rs (a storm of 1 M progress lines): with the regex crate's
-    // default DFA cache the catalog's set thrashed it and fell back to the PikeVM, ~60 us a
-    // line (1 M lines took over a minute); with a large enough cache it is ~1 us.
+fn a_flood_of_progress_lines_names_no_cause() {
+    // Its speed is measured in benches/firedup.rs (the classify figure), never here: with the
+    // regex crate's default DFA cache the catalog's set thrashed it and fell back to the
+    // PikeVM, ~60 us a line (found by tests/faults.rs, a storm of 1 M progress lines).
     let (_, c) = builtin();
-    let started = std::time::Instant::now();
     for i in 0..50_000 {
         let class = c.classify(&format!("Capturing batches {i}/50000"));
         assert!(class.hits.is_empty());
     }
-    let took = started.elapsed();
-    assert!(
-        took < std::time::Duration::from_secs(2),
-        "{took:?} for 50k lines"
-    );
 }
