@@ -11,16 +11,13 @@
 //! so JSON in an argument is left alone, and so is the shell's `${VAR}`; an unknown name is an
 //! error before anything launches.
 
-pub mod bench;
 mod display;
 pub mod host_side;
 mod interrupt;
 pub mod ports;
-mod remote_cell;
 pub mod runner;
 pub mod schedule;
 pub mod table;
-pub mod teardown;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

@@ -21,20 +21,21 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use clap::Args;
 
-use super::bench;
 use super::display::Display;
 use super::interrupt::watch_signals;
 use super::schedule::{Next, pick};
 use super::table::{CellRow, CellState, Format, RunResult, render};
-use super::teardown::teardown;
 use super::{Cell, Matrix, MatrixFile, parse_axis_flag, read_file};
 use crate::duration::{format_duration, parse_duration};
 use crate::engine::{self, Target};
 use crate::history::{CellRef, History, MatrixRecord, RunRecord};
-use crate::launch::{self, LaunchSpec};
+use crate::launch::LaunchSpec;
 use crate::plan::{self, WatchOptions};
 use crate::report::LastTime;
 use crate::verdict::Verdict;
+use firedup::host::{
+    BenchRequest, FinishRequest, Host, HostError, LocalHost, SshHost, TeardownCheck, bench,
+};
 
 /// Exit code after Ctrl-C.
 const INTERRUPTED_EXIT: i32 = 130;
@@ -42,6 +43,8 @@ const DEFAULT_BENCH_TIMEOUT: Duration = Duration::from_secs(600);
 const DEFAULT_GRACE: Duration = Duration::from_secs(10);
 /// How long connecting to the matrix's host may take.
 const REMOTE_CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long to keep reconnecting to the host during a cell before `monitor_error`.
+const REMOTE_RECONNECT_FOR: Duration = Duration::from_secs(120);
 
 #[derive(Debug, Args)]
 pub struct MatrixArgs {
@@ -364,12 +367,14 @@ pub fn matrix(a: &MatrixArgs) -> Result<i32> {
     });
 
     let display = Display::new();
-    let host = m
-        .base
-        .host
-        .as_deref()
-        .map(|h| crate::remote::HostSpec::new(h, REMOTE_CONNECT_TIMEOUT));
-    let signals = watch_signals(Arc::clone(&shared), grace, host.clone())?;
+    let host: Arc<dyn Host> = match m.base.host.as_deref() {
+        Some(h) => Arc::new(SshHost::new(
+            crate::remote::HostSpec::new(h, REMOTE_CONNECT_TIMEOUT),
+            REMOTE_RECONNECT_FOR,
+        )),
+        None => Arc::new(LocalHost),
+    };
+    let signals = watch_signals(Arc::clone(&shared), grace, Arc::clone(&host))?;
     let ctx = Ctx {
         m: &m,
         matrix_id: &matrix_id,
@@ -545,15 +550,8 @@ struct Board {
     firedup_error: bool,
 }
 
-/// A running cell, as Ctrl-C stops it.
-#[derive(Clone)]
-pub(super) enum Running {
-    Local(Target),
-    /// A run on the matrix's host.
-    Remote {
-        run_id: String,
-    },
-}
+/// A running cell, as Ctrl-C stops it (on the matrix's host).
+pub(super) type Running = Target;
 
 pub(super) struct Ctx<'a> {
     pub m: &'a Matrix,
@@ -563,8 +561,8 @@ pub(super) struct Ctx<'a> {
     allow_dirty: bool,
     pub display: &'a Display,
     predecessors: Vec<Vec<(usize, usize)>>,
-    /// How to reach the matrix's host, when it has one.
-    pub host: Option<crate::remote::HostSpec>,
+    /// Where the cells run: this machine, or the matrix's SSH host.
+    pub host: Arc<dyn Host>,
 }
 
 fn slot_loop(ctx: &Ctx<'_>, shared: &Shared, slot: usize) {
@@ -680,7 +678,7 @@ pub(super) enum CellRun {
     Done(RunResult),
     /// Ctrl-C came first: torn down (with what teardown found, when it got that far), not
     /// recorded, so `--resume` runs it again.
-    Interrupted(Option<super::teardown::TeardownCheck>),
+    Interrupted(Option<TeardownCheck>),
 }
 
 /// What running a cell found, before it is recorded.
@@ -689,7 +687,7 @@ pub(super) struct Finished {
     /// Unix time of the verdict (the bench and teardown come after).
     pub verdict_at: f64,
     pub bench: Option<bench::BenchResult>,
-    pub teardown: super::teardown::TeardownCheck,
+    pub teardown: TeardownCheck,
 }
 
 impl Prepared {
@@ -749,10 +747,7 @@ fn run_cell(
         index,
     };
     let last = crate::history::last_time(&hash);
-    let finished = match host {
-        Some(h) => super::remote_cell::run(ctx, shared, &prepared, h, slot, last)?,
-        None => run_local(ctx, shared, &prepared, slot, last)?,
-    };
+    let finished = run_on_host(ctx, shared, &prepared, slot, last)?;
     let Some(Finished {
         outcome,
         verdict_at,
@@ -805,73 +800,87 @@ fn run_cell(
     }))
 }
 
-/// A cell on this machine.
-fn run_local(
+/// A run of a cell on the matrix's host (this machine or over SSH): the machine before it, the
+/// launch, the watch to a verdict (as `run`), then the bench and the verified teardown, both on
+/// the host, where the port, the process tree and the GPU are.
+fn run_on_host(
     ctx: &Ctx<'_>,
     shared: &Shared,
     p: &Prepared,
     slot: usize,
     last: Option<LastTime>,
 ) -> Result<Option<Finished>> {
+    let host = ctx.host.as_ref();
+    let on_host = host.name().map(|h| format!(" on {h}")).unwrap_or_default();
     let port = p.address.as_ref().map(|a| a.port);
     // A listener already on the port, or a GPU process already running, is not the cell's
     // doing: teardown does not blame it on the cell (a taken port is the cell's finding,
     // port_in_use).
-    let before = super::teardown::Before::capture(port);
-    let mut launched = launch::launch(&p.spec)?;
-    let target = Target::from_launch(&launched);
-    shared
-        .board
-        .lock()
-        .expect("board")
-        .running
-        .insert(p.index, Running::Local(target.clone()));
+    let before = host.before_cell(port).map_err(HostError::into_anyhow)?;
+    let mut started = host.launch(&p.spec).map_err(HostError::into_anyhow)?;
+    let target = started.target.clone();
+    shared.running(p.index, target.clone());
     ctx.display.say(&format!(
-        "{}: started {} (slot {slot})",
-        p.label, launched.run.id
+        "{}: started {}{on_host} (slot {slot})",
+        p.label, target.run_id
     ));
-    let plan = plan::resolve(
-        &p.opts,
-        &p.spec.command,
-        &launched.log.display().to_string(),
-        true,
-    )?;
-    let mut progress = ctx.display.progress(&p.label, last);
     // The signal thread may have looked for running cells before this one registered.
     if shared.cancel.load(Ordering::SeqCst) {
-        if let Some(pid) = target.pid {
-            crate::stop::stop_tree(pid, target.start_ticks, ctx.grace);
-        }
+        host.cancel(&target, ctx.grace);
     }
-    let mut outcome = engine::watch(&plan, &target, progress.as_mut(), None)?;
+    let mut plan = plan::resolve(
+        &p.opts,
+        &p.spec.command,
+        &target.log.display().to_string(),
+        true,
+    )?;
+    if let Some(h) = host.name() {
+        plan.judge.probe_origin = format!("remote {h}");
+    }
+    let mut progress = ctx.display.progress(&p.label, last);
+    let judgement = {
+        let mut source = host.source(&plan, &target, false);
+        engine::judge_loop(&plan, &target.log, source.as_mut(), progress.as_mut(), None)
+    };
+    let mut outcome = engine::outcome(judgement, &target);
+    outcome.host = host.name().map(String::from);
     let verdict_at = crate::rundir::now_unix();
     progress.finish();
-    let _ = launched.supervisor.try_wait();
-    let mut bench_result = None;
-    if outcome.verdict == Verdict::Ready && !shared.cancel.load(Ordering::SeqCst) {
-        if let Some(cmd) = &p.bench {
+    started.reap();
+    let bench = match (&p.bench, outcome.verdict == Verdict::Ready) {
+        (Some(cmd), true) if !shared.cancel.load(Ordering::SeqCst) => {
             ctx.display
-                .say(&format!("{}: ready; running the bench", p.label));
-            bench_result = Some(bench::run(
-                cmd,
-                &p.bench_env(&outcome),
-                &launched.run.path.join("bench.log"),
-                bench_timeout(ctx.m),
-                &ctx.m.metrics,
-                &shared.cancel,
-                None,
-            ));
+                .say(&format!("{}: ready; running the bench{on_host}", p.label));
+            Some(BenchRequest {
+                command: cmd.clone(),
+                env: p.bench_env(&outcome),
+                timeout_ms: bench_timeout(ctx.m).as_millis() as u64,
+                metrics: ctx
+                    .m
+                    .metrics
+                    .iter()
+                    .map(|(n, r)| (n.clone(), r.as_str().to_string()))
+                    .collect(),
+            })
         }
-    }
-    let check = teardown(&target, ctx.grace, port, &before);
+        _ => None,
+    };
+    let finish = FinishRequest {
+        run_id: target.run_id.clone(),
+        bench,
+        grace_ms: ctx.grace.as_millis() as u64,
+        port,
+        before,
+    };
+    let answer = host.finish_cell(&finish, &shared.cancel);
     if let Some(g) = outcome.gpu.as_mut() {
-        g.after_teardown_mib = check.gpu_after_mib;
+        g.after_teardown_mib = answer.teardown.gpu_after_mib;
     }
-    outcome.server_running = !check.clean;
+    outcome.server_running = !answer.teardown.clean;
     Ok(Some(Finished {
         outcome,
         verdict_at,
-        bench: bench_result,
-        teardown: check,
+        bench: answer.bench,
+        teardown: answer.teardown,
     }))
 }
