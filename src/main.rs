@@ -13,6 +13,7 @@ mod profiles_cmd;
 mod prune;
 mod report;
 mod run_cmd;
+mod runs_cmd;
 mod watch_cmd;
 
 // The library's modules under the names the commands use.

@@ -11,6 +11,8 @@
 //! so JSON in an argument is left alone, and so is the shell's `${VAR}`; an unknown name is an
 //! error before anything launches.
 
+pub mod args;
+mod cell;
 mod display;
 pub mod host_side;
 mod interrupt;
