@@ -1,25 +1,23 @@
-//! The command line: argument definitions and the commands `run`, `watch`, `stop`, `ps`, `logs`.
-//! Each command resolves a plan, calls the engine, and reports; firedup's own failures reach the
-//! user as one sentence and exit 2.
+//! The command line: argument definitions and the dispatch to the commands. `run`
+//! (`run_cmd.rs`), `watch` (`watch_cmd.rs`) and `stop` (`runs_cmd.rs`, with `ps` and `logs`) are
+//! written once against a [`Host`]: this machine, or `--host` over SSH. Firedup's own failures
+//! reach the user as one sentence and exit 2.
 
 use std::io::Write;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::duration::{format_duration, parse_duration};
-use crate::engine::{self, Target};
-use crate::launch::{self, LaunchSpec};
-use crate::plan::{self, WatchOptions};
-use crate::process;
+use crate::duration::parse_duration;
+use crate::launch;
+use crate::plan::WatchOptions;
 use crate::profiles_cmd::ProfilesAction;
-use crate::report;
-use crate::rundir::RunDir;
-use crate::stop::{StopReport, stop_run};
-use crate::verdict::{Outcome, USAGE_EXIT_CODE, Verdict};
+use crate::remote::HostSpec;
+use crate::verdict::USAGE_EXIT_CODE;
+use firedup::host::{Host, LocalHost, LogFrom, SshHost};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -121,33 +119,6 @@ impl JudgeArgs {
     }
 }
 
-/// Options recorded at launch, with the flags given now taking precedence.
-pub(crate) fn overlay(recorded: WatchOptions, now: WatchOptions) -> WatchOptions {
-    fn vec_or<T>(now: Vec<T>, rec: Vec<T>) -> Vec<T> {
-        if now.is_empty() { rec } else { now }
-    }
-    WatchOptions {
-        until_exit: now.until_exit || recorded.until_exit,
-        profile: now.profile.or(recorded.profile),
-        ready_lines: vec_or(now.ready_lines, recorded.ready_lines),
-        fail_lines: vec_or(now.fail_lines, recorded.fail_lines),
-        timeout: now.timeout.or(recorded.timeout),
-        stall: now.stall.or(recorded.stall),
-        log_grace: now.log_grace.or(recorded.log_grace),
-        hold: now.hold.or(recorded.hold),
-        from_end: now.from_end,
-        profile_files: vec_or(now.profile_files, recorded.profile_files),
-        http: now.http.or(recorded.http),
-        port: now.port.or(recorded.port),
-        ready_request: now.ready_request.or(recorded.ready_request),
-        // The sd_notify socket belonged to the launching firedup; it cannot be re-attached.
-        notify: false,
-        no_probe: now.no_probe || recorded.no_probe,
-        phase_timeouts: vec_or(now.phase_timeouts, recorded.phase_timeouts),
-        env: now.env,
-    }
-}
-
 /// Where the server runs, when not here.
 #[derive(Debug, Args, Clone)]
 pub struct RemoteArgs {
@@ -166,6 +137,28 @@ pub struct RemoteArgs {
     /// (the server keeps running there).
     #[arg(long = "reconnect-for", value_name = "DURATION", default_value = "5m")]
     pub reconnect_for: String,
+}
+
+impl RemoteArgs {
+    /// The host the command acts on: this machine, or `--host` over SSH.
+    fn host(&self) -> Result<Arc<dyn Host>> {
+        Ok(match self.ssh_host()? {
+            Some(h) => Arc::new(h),
+            None => Arc::new(LocalHost),
+        })
+    }
+
+    /// The `--host`, when one is given.
+    fn ssh_host(&self) -> Result<Option<SshHost>> {
+        let Some(host) = &self.host else {
+            return Ok(None);
+        };
+        let connect = parse_duration(&self.connect_timeout)
+            .map_err(|e| anyhow::anyhow!("--connect-timeout: {e}"))?;
+        let reconnect = parse_duration(&self.reconnect_for)
+            .map_err(|e| anyhow::anyhow!("--reconnect-for: {e}"))?;
+        Ok(Some(SshHost::new(HostSpec::new(host, connect), reconnect)))
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -277,7 +270,7 @@ pub enum Command {
     )]
     Matrix {
         #[command(flatten)]
-        args: crate::matrix::runner::MatrixArgs,
+        args: crate::matrix::args::MatrixArgs,
     },
     /// List earlier runs from the history (newest first), with filters.
     History {
@@ -322,6 +315,9 @@ pub enum Command {
     CellCancel { run_id: String },
     #[command(name = "__cell-before", hide = true)]
     CellBefore { port: Option<u16> },
+    /// `stop` for the SSH host: the stop's report as JSON.
+    #[command(name = "__stop", hide = true)]
+    StopForHost { run_id: String, grace_ms: u64 },
 }
 
 /// Entry point: returns the process exit code.
@@ -369,15 +365,18 @@ fn dispatch(cli: Cli) -> Result<i32> {
             if let Some(n) = &name {
                 crate::rundir::check_name(n)?;
             }
-            match remote.host.clone() {
-                Some(host) => crate::remote::commands::run(
-                    &judge, &remote, &host, log, &env, cwd, then, keep, notify, &grace, name,
-                    command,
-                ),
-                None => run(
-                    &judge, log, &env, cwd, then, keep, notify, &grace, name, command,
-                ),
-            }
+            let args = crate::run_cmd::RunArgs {
+                log,
+                env,
+                cwd,
+                then,
+                keep,
+                notify,
+                grace,
+                name,
+                command,
+            };
+            crate::run_cmd::run(remote.host()?, &judge, args)
         }
         Command::Watch {
             judge,
@@ -387,25 +386,23 @@ fn dispatch(cli: Cli) -> Result<i32> {
             from_end,
             from_start,
             remote,
-        } => match remote.host.clone() {
-            Some(host) => {
-                crate::remote::commands::watch(&judge, &remote, &host, run_id, log, pid, from_end)
-            }
-            None => watch(&judge, run_id, log, pid, from_start, from_end),
-        },
+        } => crate::watch_cmd::watch(
+            remote.host()?.as_ref(),
+            &judge,
+            run_id,
+            log,
+            pid,
+            LogFrom {
+                start: from_start,
+                end: from_end,
+            },
+        ),
         Command::Stop {
             run_id,
             grace,
             remote,
-        } => match &remote.host {
-            Some(host) => crate::remote::commands::passthrough(
-                &remote,
-                host,
-                &["stop", &run_id, "--grace", &grace],
-            ),
-            None => stop(&run_id, &grace),
-        },
-        Command::Ps { json, all, remote } => match &remote.host {
+        } => crate::runs_cmd::stop(remote.host()?.as_ref(), &run_id, &grace),
+        Command::Ps { json, all, remote } => match remote.ssh_host()? {
             Some(host) => {
                 let mut args = vec!["ps"];
                 if json {
@@ -414,9 +411,9 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 if all {
                     args.push("--all");
                 }
-                crate::remote::commands::passthrough(&remote, host, &args)
+                crate::runs_cmd::pass_through(&host, &args)
             }
-            None => ps(json, all),
+            None => crate::runs_cmd::ps(json, all),
         },
         Command::Prune {
             older_than,
@@ -431,7 +428,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
             meaningful,
             follow,
             remote,
-        } => match &remote.host {
+        } => match remote.ssh_host()? {
             Some(host) => {
                 let mut args = vec!["logs", run_id.as_str()];
                 if meaningful {
@@ -440,9 +437,9 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 if follow {
                     args.push("--follow");
                 }
-                crate::remote::commands::passthrough(&remote, host, &args)
+                crate::runs_cmd::pass_through(&host, &args)
             }
-            None => logs(&run_id, meaningful, follow),
+            None => crate::runs_cmd::logs(&run_id, meaningful, follow),
         },
         Command::Matrix { args } => crate::matrix::runner::matrix(&args),
         Command::History { args } => crate::history_cmd::history(&args),
@@ -457,6 +454,9 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::CellFinish => crate::matrix::host_side::cell_finish(),
         Command::CellCancel { run_id } => crate::matrix::host_side::cell_cancel(&run_id),
         Command::CellBefore { port } => crate::matrix::host_side::cell_before(port),
+        Command::StopForHost { run_id, grace_ms } => {
+            crate::matrix::host_side::stop_for_host(&run_id, grace_ms)
+        }
     }
 }
 
@@ -472,626 +472,4 @@ pub(crate) fn open_events(path: &Option<PathBuf>) -> Result<Option<Box<dyn Write
             format!("cannot create --events file {}", p.display())
         })?)),
     })
-}
-
-#[allow(clippy::too_many_arguments)]
-fn run(
-    judge: &JudgeArgs,
-    log: Option<PathBuf>,
-    env: &[String],
-    cwd: Option<PathBuf>,
-    then: Option<String>,
-    keep: bool,
-    notify: bool,
-    grace: &str,
-    name: Option<String>,
-    command: Vec<String>,
-) -> Result<i32> {
-    let grace = grace_flag(grace)?;
-    let mut env: Vec<(String, String)> = env
-        .iter()
-        .map(|e| plan::parse_env(e))
-        .collect::<Result<_>>()?;
-    // Resolve once before launching, so usage mistakes launch nothing.
-    let mut opts = judge.options(false);
-    opts.notify = notify;
-    opts.env = env.clone();
-    // Validate first, create last: a refused run leaves no notify socket, run directory or
-    // truncated --events file behind.
-    launch::check_paths(&command, cwd.as_deref(), log.as_deref())?;
-    let notify_socket = if notify {
-        let sock = crate::probe::notify::NotifySocket::bind(&notify_socket_path()?)?;
-        env.push(("NOTIFY_SOCKET".into(), sock.path.display().to_string()));
-        Some(std::sync::Arc::new(sock))
-    } else {
-        None
-    };
-    let mut spec = launch_spec(judge, &opts, &command, cwd, env, log)?;
-    spec.name = name;
-    let spec_hash = crate::history::launch_hash(&spec, None);
-    let mut events = open_events(&judge.events)?;
-    // From the launch on, Ctrl-C, SIGTERM and SIGHUP end the run deliberately.
-    let interrupts = crate::interrupt::install()?;
-    let launched_at = std::time::Instant::now();
-    let mut launched = launch::launch(&spec)?;
-    let log_path = launched.log.display().to_string();
-    let mut target = Target::from_launch(&launched);
-    interrupts.arm(crate::interrupt::RunEnding {
-        target: target.clone(),
-        grace,
-        keep,
-        spec: spec.clone(),
-        spec_hash: spec_hash.clone(),
-        launched_at,
-        outcome: None,
-        then_child: None,
-    });
-    let plan = plan::resolve(&opts, &command, &log_path, true)?;
-    target.notify = notify_socket;
-    let mut progress =
-        report::progress_for_stderr(&launched.run.id, crate::history::last_time(&spec_hash));
-    let mut outcome = engine::watch(
-        &plan,
-        &target,
-        progress.as_mut(),
-        events.as_mut().map(|e| e.as_mut() as &mut dyn Write),
-    )?;
-    // Reap the supervisor if it is done (it stays alive as long as the server does).
-    let _ = launched.supervisor.try_wait();
-
-    let mut teardown: Option<String> = None;
-    let mut exit_code = outcome.verdict.exit_code();
-    if let (Verdict::Ready, Some(cmd)) = (outcome.verdict, then) {
-        interrupts.update(|e| e.outcome = Some(outcome.clone()));
-        let then_status = run_then(&cmd, &outcome, plan.address.as_ref(), &|pid| {
-            interrupts.update(|e| e.then_child = Some(pid))
-        });
-        interrupts.finish();
-        let report = stop_target(&target, grace);
-        teardown = Some(report.describe());
-        gpu_after_teardown(&mut outcome, &report);
-        outcome.server_running = !report.survivors.is_empty();
-        let status = match then_status {
-            Ok(status) => status,
-            Err(e) => {
-                crate::history::record_launch(
-                    "run",
-                    &spec,
-                    &spec_hash,
-                    &outcome,
-                    teardown.as_deref(),
-                );
-                bail!("{e:#}; the server was stopped: {}", report.describe());
-            }
-        };
-        exit_code = status;
-        print_outcome(
-            judge.json,
-            &outcome,
-            teardown.as_deref(),
-            Some((cmd.as_str(), status)),
-        );
-        // The verdict first: recording it must not delay what the user waits for.
-        crate::history::record_launch("run", &spec, &spec_hash, &outcome, teardown.as_deref());
-        return Ok(exit_code);
-    }
-    interrupts.finish();
-    if outcome.verdict == Verdict::Ready {
-        outcome.server_running = run_alive(&target);
-    } else if keep {
-        outcome.server_running = run_alive(&target);
-        if outcome.server_running {
-            teardown = Some("kept running (--keep)".into());
-        }
-    } else if outcome.verdict == Verdict::MonitorError {
-        // firedup's own watch failed, so it cannot tell what the server is doing: stopping it
-        // would end a healthy server on firedup's fault. It is left running for a later watch.
-        outcome.server_running = run_alive(&target) || !process_tree_empty(&target);
-        if outcome.server_running {
-            teardown = Some(crate::report::left_running_after_monitor_error(
-                &launched.run.id,
-            ));
-        }
-    } else if run_alive(&target) || !process_tree_empty(&target) {
-        let report = stop_target(&target, grace);
-        teardown = Some(report.describe());
-        gpu_after_teardown(&mut outcome, &report);
-        outcome.server_running = !report.survivors.is_empty();
-    } else {
-        outcome.server_running = false;
-    }
-    print_outcome(judge.json, &outcome, teardown.as_deref(), None);
-    // The verdict first: recording it must not delay what the user waits for.
-    crate::history::record_launch("run", &spec, &spec_hash, &outcome, teardown.as_deref());
-    Ok(exit_code)
-}
-
-/// What to launch, local or remote: resolved once first, so usage mistakes launch nothing.
-pub(crate) fn launch_spec(
-    judge: &JudgeArgs,
-    opts: &WatchOptions,
-    command: &[String],
-    cwd: Option<PathBuf>,
-    env: Vec<(String, String)>,
-    log: Option<PathBuf>,
-) -> Result<LaunchSpec> {
-    let checked = plan::resolve(opts, command, "", true)?;
-    Ok(LaunchSpec {
-        command: command.to_vec(),
-        cwd,
-        env,
-        log,
-        profile: checked.profile,
-        mode: if judge.until == Until::Exit {
-            "exit".into()
-        } else {
-            "ready".into()
-        },
-        judging: opts.clone(),
-        name: None,
-    })
-}
-
-/// A short path for the sd_notify socket (sun_path holds 108 bytes; state dirs can be deep).
-fn notify_socket_path() -> Result<PathBuf> {
-    let dir = std::env::temp_dir().join(format!(
-        "firedup-notify-{}-{}",
-        std::process::id(),
-        crate::rundir::now_unix() as u64
-    ));
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&dir)
-        .with_context(|| format!("cannot create {} for the sd_notify socket", dir.display()))?;
-    Ok(dir.join("notify.sock"))
-}
-
-/// How long teardown waits for the driver to release the GPU memory of the stopped processes
-/// (nvidia-smi lists a process's memory for a moment after the process is gone).
-const GPU_RELEASE_WAIT: Duration = Duration::from_secs(10);
-
-/// GPU memory still held by the torn-down tree's processes, where nvidia-smi can tell: waits,
-/// bounded, for it to be released, and reports what is left.
-fn gpu_after_teardown(outcome: &mut Outcome, report: &StopReport) {
-    let Some(gpu) = outcome.gpu.as_mut() else {
-        return;
-    };
-    let deadline = std::time::Instant::now() + GPU_RELEASE_WAIT;
-    loop {
-        match crate::probe::gpu::tree_memory_mib(&report.targeted) {
-            Ok(Some(mib)) => {
-                gpu.after_teardown_mib = Some(mib);
-                if mib == 0 || std::time::Instant::now() >= deadline {
-                    return;
-                }
-            }
-            _ => return,
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
-}
-
-fn process_tree_empty(target: &Target) -> bool {
-    match target.pid {
-        Some(p) => process::tree(p)
-            .iter()
-            .all(|x| !process::is_alive(*x, None)),
-        None => true,
-    }
-}
-
-/// Whether anything of the run lives: the launched process, or any process carrying the run's
-/// `FIREDUP_RUN_ID` (a daemon it left), its supervisor aside.
-pub(crate) fn run_alive(target: &Target) -> bool {
-    target
-        .pid
-        .is_some_and(|p| process::is_alive(p, target.start_ticks))
-        || process::of_run(&target.run_id)
-            .pids
-            .iter()
-            .any(|p| !process::is_supervisor(*p))
-}
-
-/// Stops everything of the run and checks that nothing is left (see [`stop_run`]).
-fn stop_target(target: &Target, grace: Duration) -> StopReport {
-    stop_run(target.pid, target.start_ticks, &target.run_id, grace)
-}
-
-/// Runs the `--then` command (`sh -c CMD`) to its end; `started` hears its pid.
-pub(crate) fn run_then(
-    cmd: &str,
-    o: &Outcome,
-    address: Option<&crate::profile::Address>,
-    started: &dyn Fn(u32),
-) -> Result<i32> {
-    let mut c = std::process::Command::new("sh");
-    c.arg("-c")
-        .arg(cmd)
-        .env("FIREDUP_LOG", &o.log)
-        .env("FIREDUP_RUN_ID", &o.run_id);
-    if let Some(a) = address {
-        c.env("FIREDUP_HOST", a.connect_host())
-            .env("FIREDUP_PORT", a.port.to_string())
-            .env("FIREDUP_URL", a.base_url());
-    }
-    if let Some(pid) = o.pid {
-        c.env("FIREDUP_PID", pid.to_string());
-    }
-    let mut child = c.spawn().map_err(|e| {
-        anyhow::anyhow!(
-            "cannot run --then command '{cmd}': {}",
-            launch::describe_spawn_error("sh", &e)
-        )
-    })?;
-    started(child.id());
-    let status = child
-        .wait()
-        .with_context(|| format!("cannot wait for --then command '{cmd}'"))?;
-    use std::os::unix::process::ExitStatusExt;
-    Ok(status
-        .code()
-        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
-}
-
-pub(crate) fn print_outcome(
-    json: bool,
-    o: &Outcome,
-    teardown: Option<&str>,
-    then: Option<(&str, i32)>,
-) {
-    if json {
-        let mut v = serde_json::to_value(o).unwrap_or_default();
-        if let (Some((cmd, code)), Some(map)) = (then, v.as_object_mut()) {
-            map.insert(
-                "then".into(),
-                serde_json::json!({"command": crate::secrets::redact_text(cmd), "exit_code": code}),
-            );
-        }
-        println!("{v}");
-    } else {
-        print!("{}", report::render_final(o, teardown));
-        if let Some((cmd, code)) = then {
-            println!(
-                "  then:    '{}' exited {code}",
-                crate::secrets::redact_text(cmd)
-            );
-        }
-    }
-}
-
-fn watch(
-    judge: &JudgeArgs,
-    run_id: Option<String>,
-    log: Option<PathBuf>,
-    pid: Option<u32>,
-    from_start: bool,
-    mut from_end: bool,
-) -> Result<i32> {
-    if run_id.is_some() && (from_start || from_end) {
-        bail!(
-            "--from-start and --from-end go with --log: a RUN_ID is judged from where its launch began"
-        );
-    }
-    let mut target = match (&run_id, &log) {
-        (Some(id), None) => {
-            let run = RunDir::open(id)?;
-            let meta = run.meta()?;
-            let proc_rec = run.process();
-            let spawn_error = run.exit().and_then(|e| e.spawn_error);
-            Target {
-                log_start: meta.log_start,
-                log: PathBuf::from(&meta.log),
-                pid: proc_rec.map(|p| p.pid).or(pid),
-                start_ticks: proc_rec.map(|p| p.start_ticks).filter(|t| *t != 0),
-                run: Some(run.clone()),
-                spawn_error,
-                run_id: run.id.clone(),
-                notify: None,
-                exit_pipe: None,
-            }
-        }
-        (None, Some(log)) => {
-            let log = plan::absolute(log);
-            crate::logpath::check_for_reading(&log)?;
-            // Attached by log alone: the process writing it, if any, is the one to watch.
-            let pid = pid.or_else(|| {
-                let w = process::writers_of(&log).into_iter().next()?;
-                eprintln!(
-                    "firedup: watching process {w} ({}), which writes {}",
-                    crate::secrets::redact_text(&process::cmdline(w)),
-                    log.display()
-                );
-                Some(w)
-            });
-            Target {
-                log,
-                pid,
-                start_ticks: pid.and_then(|p| process::stat(p).map(|s| s.start_ticks)),
-                run: None,
-                spawn_error: None,
-                run_id: String::new(),
-                notify: None,
-                exit_pipe: None,
-                log_start: None,
-            }
-        }
-        (Some(_), Some(_)) => bail!("give either a RUN_ID or --log PATH, not both"),
-        (None, None) => {
-            bail!("nothing to watch: give a RUN_ID or --log PATH (with --pid PID if you know it)")
-        }
-    };
-    if let Some(p) = pid {
-        if target.run.is_none() && process::stat(p).is_none() {
-            eprintln!("firedup: note: process {p} is not running now");
-        }
-    }
-    if target.run.is_none() {
-        let started = target.pid.and_then(crate::logstart::process_started_unix);
-        let (end, note) =
-            crate::logstart::attach_from_end(&target.log, started, from_start, from_end)?;
-        if let Some(note) = note {
-            eprintln!("firedup: note: {note}");
-        }
-        from_end = end;
-    }
-    // A run that has ended is judged by how it ended: a ready line it printed before crashing
-    // is not its present state. Holding after ready makes the recorded exit (and the fatal
-    // lines before it) decide. A launcher that exited 0 leaving its daemon serving has not ended.
-    let ended = target.run.as_ref().is_some_and(|r| !r.is_live());
-    let command: Vec<String> = match &target.run {
-        Some(r) => r.meta().map(|m| m.command).unwrap_or_default(),
-        None => pid
-            .map(|p| process::cmdline(p).split(' ').map(String::from).collect())
-            .unwrap_or_default(),
-    };
-    if target.run.is_none() {
-        // An attach by log is a run of its own in the history, which `show` finds by this id.
-        let named_after = if command.is_empty() {
-            let stem = target.log.file_stem().unwrap_or_default();
-            vec![stem.to_string_lossy().into_owned()]
-        } else {
-            command.clone()
-        };
-        target.run_id = crate::rundir::fresh_id(&crate::rundir::id_stem(&named_after), 0);
-    }
-    let mut opts = judge.options(from_end);
-    if let Some(m) = target.run.as_ref().and_then(|r| r.meta().ok()) {
-        // Judge a run the way it was launched, unless told otherwise.
-        if let Some(recorded) = m.options.clone() {
-            opts = overlay(recorded, opts);
-        }
-        opts.profile = opts.profile.or(Some(m.profile));
-        if opts.ready_lines.is_empty() {
-            opts.ready_lines = m.ready_lines;
-        }
-        if opts.fail_lines.is_empty() {
-            opts.fail_lines = m.fail_lines;
-        }
-        opts.stall = opts.stall.or(m.stall);
-        opts.timeout = opts.timeout.or(m.timeout);
-        if m.mode == "exit" {
-            opts.until_exit = true;
-        }
-    }
-    let mut plan = plan::resolve(
-        &opts,
-        &command,
-        &target.log.display().to_string(),
-        target.pid.is_some() || target.run.is_some(),
-    )?;
-    if ended && plan.judge.hold.is_none() {
-        eprintln!(
-            "firedup: note: {} is no longer running: judging how it ended",
-            target.run_id
-        );
-        plan.judge.hold = Some(ENDED_RUN_HOLD);
-    }
-    // Validate first, open last: a refused watch truncates no --events file.
-    let mut events = open_events(&judge.events)?;
-    let label = if target.run.is_none() {
-        format!("{} ({})", target.log.display(), target.run_id)
-    } else {
-        target.run_id.clone()
-    };
-    // A run firedup launched keeps its launch's history; an attach by log is its own spec.
-    let launched_spec = target.run.as_ref().and_then(|r| r.meta().ok()).map(|m| {
-        let spec = LaunchSpec::from_meta(&m, &plan.profile, &opts);
-        let hash = crate::history::launch_hash(&spec, None);
-        (spec, hash)
-    });
-    let spec_hash = match &launched_spec {
-        Some((_, h)) => h.clone(),
-        None => crate::history::attach_hash(&target.log, &command, Some(&plan.profile), None),
-    };
-    let mut progress = report::progress_for_stderr(&label, crate::history::last_time(&spec_hash));
-    let mut outcome = engine::watch(
-        &plan,
-        &target,
-        progress.as_mut(),
-        events.as_mut().map(|e| e.as_mut() as &mut dyn Write),
-    )?;
-    outcome.attached = target.run.is_none();
-    print_outcome(judge.json, &outcome, None, None);
-    crate::history::record_watch(&launched_spec, spec_hash, &command, &plan.profile, &outcome);
-    Ok(outcome.verdict.exit_code())
-}
-
-/// The hold given to the judge when re-attaching to a run that has already ended: longer than
-/// anything the exit record can take to be read, so the exit always decides.
-pub(crate) const ENDED_RUN_HOLD: Duration = Duration::from_secs(24 * 3600);
-
-fn stop(run_id: &str, grace: &str) -> Result<i32> {
-    let grace = grace_flag(grace)?;
-    let run = RunDir::open(run_id)?;
-    let record = run.process();
-    // Also without a process record: whatever carries the run's id is the run's.
-    let report = stop_run(
-        record.map(|p| p.pid),
-        record.map(|p| p.start_ticks),
-        &run.id,
-        grace,
-    );
-    if record.is_none() && report.targeted.is_empty() && report.survivors.is_empty() {
-        println!("{run_id}: never started; {}", report.describe());
-        return Ok(0);
-    }
-    // The supervisor records the exit a moment after the process ends: wait for it (bounded), so
-    // that `firedup ps` right after a stop shows how the run ended.
-    let deadline = std::time::Instant::now() + Duration::from_secs(2);
-    while record.is_some() && run.exit().is_none() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    println!("{run_id}: {}", report.describe());
-    Ok(if report.survivors.is_empty() { 0 } else { 1 })
-}
-
-/// A run's live state, in words.
-pub fn run_state(run: &RunDir) -> String {
-    if let Some(e) = run.exit() {
-        return match (e.spawn_error, e.exit) {
-            (Some(err), _) => format!("never started: {err}"),
-            (None, Some(x)) if x.code == Some(0) && run.daemon().is_some() => format!(
-                "running (daemon {}; the launcher exited 0)",
-                run.daemon().unwrap_or_default()
-            ),
-            (None, Some(x)) => format!("ended: {}", x.describe()),
-            _ => "ended".into(),
-        };
-    }
-    match run.process() {
-        Some(p) if process::is_alive(p.pid, Some(p.start_ticks).filter(|t| *t != 0)) => {
-            "running".into()
-        }
-        Some(_) => "gone (no exit record)".into(),
-        None => "unknown".into(),
-    }
-}
-
-fn ps(json: bool, all: bool) -> Result<i32> {
-    let runs: Vec<RunDir> = RunDir::list()
-        .into_iter()
-        .filter(|r| all || r.is_live())
-        .collect();
-    if json {
-        let v: Vec<serde_json::Value> = runs
-            .iter()
-            .filter_map(|r| {
-                let m = r.meta().ok()?;
-                Some(serde_json::json!({
-                    "run_id": r.id, "name": m.name, "state": run_state(r), "pid": r.process().map(|p| p.pid),
-                    "command": crate::secrets::redact_args(&m.command), "log": m.log, "profile": m.profile, "started_at": m.started_at,
-                }))
-            })
-            .collect();
-        println!("{}", serde_json::Value::Array(v));
-        return Ok(0);
-    }
-    if runs.is_empty() {
-        let which = if all { "no runs" } else { "no live runs" };
-        println!(
-            "{which} under {}{}",
-            crate::rundir::runs_root().display(),
-            if all {
-                ""
-            } else {
-                " (`firedup ps --all` lists ended ones too)"
-            }
-        );
-        return Ok(0);
-    }
-    let now = crate::rundir::now_unix();
-    println!(
-        "{:<32} {:<16} {:>8} {:>8}  {:<28} COMMAND",
-        "RUN", "NAME", "PID", "AGE", "STATE"
-    );
-    for r in runs {
-        let Ok(m) = r.meta() else { continue };
-        let pid = r
-            .process()
-            .map(|p| p.pid.to_string())
-            .unwrap_or_else(|| "-".into());
-        let age = format_duration(Duration::from_secs_f64((now - m.started_at).max(0.0)));
-        println!(
-            "{:<32} {:<16} {:>8} {:>8}  {:<28} {}",
-            r.id,
-            m.name.as_deref().unwrap_or("-"),
-            pid,
-            age,
-            run_state(&r),
-            crate::secrets::redact_args(&m.command).join(" ")
-        );
-    }
-    Ok(0)
-}
-
-fn logs(run_id: &str, meaningful: bool, follow: bool) -> Result<i32> {
-    let run = RunDir::open(run_id)?;
-    let meta = run.meta()?;
-    let plan = plan::resolve(
-        &WatchOptions {
-            until_exit: true,
-            profile: Some(meta.profile.clone()),
-            ..Default::default()
-        },
-        &meta.command,
-        &meta.log,
-        true,
-    )
-    .or_else(|_| {
-        plan::resolve(
-            &WatchOptions {
-                until_exit: true,
-                ..Default::default()
-            },
-            &meta.command,
-            &meta.log,
-            true,
-        )
-    })?;
-    let mut follower = crate::follow::LogFollower::new(
-        std::path::Path::new(&meta.log),
-        crate::lines::DEFAULT_LINE_CAP,
-    );
-    // This run's output only: what an appended log held before the launch is another run's.
-    if let Some(start) = meta.log_start {
-        follower.start_at(&start);
-    }
-    let mut out = std::io::stdout().lock();
-    let mut last_shape = String::new();
-    let mut buf = Vec::new();
-    loop {
-        while follower.poll(&mut buf) {}
-        let ended = run.exit().is_some()
-            || !run
-                .process()
-                .is_some_and(|p| process::is_alive(p.pid, None));
-        if ended || !follow {
-            follower.finish(&mut buf);
-        }
-        for ev in buf.drain(..) {
-            if let crate::follow::FollowEvent::Line(raw) = ev {
-                if meaningful {
-                    let text = crate::lines::clean_text(&raw.bytes);
-                    if plan.judge.classifier.classify(&text).noise || text.trim().is_empty() {
-                        continue;
-                    }
-                    // A progress bar redraw of the same line: keep only the last state.
-                    let shape = crate::line_shape::line_shape(&text);
-                    if shape == last_shape {
-                        continue;
-                    }
-                    last_shape = shape;
-                    writeln!(out, "{text}")?;
-                } else {
-                    out.write_all(&raw.bytes)?;
-                    out.write_all(b"\n")?;
-                }
-            }
-        }
-        out.flush()?;
-        if !follow || ended {
-            return Ok(0);
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }

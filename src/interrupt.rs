@@ -1,5 +1,5 @@
 //! Ctrl-C (SIGINT), SIGTERM or SIGHUP to `firedup run`: the run ends deliberately. The server is
-//! stopped and its teardown verified (with `--keep`: left running, and the commands to re-attach
+//! stopped on its host and its teardown verified (with `--keep`: left running, and the commands to re-attach
 //! or stop it are printed), one line on stderr says so, the run is recorded in the history as
 //! interrupted, and firedup exits 128 + the signal (130, 143, 129).
 //!
@@ -17,10 +17,13 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use crate::engine::Target;
 use crate::launch::LaunchSpec;
 use crate::verdict::{Outcome, Verdict};
+use firedup::host::Host;
 
 /// What the signal thread needs to end a run.
 #[derive(Debug)]
 pub struct RunEnding {
+    /// Where the run is: the stop goes there.
+    pub host: Arc<dyn Host>,
     pub target: Target,
     pub grace: Duration,
     pub keep: bool,
@@ -156,26 +159,28 @@ fn end(e: RunEnding, sig: i32) -> ! {
             let _ = rustix::process::kill_process(p, rustix::process::Signal::TERM);
         }
     }
+    let host_flag = e
+        .host
+        .name()
+        .map(|h| format!(" --host {h}"))
+        .unwrap_or_default();
     let (line, teardown, running) = if e.keep {
         (
             format!(
-                "firedup: interrupted ({name}) after {after}: the server is left running (--keep): watch it with `firedup watch {run_id}`, stop it with `firedup stop {run_id}`"
+                "firedup: interrupted ({name}) after {after}: the server is left running (--keep): watch it with `firedup watch{host_flag} {run_id}`, stop it with `firedup stop{host_flag} {run_id}`"
             ),
             "kept running (--keep)".to_string(),
             true,
         )
     } else {
-        let report = crate::stop::stop_run(
-            e.target.pid,
-            e.target.start_ticks,
-            &e.target.run_id,
-            e.grace,
-        );
-        let d = report.describe();
+        let (d, running) = match e.host.stop(&run_id, e.grace) {
+            Ok(stopped) => (stopped.report.describe(), !stopped.clean()),
+            Err(err) => (format!("stopping failed: {err:#}"), true),
+        };
         (
             format!("firedup: interrupted ({name}) after {after}: {d}"),
             d,
-            !report.survivors.is_empty(),
+            running,
         )
     };
     eprintln!("{line}");
@@ -199,7 +204,7 @@ fn end(e: RunEnding, sig: i32) -> ! {
         request_gap_s: None,
         gpu: None,
         ready_s: None,
-        host: None,
+        host: e.host.name().map(String::from),
         schema: crate::verdict::OUTCOME_SCHEMA,
         name: e.spec.name.clone(),
         log_from_line: None,

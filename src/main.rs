@@ -12,17 +12,14 @@ mod matrix;
 mod profiles_cmd;
 mod prune;
 mod report;
-
-/// The SSH host: the library's session and source, plus the commands run over it.
-mod remote {
-    pub(crate) use firedup::remote::*;
-    pub(crate) mod commands;
-}
+mod run_cmd;
+mod runs_cmd;
+mod watch_cmd;
 
 // The library's modules under the names the commands use.
 use firedup::{
-    agent, duration, engine, follow, judge, launch, line_shape, lines, logpath, logstart, plan,
-    probe, process, profile, rundir, secrets, stop, verdict, wire,
+    agent, duration, engine, follow, judge, launch, line_shape, lines, plan, probe, process,
+    profile, remote, rundir, secrets, verdict,
 };
 
 fn main() {

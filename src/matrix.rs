@@ -13,18 +13,17 @@
 //! so JSON in an argument is left alone, and so is the shell's `${VAR}`; an unknown name is an
 //! error before anything launches.
 
+pub mod args;
 mod axis;
-pub mod bench;
+mod cell;
 mod cells;
 mod display;
 pub mod host_side;
 mod interrupt;
 pub mod ports;
-mod remote_cell;
 pub mod runner;
 pub mod schedule;
 pub mod table;
-pub mod teardown;
 mod template;
 
 use std::collections::{BTreeMap, HashMap};

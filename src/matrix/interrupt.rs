@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::runner::{Running, Shared};
-use crate::engine::Target;
+use super::runner::Shared;
+use firedup::host::Host;
 
 /// Ctrl-C (or SIGTERM): stop starting cells, tear down the running ones, keep what is done.
 pub struct SignalWatch {
@@ -19,7 +19,7 @@ pub struct SignalWatch {
 pub fn watch_signals(
     shared: Arc<Shared>,
     grace: Duration,
-    host: Option<crate::remote::HostSpec>,
+    host: Arc<dyn Host>,
 ) -> Result<SignalWatch> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
@@ -31,27 +31,8 @@ pub fn watch_signals(
             eprintln!(
                 "firedup: interrupted: tearing down the running cells; finished cells are kept"
             );
-            let (local, remote): (Vec<Target>, Vec<String>) = {
-                let running = shared.running_now();
-                let mut local = Vec::new();
-                let mut remote = Vec::new();
-                for r in &running {
-                    match r {
-                        Running::Local(t) => local.push(t.clone()),
-                        Running::Remote { run_id } => remote.push(run_id.clone()),
-                    }
-                }
-                (local, remote)
-            };
-            for t in local {
-                if let Some(pid) = t.pid {
-                    crate::stop::stop_tree(pid, t.start_ticks, grace);
-                }
-            }
-            if let Some(h) = &host {
-                for run_id in remote {
-                    super::remote_cell::stop(h, &run_id, grace);
-                }
+            for target in shared.running_now() {
+                host.cancel(&target, grace);
             }
         }
     });

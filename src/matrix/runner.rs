@@ -7,210 +7,41 @@
 //! an abort. What stops the matrix early: `--fail-fast` after a cell that is not ready; a cell
 //! whose teardown cannot be verified (unless `--allow-dirty`); Ctrl-C, which tears down the
 //! running cells and keeps what is done. Along an ordered axis, the cells after one that stopped
-//! it are skipped.
+//! it are skipped. One run of a cell, on the matrix's host, is `matrix/cell.rs`; the flags are
+//! `matrix/args.rs`.
 //!
 //! Exit code: 0 when every run became ready (or succeeded), 1 when some did not, 7 when the matrix
 //! stopped on a dirty machine or firedup itself failed on a cell, 130 after Ctrl-C; 2 for usage.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use anyhow::{Result, bail};
-use clap::Args;
 
-use super::bench;
+use super::Matrix;
+use super::args::{MatrixArgs, definition};
+use super::cell::{CellRun, cell_spec, run_cell};
 use super::display::Display;
 use super::interrupt::watch_signals;
 use super::schedule::{Next, pick};
 use super::table::{CellRow, CellState, Format, RunResult, render};
-use super::teardown::teardown;
-use super::{Cell, Matrix, MatrixFile, parse_axis_flag, read_file};
 use crate::duration::{format_duration, parse_duration};
-use crate::engine::{self, Target};
-use crate::history::{CellRef, History, MatrixRecord, RunRecord};
-use crate::launch::{self, LaunchSpec};
+use crate::engine::Target;
+use crate::history::{History, MatrixRecord, RunRecord};
+use crate::launch::LaunchSpec;
 use crate::plan::{self, WatchOptions};
-use crate::report::LastTime;
 use crate::verdict::Verdict;
+use firedup::host::{Host, LocalHost, SshHost};
 
 /// Exit code after Ctrl-C.
 const INTERRUPTED_EXIT: i32 = 130;
-const DEFAULT_BENCH_TIMEOUT: Duration = Duration::from_secs(600);
 const DEFAULT_GRACE: Duration = Duration::from_secs(10);
 /// How long connecting to the matrix's host may take.
 const REMOTE_CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
-
-#[derive(Debug, Args)]
-pub struct MatrixArgs {
-    /// The matrix file (TOML: [base], [[axis]], [[exclude]], [[include]], [bench], [[slot]]; see
-    /// docs/matrix.md).
-    pub file: Option<PathBuf>,
-    /// An axis: env:NAME=V1,V2 | flag:--FLAG | arg:--ARG=V1,V2 | var:NAME=V1,V2, with +ordered
-    /// for an ordered axis (repeatable; added to the file's).
-    #[arg(long, value_name = "AXIS")]
-    pub axis: Vec<String>,
-    /// Run each cell N times: the table shows medians and spread.
-    #[arg(long, value_name = "N")]
-    pub repeat: Option<u32>,
-    /// Print the cells and what each launches, then stop.
-    #[arg(long = "dry-run")]
-    pub dry_run: bool,
-    /// Continue the newest matrix of this definition: cells already done are taken from the
-    /// history.
-    #[arg(long)]
-    pub resume: bool,
-    /// Run N cells at once, one per slot (the file's [[slot]]s, or slots 0..N as {slot}).
-    #[arg(long, value_name = "N")]
-    pub parallel: Option<usize>,
-    /// Stop starting cells after the first run that is not ready.
-    #[arg(long = "fail-fast")]
-    pub fail_fast: bool,
-    /// Start the next cell even when a teardown could not be verified clean.
-    #[arg(long = "allow-dirty")]
-    pub allow_dirty: bool,
-    /// The final table's format.
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: Format,
-    /// Bench command run on every ready cell (sh -c; overrides the file's).
-    #[arg(long, value_name = "CMD")]
-    pub bench: Option<String>,
-    /// A metric the bench prints: NAME=REGEX with a group around the number (repeatable).
-    #[arg(long, value_name = "NAME=REGEX")]
-    pub metric: Vec<String>,
-    /// Server profile of every cell (overrides the file's).
-    #[arg(long)]
-    pub profile: Option<String>,
-    /// Deadline of every cell.
-    #[arg(long, value_name = "DURATION")]
-    pub timeout: Option<String>,
-    /// Stall window of every cell.
-    #[arg(long, value_name = "DURATION")]
-    pub stall: Option<String>,
-    /// A ready line for every cell (repeatable).
-    #[arg(long = "ready-line", value_name = "REGEX")]
-    pub ready_line: Vec<String>,
-    /// Env of every cell (repeatable).
-    #[arg(long = "env", value_name = "KEY=VALUE")]
-    pub env: Vec<String>,
-    /// Judge by the log alone (no port/HTTP probes).
-    #[arg(long = "no-probe")]
-    pub no_probe: bool,
-    /// Grace between SIGTERM and SIGKILL at teardown.
-    #[arg(long, value_name = "DURATION")]
-    pub grace: Option<String>,
-    /// Run every cell on this SSH host (an alias of ~/.ssh/config, user@host); the bench and
-    /// the teardown checks run there too.
-    #[arg(long, value_name = "HOST")]
-    pub host: Option<String>,
-    /// The base command (instead of the file's base.command).
-    #[arg(last = true, value_name = "COMMAND")]
-    pub command: Vec<String>,
-}
-
-/// Reads the definition from the file and flags.
-fn definition(a: &MatrixArgs) -> Result<Matrix> {
-    let (mut file, source) = match &a.file {
-        Some(p) => (read_file(p)?, p.display().to_string()),
-        None => (MatrixFile::default(), "--axis flags".to_string()),
-    };
-    let extra = a
-        .axis
-        .iter()
-        .map(|s| parse_axis_flag(s))
-        .collect::<Result<Vec<_>>>()?;
-    let b = &mut file.base;
-    if a.profile.is_some() {
-        b.profile = a.profile.clone();
-    }
-    if a.timeout.is_some() {
-        b.timeout = a.timeout.clone();
-    }
-    if a.stall.is_some() {
-        b.stall = a.stall.clone();
-    }
-    if !a.ready_line.is_empty() {
-        b.ready_lines = a.ready_line.clone();
-    }
-    if a.no_probe {
-        b.no_probe = true;
-    }
-    if a.grace.is_some() {
-        b.grace = a.grace.clone();
-    }
-    if a.host.is_some() {
-        b.host = a.host.clone();
-    }
-    for e in &a.env {
-        let (k, v) = plan::parse_env(e)?;
-        b.env.insert(k, v);
-    }
-    if let Some(cmd) = &a.bench {
-        let bench = file.bench.get_or_insert_with(Default::default);
-        bench.command = cmd.clone();
-    }
-    for m in &a.metric {
-        let Some((name, re)) = m.split_once('=') else {
-            bail!("--metric {m:?}: write NAME=REGEX");
-        };
-        let Some(bench) = file.bench.as_mut() else {
-            bail!("--metric needs a bench command (--bench CMD or [bench] in the file)");
-        };
-        bench.metrics.insert(name.to_string(), re.to_string());
-    }
-    if let Some(r) = a.repeat {
-        file.repeat = Some(r);
-    }
-    Matrix::build(file, extra, a.command.clone(), source)
-}
-
-/// The judging options of every cell.
-fn watch_options(m: &Matrix, env: &[(String, String)]) -> WatchOptions {
-    let b = &m.base;
-    WatchOptions {
-        until_exit: b.until.as_deref() == Some("exit"),
-        profile: b.profile.clone(),
-        ready_lines: b.ready_lines.clone(),
-        fail_lines: b.fail_lines.clone(),
-        timeout: b.timeout.clone(),
-        stall: b.stall.clone(),
-        log_grace: None,
-        hold: b.hold.clone(),
-        from_end: false,
-        profile_files: b.profile_files.clone(),
-        http: b.http.clone(),
-        port: b.port,
-        ready_request: b.ready_request.clone(),
-        notify: false,
-        no_probe: b.no_probe,
-        phase_timeouts: b.phase_timeouts.clone(),
-        env: env.to_vec(),
-    }
-}
-
-/// The launch spec of `cell` in `slot`, checked (profile, readiness) before anything launches.
-fn cell_spec(
-    m: &Matrix,
-    cell: &Cell,
-    slot: usize,
-) -> Result<(LaunchSpec, WatchOptions, Option<String>)> {
-    let l = m.launch_of(cell, slot)?;
-    let opts = watch_options(m, &l.env);
-    let checked = plan::resolve(&opts, &l.command, "", true)?;
-    let spec = LaunchSpec {
-        command: l.command,
-        cwd: l.cwd,
-        env: l.env,
-        log: None,
-        profile: checked.profile,
-        mode: if opts.until_exit { "exit" } else { "ready" }.into(),
-        judging: opts.clone(),
-        name: None,
-    };
-    Ok((spec, opts, l.bench))
-}
+/// How long to keep reconnecting to the host during a cell before `monitor_error`.
+const REMOTE_RECONNECT_FOR: Duration = Duration::from_secs(120);
 
 /// Refuses slots whose cells would use the same port at the same time (`matrix/ports.rs`).
 fn refuse_shared_ports(m: &Matrix, slots: usize) -> Result<()> {
@@ -364,12 +195,14 @@ pub fn matrix(a: &MatrixArgs) -> Result<i32> {
     });
 
     let display = Display::new();
-    let host = m
-        .base
-        .host
-        .as_deref()
-        .map(|h| crate::remote::HostSpec::new(h, REMOTE_CONNECT_TIMEOUT));
-    let signals = watch_signals(Arc::clone(&shared), grace, host.clone())?;
+    let host: Arc<dyn Host> = match m.base.host.as_deref() {
+        Some(h) => Arc::new(SshHost::new(
+            crate::remote::HostSpec::new(h, REMOTE_CONNECT_TIMEOUT),
+            REMOTE_RECONNECT_FOR,
+        )),
+        None => Arc::new(LocalHost),
+    };
+    let signals = watch_signals(Arc::clone(&shared), grace, Arc::clone(&host))?;
     let ctx = Ctx {
         m: &m,
         matrix_id: &matrix_id,
@@ -545,26 +378,19 @@ struct Board {
     firedup_error: bool,
 }
 
-/// A running cell, as Ctrl-C stops it.
-#[derive(Clone)]
-pub(super) enum Running {
-    Local(Target),
-    /// A run on the matrix's host.
-    Remote {
-        run_id: String,
-    },
-}
+/// A running cell, as Ctrl-C stops it (on the matrix's host).
+pub(super) type Running = Target;
 
 pub(super) struct Ctx<'a> {
     pub m: &'a Matrix,
-    matrix_id: &'a str,
+    pub matrix_id: &'a str,
     pub grace: Duration,
     fail_fast: bool,
     allow_dirty: bool,
     pub display: &'a Display,
     predecessors: Vec<Vec<(usize, usize)>>,
-    /// How to reach the matrix's host, when it has one.
-    pub host: Option<crate::remote::HostSpec>,
+    /// Where the cells run: this machine, or the matrix's SSH host.
+    pub host: Arc<dyn Host>,
 }
 
 fn slot_loop(ctx: &Ctx<'_>, shared: &Shared, slot: usize) {
@@ -662,216 +488,4 @@ fn slot_loop(ctx: &Ctx<'_>, shared: &Shared, slot: usize) {
         }
         shared.changed.notify_all();
     }
-}
-
-/// One run of one cell, ready to launch.
-pub(super) struct Prepared {
-    pub spec: LaunchSpec,
-    pub opts: WatchOptions,
-    pub bench: Option<String>,
-    pub address: Option<crate::profile::Address>,
-    pub label: String,
-    pub index: usize,
-}
-
-/// How one run of a cell ended.
-pub(super) enum CellRun {
-    /// It reached its verdict and was recorded.
-    Done(RunResult),
-    /// Ctrl-C came first: torn down (with what teardown found, when it got that far), not
-    /// recorded, so `--resume` runs it again.
-    Interrupted(Option<super::teardown::TeardownCheck>),
-}
-
-/// What running a cell found, before it is recorded.
-pub(super) struct Finished {
-    pub outcome: crate::verdict::Outcome,
-    /// Unix time of the verdict (the bench and teardown come after).
-    pub verdict_at: f64,
-    pub bench: Option<bench::BenchResult>,
-    pub teardown: super::teardown::TeardownCheck,
-}
-
-impl Prepared {
-    /// The env the bench runs with: the cell's, and where to find the server.
-    pub fn bench_env(&self, outcome: &crate::verdict::Outcome) -> Vec<(String, String)> {
-        let mut env = self.spec.env.clone();
-        env.push(("FIREDUP_LOG".into(), outcome.log.clone()));
-        env.push(("FIREDUP_RUN_ID".into(), outcome.run_id.clone()));
-        if let Some(pid) = outcome.pid {
-            env.push(("FIREDUP_PID".into(), pid.to_string()));
-        }
-        if let Some(a) = &self.address {
-            env.push(("FIREDUP_HOST".into(), a.connect_host().to_string()));
-            env.push(("FIREDUP_PORT".into(), a.port.to_string()));
-            env.push(("FIREDUP_URL".into(), a.base_url()));
-        }
-        env
-    }
-}
-
-/// The bench's time limit.
-pub(super) fn bench_timeout(m: &Matrix) -> Duration {
-    match m.bench.as_ref().and_then(|b| b.timeout.as_ref()) {
-        Some(t) => parse_duration(t).unwrap_or(DEFAULT_BENCH_TIMEOUT),
-        None => DEFAULT_BENCH_TIMEOUT,
-    }
-}
-
-/// Launches, watches, benches and tears down one run of one cell, here or on the matrix's host,
-/// and records it.
-fn run_cell(
-    ctx: &Ctx<'_>,
-    shared: &Shared,
-    index: usize,
-    slot: usize,
-    repeat: u32,
-) -> Result<CellRun> {
-    let m = ctx.m;
-    let cell = &m.cells[index];
-    let (spec, opts, bench_cmd) = cell_spec(m, cell, slot)?;
-    let host = m.base.host.as_deref();
-    let hash = crate::history::launch_hash(&spec, host);
-    let address = plan::resolve(&opts, &spec.command, "", true)?.address;
-    let mut label = format!("cell {}/{} {}", index + 1, m.cells.len(), cell.label);
-    if m.repeat > 1 {
-        label.push_str(&format!(" (run {}/{})", repeat + 1, m.repeat));
-    }
-    if shared.cancel.load(Ordering::SeqCst) {
-        return Ok(CellRun::Interrupted(None));
-    }
-    let prepared = Prepared {
-        spec,
-        opts,
-        bench: bench_cmd,
-        address,
-        label,
-        index,
-    };
-    let last = crate::history::last_time(&hash);
-    let finished = match host {
-        Some(h) => super::remote_cell::run(ctx, shared, &prepared, h, slot, last)?,
-        None => run_local(ctx, shared, &prepared, slot, last)?,
-    };
-    let Some(Finished {
-        outcome,
-        verdict_at,
-        bench,
-        teardown: check,
-    }) = finished
-    else {
-        return Ok(CellRun::Interrupted(None));
-    };
-    if shared.cancel.load(Ordering::SeqCst) {
-        return Ok(CellRun::Interrupted(Some(check)));
-    }
-    let metrics = bench
-        .as_ref()
-        .map(|b| b.metrics.clone())
-        .unwrap_or_default();
-    let summary = check.summary();
-    let mut record = RunRecord::new(
-        "matrix",
-        hash,
-        &prepared.spec.command,
-        &prepared.spec.env,
-        Some(prepared.spec.profile.clone()),
-        &outcome,
-    );
-    record.metrics = metrics.clone();
-    record.teardown = Some(summary.clone());
-    record.ended_at = verdict_at;
-    record.started_at = verdict_at - outcome.elapsed_s;
-    record.cell = Some(CellRef {
-        matrix_id: ctx.matrix_id.to_string(),
-        key: cell.key.clone(),
-        label: cell.label.clone(),
-        repeat,
-    });
-    crate::history::record_quietly(&record);
-    Ok(CellRun::Done(RunResult {
-        run_id: outcome.run_id.clone(),
-        verdict: outcome.verdict,
-        signature: outcome.signature,
-        phase: outcome.phase.clone(),
-        ready_s: outcome.ready_s,
-        elapsed_s: outcome.elapsed_s,
-        line: outcome.line.as_ref().map(|l| l.text.clone()),
-        metrics,
-        bench_problem: bench.as_ref().and_then(|b| b.problem()),
-        teardown: summary,
-        clean: check.clean,
-        resumed: false,
-    }))
-}
-
-/// A cell on this machine.
-fn run_local(
-    ctx: &Ctx<'_>,
-    shared: &Shared,
-    p: &Prepared,
-    slot: usize,
-    last: Option<LastTime>,
-) -> Result<Option<Finished>> {
-    let port = p.address.as_ref().map(|a| a.port);
-    // A listener already on the port, or a GPU process already running, is not the cell's
-    // doing: teardown does not blame it on the cell (a taken port is the cell's finding,
-    // port_in_use).
-    let before = super::teardown::Before::capture(port);
-    let mut launched = launch::launch(&p.spec)?;
-    let target = Target::from_launch(&launched);
-    shared
-        .board
-        .lock()
-        .expect("board")
-        .running
-        .insert(p.index, Running::Local(target.clone()));
-    ctx.display.say(&format!(
-        "{}: started {} (slot {slot})",
-        p.label, launched.run.id
-    ));
-    let plan = plan::resolve(
-        &p.opts,
-        &p.spec.command,
-        &launched.log.display().to_string(),
-        true,
-    )?;
-    let mut progress = ctx.display.progress(&p.label, last);
-    // The signal thread may have looked for running cells before this one registered.
-    if shared.cancel.load(Ordering::SeqCst) {
-        if let Some(pid) = target.pid {
-            crate::stop::stop_tree(pid, target.start_ticks, ctx.grace);
-        }
-    }
-    let mut outcome = engine::watch(&plan, &target, progress.as_mut(), None)?;
-    let verdict_at = crate::rundir::now_unix();
-    progress.finish();
-    let _ = launched.supervisor.try_wait();
-    let mut bench_result = None;
-    if outcome.verdict == Verdict::Ready && !shared.cancel.load(Ordering::SeqCst) {
-        if let Some(cmd) = &p.bench {
-            ctx.display
-                .say(&format!("{}: ready; running the bench", p.label));
-            bench_result = Some(bench::run(
-                cmd,
-                &p.bench_env(&outcome),
-                &launched.run.path.join("bench.log"),
-                bench_timeout(ctx.m),
-                &ctx.m.metrics,
-                &shared.cancel,
-                None,
-            ));
-        }
-    }
-    let check = teardown(&target, ctx.grace, port, &before);
-    if let Some(g) = outcome.gpu.as_mut() {
-        g.after_teardown_mib = check.gpu_after_mib;
-    }
-    outcome.server_running = !check.clean;
-    Ok(Some(Finished {
-        outcome,
-        verdict_at,
-        bench: bench_result,
-        teardown: check,
-    }))
 }

@@ -17,7 +17,7 @@ use anyhow::Result;
 use crate::classify::LineClass;
 use crate::judge::{Event, Judge, Judgement, Observation, Status};
 use crate::line_shape::line_shape;
-use crate::observe::{LocalObserver, ObserveSettings, describe_state};
+use crate::observe::describe_state;
 use crate::plan::Plan;
 use crate::probe::ProbeKind;
 use crate::probe::notify::NotifySocket;
@@ -92,29 +92,6 @@ pub trait Source {
     }
 }
 
-/// The local observer as a source.
-struct Local {
-    observer: LocalObserver,
-    start: Instant,
-    buf: Vec<(Duration, Observation)>,
-}
-
-impl Source for Local {
-    fn collect(&mut self, out: &mut Vec<Seen>) {
-        self.observer.collect(&mut self.buf);
-        out.extend(self.buf.drain(..).map(|(at, o)| Seen::Obs(at, o)));
-    }
-    fn wait(&mut self, until: Instant) {
-        self.observer.wait(until)
-    }
-    fn now(&self) -> Duration {
-        self.start.elapsed()
-    }
-    fn next_wake(&self) -> Instant {
-        self.observer.next_wake()
-    }
-}
-
 /// How often CPU time and reads are sampled for a stall window (a tenth of it, 1 to 10 s).
 pub fn sample_interval(plan: &Plan) -> Duration {
     plan.judge
@@ -131,42 +108,9 @@ pub fn watch(
     progress: &mut dyn Progress,
     events: Option<&mut dyn Write>,
 ) -> Result<Outcome> {
-    let start = launch_instant(target);
-    let settings = ObserveSettings {
-        line_cap: plan.line_cap,
-        from_end: plan.from_end,
-        resume: None,
-        probes: plan.probes.clone(),
-        sample_every: sample_interval(plan),
-        follow_run: plan.judge.mode == crate::judge::Mode::UntilReady,
-    };
-    let mut source = Local {
-        observer: LocalObserver::new(target, &settings, start),
-        start,
-        buf: Vec::new(),
-    };
+    let mut source = crate::host::local::LocalSource::new(plan, target);
     let j = judge_loop(plan, &target.log, &mut source, progress, events);
     Ok(outcome(j, target))
-}
-
-/// Time zero of a watch: the launch recorded in the run directory, when firedup launched the run
-/// (also for a later `watch RUN_ID`: times count from the launch, by the wall clock's distance
-/// to it), else now (an attach by log counts from the attach).
-fn launch_instant(target: &Target) -> Instant {
-    let now = Instant::now();
-    let Some(launched_at) = target
-        .run
-        .as_ref()
-        .and_then(|r| r.meta().ok())
-        .map(|m| m.started_at)
-    else {
-        return now;
-    };
-    let ago = (crate::rundir::now_unix() - launched_at).max(0.0);
-    Duration::try_from_secs_f64(ago)
-        .ok()
-        .and_then(|d| now.checked_sub(d))
-        .unwrap_or(now)
 }
 
 /// Feeds the judge from `source` until the verdict, reporting to `progress` on the way.

@@ -25,6 +25,7 @@ pub mod agent;
 pub mod dirwatch;
 pub mod engine;
 pub mod follow;
+pub mod host;
 pub mod launch;
 pub mod logpath;
 pub mod logstart;

@@ -14,7 +14,7 @@ use rustix::process::{Pid, Signal, kill_process, kill_process_group};
 use crate::process;
 
 /// How a stop went.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct StopReport {
     /// Processes that were running when the stop began.
     pub targeted: Vec<u32>,
@@ -28,7 +28,7 @@ pub struct StopReport {
 }
 
 /// What the `/proc` sweep for a run's id could check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct SweepNote {
     /// Processes found by the id that were not in the launched process's tree.
     pub escaped: usize,

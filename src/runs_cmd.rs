@@ -1,0 +1,196 @@
+//! The commands about the runs on a host: `stop` (written once against a [`Host`]), and `ps`
+//! and `logs` (here, or passed through to the firedup on `--host`).
+
+use std::io::Write;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::duration::format_duration;
+use crate::plan::{self, WatchOptions};
+use crate::process;
+use crate::rundir::RunDir;
+use crate::verdict::Verdict;
+use firedup::host::{Host, HostError, SshHost};
+
+use crate::cli::grace_flag;
+
+/// `firedup stop [--host HOST] RUN_ID`: stops the run on its host and verifies nothing of it is
+/// left (exit 1 when something survived).
+pub(crate) fn stop(host: &dyn Host, run_id: &str, grace: &str) -> Result<i32> {
+    let grace = grace_flag(grace)?;
+    match host.stop(run_id, grace) {
+        Ok(stopped) => {
+            println!("{run_id}: {}", stopped.describe());
+            Ok(if stopped.clean() { 0 } else { 1 })
+        }
+        Err(HostError::Unreachable(reason)) => {
+            eprintln!("firedup: {reason}");
+            Ok(Verdict::MonitorError.exit_code())
+        }
+        Err(HostError::Failed(e)) => Err(e),
+    }
+}
+
+/// `ps` and `logs` with `--host`: the remote firedup answers; its output and exit code are passed
+/// through.
+pub(crate) fn pass_through(host: &SshHost, args: &[&str]) -> Result<i32> {
+    match host.pass_through(args) {
+        Ok(code) => Ok(code),
+        Err(e) => {
+            eprintln!("firedup: {e}");
+            Ok(Verdict::MonitorError.exit_code())
+        }
+    }
+}
+
+/// A run's live state, in words.
+fn run_state(run: &RunDir) -> String {
+    if let Some(e) = run.exit() {
+        return match (e.spawn_error, e.exit) {
+            (Some(err), _) => format!("never started: {err}"),
+            (None, Some(x)) if x.code == Some(0) && run.daemon().is_some() => format!(
+                "running (daemon {}; the launcher exited 0)",
+                run.daemon().unwrap_or_default()
+            ),
+            (None, Some(x)) => format!("ended: {}", x.describe()),
+            _ => "ended".into(),
+        };
+    }
+    match run.process() {
+        Some(p) if process::is_alive(p.pid, Some(p.start_ticks).filter(|t| *t != 0)) => {
+            "running".into()
+        }
+        Some(_) => "gone (no exit record)".into(),
+        None => "unknown".into(),
+    }
+}
+
+pub(crate) fn ps(json: bool, all: bool) -> Result<i32> {
+    let runs: Vec<RunDir> = RunDir::list()
+        .into_iter()
+        .filter(|r| all || r.is_live())
+        .collect();
+    if json {
+        let v: Vec<serde_json::Value> = runs
+            .iter()
+            .filter_map(|r| {
+                let m = r.meta().ok()?;
+                Some(serde_json::json!({
+                    "run_id": r.id, "name": m.name, "state": run_state(r), "pid": r.process().map(|p| p.pid),
+                    "command": crate::secrets::redact_args(&m.command), "log": m.log, "profile": m.profile, "started_at": m.started_at,
+                }))
+            })
+            .collect();
+        println!("{}", serde_json::Value::Array(v));
+        return Ok(0);
+    }
+    if runs.is_empty() {
+        let which = if all { "no runs" } else { "no live runs" };
+        println!(
+            "{which} under {}{}",
+            crate::rundir::runs_root().display(),
+            if all {
+                ""
+            } else {
+                " (`firedup ps --all` lists ended ones too)"
+            }
+        );
+        return Ok(0);
+    }
+    let now = crate::rundir::now_unix();
+    println!(
+        "{:<32} {:<16} {:>8} {:>8}  {:<28} COMMAND",
+        "RUN", "NAME", "PID", "AGE", "STATE"
+    );
+    for r in runs {
+        let Ok(m) = r.meta() else { continue };
+        let pid = r
+            .process()
+            .map(|p| p.pid.to_string())
+            .unwrap_or_else(|| "-".into());
+        let age = format_duration(Duration::from_secs_f64((now - m.started_at).max(0.0)));
+        println!(
+            "{:<32} {:<16} {:>8} {:>8}  {:<28} {}",
+            r.id,
+            m.name.as_deref().unwrap_or("-"),
+            pid,
+            age,
+            run_state(&r),
+            crate::secrets::redact_args(&m.command).join(" ")
+        );
+    }
+    Ok(0)
+}
+
+pub(crate) fn logs(run_id: &str, meaningful: bool, follow: bool) -> Result<i32> {
+    let run = RunDir::open(run_id)?;
+    let meta = run.meta()?;
+    let plan = plan::resolve(
+        &WatchOptions {
+            until_exit: true,
+            profile: Some(meta.profile.clone()),
+            ..Default::default()
+        },
+        &meta.command,
+        &meta.log,
+        true,
+    )
+    .or_else(|_| {
+        plan::resolve(
+            &WatchOptions {
+                until_exit: true,
+                ..Default::default()
+            },
+            &meta.command,
+            &meta.log,
+            true,
+        )
+    })?;
+    let mut follower = crate::follow::LogFollower::new(
+        std::path::Path::new(&meta.log),
+        crate::lines::DEFAULT_LINE_CAP,
+    );
+    // This run's output only: what an appended log held before the launch is another run's.
+    if let Some(start) = meta.log_start {
+        follower.start_at(&start);
+    }
+    let mut out = std::io::stdout().lock();
+    let mut last_shape = String::new();
+    let mut buf = Vec::new();
+    loop {
+        while follower.poll(&mut buf) {}
+        let ended = run.exit().is_some()
+            || !run
+                .process()
+                .is_some_and(|p| process::is_alive(p.pid, None));
+        if ended || !follow {
+            follower.finish(&mut buf);
+        }
+        for ev in buf.drain(..) {
+            if let crate::follow::FollowEvent::Line(raw) = ev {
+                if meaningful {
+                    let text = crate::lines::clean_text(&raw.bytes);
+                    if plan.judge.classifier.classify(&text).noise || text.trim().is_empty() {
+                        continue;
+                    }
+                    // A progress bar redraw of the same line: keep only the last state.
+                    let shape = crate::line_shape::line_shape(&text);
+                    if shape == last_shape {
+                        continue;
+                    }
+                    last_shape = shape;
+                    writeln!(out, "{text}")?;
+                } else {
+                    out.write_all(&raw.bytes)?;
+                    out.write_all(b"\n")?;
+                }
+            }
+        }
+        out.flush()?;
+        if !follow || ended {
+            return Ok(0);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

@@ -1,0 +1,177 @@
+//! `firedup watch`: attach to a run launched earlier (RUN_ID) or to a log written by something
+//! started another way (`--log PATH [--pid PID]`), on a [`Host`] (this machine or `--host` over
+//! SSH), and judge it to a verdict. Written once for every host: the host finds the run or the
+//! log and observes it; this command resolves the plan the way the run was launched, and reports.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+
+use crate::cli::{JudgeArgs, open_events};
+use crate::engine;
+use crate::launch::LaunchSpec;
+use crate::plan::{self, WatchOptions};
+use crate::report;
+use crate::run_cmd::{print_outcome, transport_verdict};
+use firedup::host::{Host, HostError, LogFrom};
+
+/// The hold given to the judge when re-attaching to a run that has already ended: longer than
+/// anything the exit record can take to be read, so the exit always decides.
+pub(crate) const ENDED_RUN_HOLD: Duration = Duration::from_secs(24 * 3600);
+
+/// `firedup watch [--host HOST] (RUN_ID | --log PATH [--pid PID])`.
+pub(crate) fn watch(
+    host: &dyn Host,
+    judge: &JudgeArgs,
+    run_id: Option<String>,
+    log: Option<PathBuf>,
+    pid: Option<u32>,
+    from: LogFrom,
+) -> Result<i32> {
+    if run_id.is_some() && (from.start || from.end) {
+        bail!(
+            "--from-start and --from-end go with --log: a RUN_ID is judged from where its launch began"
+        );
+    }
+    let mut note = |text: String| eprintln!("firedup: {text}");
+    let (mut target, found, command, from_end) = match (&run_id, &log) {
+        (Some(id), None) => match host.find_run(id) {
+            Ok(found) => {
+                let mut target = found.target.clone();
+                target.pid = target.pid.or(pid);
+                let command = found.meta.command.clone();
+                (target, Some(found), command, false)
+            }
+            Err(HostError::Unreachable(reason)) => {
+                return Ok(transport_verdict(judge.json, host.name(), reason));
+            }
+            Err(HostError::Failed(e)) => return Err(e),
+        },
+        (None, Some(log)) => {
+            let a = host
+                .attach_log(log, pid, from, &mut note)
+                .map_err(HostError::into_anyhow)?;
+            (a.target, None, a.command, a.from_end)
+        }
+        (Some(_), Some(_)) => bail!("give either a RUN_ID or --log PATH, not both"),
+        (None, None) => {
+            bail!("nothing to watch: give a RUN_ID or --log PATH (with --pid PID if you know it)")
+        }
+    };
+    let attached = found.is_none();
+    if attached {
+        // An attach by log is a run of its own in the history, which `show` finds by this id.
+        let named_after = if command.is_empty() {
+            let stem = target.log.file_stem().unwrap_or_default();
+            vec![stem.to_string_lossy().into_owned()]
+        } else {
+            command.clone()
+        };
+        target.run_id = crate::rundir::fresh_id(&crate::rundir::id_stem(&named_after), 0);
+    }
+    let mut opts = judge.options(from_end);
+    if let Some(m) = found.as_ref().map(|f| f.meta.clone()) {
+        // Judge a run the way it was launched, unless told otherwise.
+        if let Some(recorded) = m.options.clone() {
+            opts = overlay(recorded, opts);
+        }
+        opts.profile = opts.profile.or(Some(m.profile));
+        if opts.ready_lines.is_empty() {
+            opts.ready_lines = m.ready_lines;
+        }
+        if opts.fail_lines.is_empty() {
+            opts.fail_lines = m.fail_lines;
+        }
+        opts.stall = opts.stall.or(m.stall);
+        opts.timeout = opts.timeout.or(m.timeout);
+        if m.mode == "exit" {
+            opts.until_exit = true;
+        }
+    }
+    let mut plan = plan::resolve(
+        &opts,
+        &command,
+        &target.log.display().to_string(),
+        target.pid.is_some() || !attached,
+    )?;
+    let on_host = host.name().map(|h| format!(" on {h}")).unwrap_or_default();
+    if let Some(h) = host.name() {
+        plan.judge.probe_origin = format!("remote {h}");
+    }
+    // A run that has ended is judged by how it ended: a ready line it printed before crashing
+    // is not its present state. Holding after ready makes the recorded exit (and the fatal
+    // lines before it) decide. A launcher that exited 0 leaving its daemon serving has not ended.
+    if found.as_ref().is_some_and(|f| f.ended) && plan.judge.hold.is_none() {
+        eprintln!(
+            "firedup: note: {}{on_host} is no longer running: judging how it ended",
+            target.run_id
+        );
+        plan.judge.hold = Some(ENDED_RUN_HOLD);
+    }
+    // Validate first, open last: a refused watch truncates no --events file.
+    let mut events = open_events(&judge.events)?;
+    let label = match (attached, host.name()) {
+        (false, _) => target.run_id.clone(),
+        (true, None) => format!("{} ({})", target.log.display(), target.run_id),
+        (true, Some(h)) => format!("{h}:{}", target.log.display()),
+    };
+    // A run firedup launched keeps its launch's history; an attach by log is its own spec.
+    let launched_spec = found.as_ref().map(|f| {
+        let spec = LaunchSpec::from_meta(&f.meta, &plan.profile, &opts);
+        let hash = crate::history::launch_hash(&spec, host.name());
+        (spec, hash)
+    });
+    let spec_hash = match &launched_spec {
+        Some((_, h)) => h.clone(),
+        None => {
+            crate::history::attach_hash(&target.log, &command, Some(&plan.profile), host.name())
+        }
+    };
+    let mut progress = report::progress_for_stderr(&label, crate::history::last_time(&spec_hash));
+    let judgement = {
+        let mut source = host.source(&plan, &target, attached);
+        engine::judge_loop(
+            &plan,
+            &target.log,
+            source.as_mut(),
+            progress.as_mut(),
+            events.as_mut().map(|e| e.as_mut() as &mut dyn Write),
+        )
+    };
+    let mut outcome = engine::outcome(judgement, &target);
+    outcome.attached = attached;
+    outcome.host = host.name().map(String::from);
+    outcome.name = found.and_then(|f| f.meta.name);
+    print_outcome(judge.json, &outcome, None, None);
+    crate::history::record_watch(&launched_spec, spec_hash, &command, &plan.profile, &outcome);
+    Ok(outcome.verdict.exit_code())
+}
+
+/// Options recorded at launch, with the flags given now taking precedence.
+fn overlay(recorded: WatchOptions, now: WatchOptions) -> WatchOptions {
+    fn vec_or<T>(now: Vec<T>, rec: Vec<T>) -> Vec<T> {
+        if now.is_empty() { rec } else { now }
+    }
+    WatchOptions {
+        until_exit: now.until_exit || recorded.until_exit,
+        profile: now.profile.or(recorded.profile),
+        ready_lines: vec_or(now.ready_lines, recorded.ready_lines),
+        fail_lines: vec_or(now.fail_lines, recorded.fail_lines),
+        timeout: now.timeout.or(recorded.timeout),
+        stall: now.stall.or(recorded.stall),
+        log_grace: now.log_grace.or(recorded.log_grace),
+        hold: now.hold.or(recorded.hold),
+        from_end: now.from_end,
+        profile_files: vec_or(now.profile_files, recorded.profile_files),
+        http: now.http.or(recorded.http),
+        port: now.port.or(recorded.port),
+        ready_request: now.ready_request.or(recorded.ready_request),
+        // The sd_notify socket belonged to the launching firedup; it cannot be re-attached.
+        notify: false,
+        no_probe: now.no_probe || recorded.no_probe,
+        phase_timeouts: vec_or(now.phase_timeouts, recorded.phase_timeouts),
+        env: now.env,
+    }
+}
