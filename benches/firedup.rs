@@ -34,11 +34,12 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use firedup::classify::{Classifier, LineClass, builtin_catalog};
-use firedup::engine::{self, NoProgress, Target};
+use firedup::engine::{self, NoProgress};
 use firedup::follow::{FollowEvent, LogFollower};
 use firedup::lines::{DEFAULT_LINE_CAP, clean_text};
 use firedup::plan::{self, WatchOptions};
 use firedup::profile;
+use firedup::target::Target;
 use regex::RegexSet;
 
 const READY: &str = "firedup-bench: the server is fired up and ready to roll";

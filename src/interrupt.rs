@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
-use crate::engine::Target;
 use crate::launch::LaunchSpec;
 use crate::verdict::{Outcome, Verdict};
 use firedup::host::Host;
+use firedup::target::Target;
 
 /// What the signal thread needs to end a run.
 #[derive(Debug)]

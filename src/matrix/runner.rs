@@ -28,12 +28,12 @@ use super::interrupt::watch_signals;
 use super::schedule::{Next, pick};
 use super::table::{CellRow, CellState, Format, RunResult, render};
 use crate::duration::{format_duration, parse_duration};
-use crate::engine::Target;
 use crate::history::{History, MatrixRecord, RunRecord};
 use crate::launch::LaunchSpec;
 use crate::plan::{self, WatchOptions};
 use crate::verdict::Verdict;
 use firedup::host::{Host, LocalHost, SshHost};
+use firedup::target::Target;
 
 /// Exit code after Ctrl-C.
 const INTERRUPTED_EXIT: i32 = 130;

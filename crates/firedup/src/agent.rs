@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::engine::Target;
 use crate::judge::Observation;
 use crate::observe::{LocalObserver, ObserveSettings};
 use crate::rundir::{RunDir, now_unix};
+use crate::target::Target;
 use crate::wire::{AgentSpec, Resume, WireEvent};
 
 /// Heartbeats keep a quiet link visibly alive.

@@ -8,8 +8,6 @@
 //! first verdict.
 
 use std::io::Write;
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -20,30 +18,8 @@ use crate::line_shape::line_shape;
 use crate::observe::describe_state;
 use crate::plan::Plan;
 use crate::probe::ProbeKind;
-use crate::probe::notify::NotifySocket;
-use crate::rundir::RunDir;
+use crate::target::Target;
 use crate::verdict::Outcome;
-
-/// What to watch.
-#[derive(Debug, Clone, Default)]
-pub struct Target {
-    pub log: PathBuf,
-    pub pid: Option<u32>,
-    pub start_ticks: Option<u64>,
-    /// The run directory, when firedup launched it (exit status comes from there).
-    pub run: Option<RunDir>,
-    /// The launch failed with this reason.
-    pub spawn_error: Option<String>,
-    pub run_id: String,
-    /// The sd_notify socket given to the command (`--notify`).
-    pub notify: Option<Arc<NotifySocket>>,
-    /// The supervisor's pipe, when this process launched the run: the exit comes on it sooner than
-    /// through `exit.json`.
-    pub exit_pipe: Option<crate::launch::ExitPipe>,
-    /// Where the launch's output begins in a log that already held something: judging starts
-    /// there (see [`crate::logstart`]).
-    pub log_start: Option<crate::logstart::LogStart>,
-}
 
 /// Receives progress while the watch runs (terminal status line, heartbeat, nothing).
 pub trait Progress {
@@ -388,34 +364,4 @@ fn write_event(w: &mut dyn Write, e: &Event) {
         }
     };
     let _ = writeln!(w, "{v}");
-}
-
-impl Target {
-    /// The target for a run firedup just launched.
-    pub fn from_launch(l: &crate::launch::Launched) -> Target {
-        match &l.started {
-            Ok(p) => Target {
-                log: l.log.clone(),
-                pid: Some(p.pid),
-                start_ticks: Some(p.start_ticks).filter(|t| *t != 0),
-                run: Some(l.run.clone()),
-                spawn_error: None,
-                run_id: l.run.id.clone(),
-                notify: None,
-                exit_pipe: l.exit_pipe.clone(),
-                log_start: l.log_start,
-            },
-            Err(reason) => Target {
-                log: l.log.clone(),
-                pid: None,
-                start_ticks: None,
-                run: Some(l.run.clone()),
-                spawn_error: Some(reason.clone()),
-                run_id: l.run.id.clone(),
-                notify: None,
-                exit_pipe: None,
-                log_start: l.log_start,
-            },
-        }
-    }
 }

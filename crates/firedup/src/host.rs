@@ -30,11 +30,12 @@ pub use local::LocalHost;
 pub use ssh::SshHost;
 pub use teardown::{Before, TeardownCheck};
 
-use crate::engine::{Source, Target};
+use crate::engine::Source;
 use crate::launch::LaunchSpec;
 use crate::plan::Plan;
 use crate::rundir::RunMeta;
 use crate::stop::StopReport;
+use crate::target::Target;
 
 /// Where a server runs: see the module doc.
 pub trait Host: std::fmt::Debug + Send + Sync {

@@ -16,7 +16,7 @@
 //! };
 //! let launched = launch::launch(&spec).unwrap();
 //! let plan = plan::resolve(&opts, &spec.command, &launched.log.display().to_string(), true).unwrap();
-//! let target = engine::Target::from_launch(&launched);
+//! let target = target::Target::from_launch(&launched);
 //! let outcome = engine::watch(&plan, &target, &mut engine::NoProgress, None).unwrap();
 //! assert_eq!(outcome.verdict, firedup::verdict::Verdict::Ready);
 //! ```
@@ -39,6 +39,7 @@ pub mod remote;
 pub mod rundir;
 pub mod secrets;
 pub mod stop;
+pub mod target;
 pub mod wire;
 
 // The pure core, re-exported under the names the shell uses.

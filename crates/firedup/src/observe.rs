@@ -24,13 +24,13 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use crate::dirwatch::{self, DirSubscription};
-use crate::engine::Target;
 use crate::follow::{FollowEvent, LogFollower};
 use crate::judge::{LogState, Observation};
 use crate::lines::clean_text;
 use crate::plan::ProbePlan;
 use crate::process;
 use crate::rundir::ExitRecord;
+use crate::target::Target;
 use crate::verdict::ExitInfo;
 
 enum Wake {

@@ -12,7 +12,7 @@ use super::{
     Attached, FinishAnswer, FinishRequest, FoundRun, Host, HostError, LogFrom, RunStop, Started,
     bench,
 };
-use crate::engine::{Seen, Source, Target, sample_interval};
+use crate::engine::{Seen, Source, sample_interval};
 use crate::judge::Observation;
 use crate::launch::{self, LaunchSpec};
 use crate::observe::{LocalObserver, ObserveSettings};
@@ -20,6 +20,7 @@ use crate::plan::Plan;
 use crate::process;
 use crate::rundir::RunDir;
 use crate::stop::stop_run;
+use crate::target::Target;
 
 /// This machine.
 #[derive(Debug, Clone, Copy, Default)]

@@ -14,13 +14,14 @@ use super::{
     Started, TeardownCheck,
 };
 use crate::agent::RemoteLaunched;
-use crate::engine::{Source, Target, sample_interval};
+use crate::engine::{Source, sample_interval};
 use crate::launch::LaunchSpec;
 use crate::plan::Plan;
 use crate::remote::HostSpec;
 use crate::remote::session::{self, Remote};
 use crate::remote::source::RemoteSource;
 use crate::rundir::RunMeta;
+use crate::target::Target;
 use crate::wire::AgentSpec;
 
 /// A machine reached over SSH.

@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::Target;
 use crate::process;
 use crate::stop::stop_run;
+use crate::target::Target;
 
 /// How long a port may stay held after the tree is gone (a socket closing, a slow exit).
 const PORT_RELEASE_WAIT: Duration = Duration::from_secs(5);

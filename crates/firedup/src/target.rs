@@ -1,0 +1,61 @@
+//! What one watch is about: the log, the process (pid and start time against pid reuse), the run
+//! directory when firedup launched it, and where this launch's output begins in the log. Built
+//! from a launch ([`Target::from_launch`]), a found run or an attach; read by the observers, the
+//! hosts and the engine.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::probe::notify::NotifySocket;
+use crate::rundir::RunDir;
+
+/// What to watch.
+#[derive(Debug, Clone, Default)]
+pub struct Target {
+    pub log: PathBuf,
+    pub pid: Option<u32>,
+    pub start_ticks: Option<u64>,
+    /// The run directory, when firedup launched it (exit status comes from there).
+    pub run: Option<RunDir>,
+    /// The launch failed with this reason.
+    pub spawn_error: Option<String>,
+    pub run_id: String,
+    /// The sd_notify socket given to the command (`--notify`).
+    pub notify: Option<Arc<NotifySocket>>,
+    /// The supervisor's pipe, when this process launched the run: the exit comes on it sooner than
+    /// through `exit.json`.
+    pub exit_pipe: Option<crate::launch::ExitPipe>,
+    /// Where the launch's output begins in a log that already held something: judging starts
+    /// there (see [`crate::logstart`]).
+    pub log_start: Option<crate::logstart::LogStart>,
+}
+
+impl Target {
+    /// The target for a run firedup just launched.
+    pub fn from_launch(l: &crate::launch::Launched) -> Target {
+        match &l.started {
+            Ok(p) => Target {
+                log: l.log.clone(),
+                pid: Some(p.pid),
+                start_ticks: Some(p.start_ticks).filter(|t| *t != 0),
+                run: Some(l.run.clone()),
+                spawn_error: None,
+                run_id: l.run.id.clone(),
+                notify: None,
+                exit_pipe: l.exit_pipe.clone(),
+                log_start: l.log_start,
+            },
+            Err(reason) => Target {
+                log: l.log.clone(),
+                pid: None,
+                start_ticks: None,
+                run: Some(l.run.clone()),
+                spawn_error: Some(reason.clone()),
+                run_id: l.run.id.clone(),
+                notify: None,
+                exit_pipe: None,
+                log_start: l.log_start,
+            },
+        }
+    }
+}
