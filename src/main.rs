@@ -5,6 +5,7 @@
 
 mod cli;
 mod closed_pipe;
+mod hidden_commands;
 mod history;
 mod history_cmd;
 mod interrupt;

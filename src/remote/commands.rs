@@ -171,7 +171,7 @@ pub fn run(
     let env: Vec<(String, String)> = env
         .iter()
         .map(|e| plan::parse_env(e))
-        .collect::<Result<_>>()?;
+        .collect::<Result<_, _>>()?;
     let mut opts = judge.options(false);
     opts.env = env.clone();
     let mut spec = launch_spec(judge, &opts, &command, cwd, env, log)?;

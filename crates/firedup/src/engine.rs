@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use crate::error::Result;
 
 use crate::judge::{Event, Judge, Judgement, Observation, Status};
 use crate::observe::{LocalObserver, ObserveSettings, describe_state};
