@@ -7,6 +7,8 @@
 //! [`source`](std::error::Error::source), so the chain (`anyhow`'s `{:#}`, or [`chain`]) reads
 //! "cannot read /x/meta.json: No such file or directory" as before.
 
+#![warn(missing_docs, unreachable_pub)]
+
 use std::path::PathBuf;
 
 /// A result whose error is firedup's own failure.
@@ -30,7 +32,9 @@ pub enum Error {
     /// A file or directory firedup uses could not be read or written; `context` says which.
     #[error("{context}")]
     Io {
+        /// What firedup was doing, in one sentence.
         context: String,
+        /// What the operating system said.
         #[source]
         source: std::io::Error,
     },
@@ -41,7 +45,9 @@ pub enum Error {
     /// `context` says which.
     #[error("{context}")]
     Record {
+        /// Which record, in one sentence.
         context: String,
+        /// What the parser said.
         #[source]
         source: serde_json::Error,
     },

@@ -26,6 +26,8 @@
 //! linked, so that the supervisor outlives the caller and `firedup ps`, `logs` and `stop` see the
 //! run as any other.
 
+#![warn(missing_docs, unreachable_pub)]
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -297,7 +299,9 @@ pub enum StartError {
     /// (verdict, signature, decisive line). The run was stopped; `teardown` says how that went.
     #[error("{}", not_ready(outcome))]
     NotReady {
+        /// How the run ended: the verdict, its signature and decisive line.
         outcome: Box<Outcome>,
+        /// The stop that followed, and what it found left.
         teardown: StopReport,
     },
 }
