@@ -3,7 +3,8 @@
 //!
 //! The pipeline, one module per stage: [`plan`] (flags and profile → one resolved plan) →
 //! [`launch`] (supervised, detached start) → [`follow`] and [`process`] (observations) →
-//! [`judge`] (the pure verdict engine) → [`report`]. [`engine`] is the event loop that ties them.
+//! [`judge`] (the pure verdict engine) → an [`Outcome`]. [`engine`] is the event loop that ties
+//! them; the command line (the `firedup` binary) displays and records the outcome.
 //!
 //! A Rust test starts a server and waits for its verdict with [`Launch`] (see [`launcher`]): a
 //! ready server is a [`Running`], which stops the run and checks that nothing of it is left
