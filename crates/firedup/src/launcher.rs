@@ -40,6 +40,9 @@ use crate::profile::Address;
 use crate::stop::{StopReport, stop_run};
 use crate::verdict::{Outcome, Verdict};
 
+mod firedup_bin;
+use firedup_bin::find_firedup;
+
 /// How long [`Running::stop`] (and a drop) waits between SIGTERM and SIGKILL, unless
 /// [`Launch::grace`] says otherwise: as `firedup run --grace`.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(10);
@@ -252,43 +255,6 @@ fn duration_text(d: Duration) -> String {
     }
 }
 
-/// The firedup binary to run the supervisor with (the order is in the module doc).
-fn find_firedup(explicit: Option<&Path>) -> Result<PathBuf, Error> {
-    let named = explicit.map(Path::to_path_buf).or_else(|| {
-        std::env::var_os("FIREDUP_BIN")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    });
-    if let Some(path) = named {
-        return if path.is_file() {
-            Ok(path)
-        } else {
-            Err(Error::FiredupBinaryMissing(path))
-        };
-    }
-    let exe = std::env::current_exe().ok();
-    if let Some(exe) = exe
-        .as_ref()
-        .filter(|e| e.file_name() == Some("firedup".as_ref()))
-    {
-        return Ok(exe.clone());
-    }
-    let beside = exe
-        .as_deref()
-        .and_then(Path::parent)
-        .map(|dir| [Some(dir), dir.parent()])
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|dir| dir.join("firedup"));
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let on_path = std::env::split_paths(&path).map(|dir| dir.join("firedup"));
-    beside
-        .chain(on_path)
-        .find(|p| p.is_file())
-        .ok_or(Error::NoFiredupBinary)
-}
-
 /// Why [`Launch::start`] did not give a [`Running`].
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -476,15 +442,6 @@ mod tests {
                 None => assert_eq!(text, "off"),
             }
         }
-    }
-
-    #[test]
-    fn a_named_firedup_binary_that_is_missing_is_said_so() {
-        let e = find_firedup(Some(Path::new("/nonexistent/firedup"))).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "the firedup binary /nonexistent/firedup does not exist: set FIREDUP_BIN to the path of a firedup binary"
-        );
     }
 
     #[test]
