@@ -15,7 +15,9 @@ const FIREDUP: &str = env!("CARGO_BIN_EXE_firedup");
 fn state_dir() {
     static SET: Once = Once::new();
     SET.call_once(|| {
-        let dir = std::env::temp_dir().join(format!("firedup-library-api-{}", std::process::id()));
+        // Under cargo's scratch directory for tests (`target/tmp`), one per test process.
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("library-api-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
             .unwrap();
