@@ -140,23 +140,37 @@ fn a_usage_mistake_is_firedups_own_error_and_launches_nothing() {
 }
 
 #[test]
-fn the_command_line_sees_a_run_the_library_started() {
+fn the_command_line_sees_a_run_the_library_started_and_kept_and_stops_it() {
     let server = launch("echo 'library run listening'; exec sleep 300")
         .ready_line("listening")
         .name("library-run")
         .start()
         .unwrap();
-    let out = std::process::Command::new(FIREDUP)
-        .args(["logs", "library-run"])
-        .env(
-            "FIREDUP_STATE_DIR",
-            std::env::var_os("FIREDUP_STATE_DIR").unwrap(),
+    let firedup = |args: &[&str]| {
+        let out = std::process::Command::new(FIREDUP)
+            .args(args)
+            .env(
+                "FIREDUP_STATE_DIR",
+                std::env::var_os("FIREDUP_STATE_DIR").unwrap(),
+            )
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
         )
-        .output()
-        .unwrap();
+    };
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "library run listening\n"
+        firedup(&["logs", "library-run"]),
+        (Some(0), "library run listening\n".to_string())
     );
-    drop(server);
+    let outcome = server.keep();
+    assert!(outcome.server_running);
+    assert!(
+        !processes_of_run(&outcome.run_id).is_empty(),
+        "kept running"
+    );
+    let (code, said) = firedup(&["stop", "library-run"]);
+    assert_eq!(code, Some(0), "{said}");
+    assert_eq!(processes_of_run(&outcome.run_id), Vec::<u32>::new());
 }

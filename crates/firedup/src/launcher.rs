@@ -218,6 +218,7 @@ impl Launch {
             ended: false,
             grace: self.grace,
             stopped: None,
+            kept: false,
         };
         // From here on a failure of firedup's own drops `running`, which stops the run.
         let log = running.launched.log.display().to_string();
@@ -314,6 +315,8 @@ pub struct Running {
     ended: bool,
     grace: Duration,
     stopped: Option<StopReport>,
+    /// [`Running::keep`]: the drop leaves the run alone.
+    kept: bool,
 }
 
 impl Running {
@@ -385,6 +388,13 @@ impl Running {
         self.stop_once()
     }
 
+    /// Leaves the run running, as `firedup run --keep` does, and returns its outcome so far:
+    /// `firedup stop RUN_ID` (or its name) ends it later.
+    pub fn keep(mut self) -> Outcome {
+        self.kept = true;
+        self.outcome().clone()
+    }
+
     fn stop_once(&mut self) -> StopReport {
         if let Some(r) = &self.stopped {
             return r.clone();
@@ -419,6 +429,9 @@ impl Running {
 
 impl Drop for Running {
     fn drop(&mut self) {
+        if self.kept {
+            return;
+        }
         // A drop never panics (it may run while a failed test unwinds).
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.stop_once()));
     }
