@@ -12,7 +12,8 @@
 //!
 //! - The verdict that was asked for (`ready`; `succeeded` with [`Launch::until_exit`]) gives a
 //!   [`Running`]: its URL, port, pid, log and run id, the [`Outcome`], [`Running::wait`] for the
-//!   final outcome, [`Running::stop`], and stop-and-verify when it is dropped.
+//!   final outcome, [`Running::stop`], and stop-and-verify when it is dropped (unless
+//!   [`Running::keep`] left it running).
 //! - Any other verdict is [`StartError::NotReady`], which carries the [`Outcome`] (verdict,
 //!   signature, decisive line) and the teardown: the run was stopped before `start` returned,
 //!   since the caller gets no handle to it. A test that only wants a ready server writes `?`; a
