@@ -174,3 +174,31 @@ fn the_command_line_sees_a_run_the_library_started_and_kept_and_stops_it() {
     assert_eq!(code, Some(0), "{said}");
     assert_eq!(processes_of_run(&outcome.run_id), Vec::<u32>::new());
 }
+
+#[test]
+fn a_server_ready_by_its_port_gives_its_url_and_port() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    state_dir();
+    let port_arg = port.to_string();
+    let command = [
+        "python3",
+        "-m",
+        "http.server",
+        &port_arg,
+        "--bind",
+        "127.0.0.1",
+    ];
+    let server = Launch::new(command)
+        .firedup_bin(FIREDUP)
+        .timeout(Duration::from_secs(60))
+        .port(port)
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(server.outcome().verdict, Verdict::Ready);
+    assert_eq!(server.port(), Some(port));
+    assert_eq!(server.url(), Some(format!("http://127.0.0.1:{port}")));
+}
