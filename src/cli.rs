@@ -12,7 +12,6 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::duration::parse_duration;
-use crate::launch;
 use crate::plan::WatchOptions;
 use crate::profiles_cmd::ProfilesAction;
 use crate::remote::HostSpec;
@@ -447,10 +446,10 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Compare { run_a, run_b, json } => {
             crate::history_cmd::compare(&run_a, &run_b, json)
         }
-        Command::Supervise { run_dir } => launch::supervise(&run_dir),
-        Command::Agent => crate::agent::run(),
-        Command::RemoteLaunch => crate::agent::remote_launch(),
-        Command::Meta { run_id } => crate::agent::meta(&run_id),
+        Command::Supervise { run_dir } => crate::hidden_commands::supervise(&run_dir),
+        Command::Agent => crate::hidden_commands::agent(),
+        Command::RemoteLaunch => crate::hidden_commands::remote_launch(),
+        Command::Meta { run_id } => crate::hidden_commands::meta(&run_id),
         Command::CellFinish => crate::matrix::host_side::cell_finish(),
         Command::CellCancel { run_id } => crate::matrix::host_side::cell_cancel(&run_id),
         Command::CellBefore { port } => crate::matrix::host_side::cell_before(port),

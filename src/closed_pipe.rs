@@ -41,9 +41,14 @@ fn is_closed_pipe_message(text: &str) -> bool {
 /// Whether an error is (or was caused by) a write to a closed pipe.
 pub fn is_closed_pipe_error(e: &anyhow::Error) -> bool {
     e.chain().any(|cause| {
-        cause
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == ErrorKind::BrokenPipe)
+        // The library's own error shows an I/O failure through (not as) its source.
+        let io = match cause.downcast_ref::<firedup::error::Error>() {
+            Some(firedup::error::Error::Os(io) | firedup::error::Error::Io { source: io, .. }) => {
+                Some(io)
+            }
+            _ => cause.downcast_ref::<std::io::Error>(),
+        };
+        io.is_some_and(|io| io.kind() == ErrorKind::BrokenPipe)
     })
 }
 

@@ -5,6 +5,7 @@
 
 mod cli;
 mod closed_pipe;
+mod hidden_commands;
 mod history;
 mod history_cmd;
 mod interrupt;
@@ -18,8 +19,8 @@ mod watch_cmd;
 
 // The library's modules under the names the commands use.
 use firedup::{
-    agent, duration, engine, follow, judge, launch, line_shape, lines, plan, probe, process,
-    profile, remote, rundir, secrets, verdict,
+    duration, engine, follow, judge, launch, line_shape, lines, plan, probe, process, profile,
+    remote, rundir, secrets, verdict,
 };
 
 fn main() {

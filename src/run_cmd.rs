@@ -44,7 +44,7 @@ pub(crate) fn run(host: Arc<dyn Host>, judge: &JudgeArgs, a: RunArgs) -> Result<
         .env
         .iter()
         .map(|e| plan::parse_env(e))
-        .collect::<Result<_>>()?;
+        .collect::<Result<_, _>>()?;
     // Resolve once before launching, so usage mistakes launch nothing.
     let mut opts = judge.options(false);
     opts.notify = a.notify;
@@ -71,7 +71,7 @@ pub(crate) fn run(host: Arc<dyn Host>, judge: &JudgeArgs, a: RunArgs) -> Result<
         Err(HostError::Unreachable(reason)) => {
             return Ok(transport_verdict(judge.json, host.name(), reason));
         }
-        Err(HostError::Failed(e)) => return Err(e),
+        Err(HostError::Failed(e)) => return Err(e.into()),
     };
     let mut target = started.target.clone();
     interrupts.arm(crate::interrupt::RunEnding {

@@ -28,7 +28,7 @@ pub(crate) fn stop(host: &dyn Host, run_id: &str, grace: &str) -> Result<i32> {
             eprintln!("firedup: {reason}");
             Ok(Verdict::MonitorError.exit_code())
         }
-        Err(HostError::Failed(e)) => Err(e),
+        Err(HostError::Failed(e)) => Err(e.into()),
     }
 }
 

@@ -47,12 +47,10 @@ pub(crate) fn watch(
             Err(HostError::Unreachable(reason)) => {
                 return Ok(transport_verdict(judge.json, host.name(), reason));
             }
-            Err(HostError::Failed(e)) => return Err(e),
+            Err(HostError::Failed(e)) => return Err(e.into()),
         },
         (None, Some(log)) => {
-            let a = host
-                .attach_log(log, pid, from, &mut note)
-                .map_err(HostError::into_anyhow)?;
+            let a = host.attach_log(log, pid, from, &mut note)?;
             (a.target, None, a.command, a.from_end)
         }
         (Some(_), Some(_)) => bail!("give either a RUN_ID or --log PATH, not both"),

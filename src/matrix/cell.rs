@@ -18,7 +18,7 @@ use crate::launch::LaunchSpec;
 use crate::plan::{self, WatchOptions};
 use crate::report::LastTime;
 use crate::verdict::Verdict;
-use firedup::host::{BenchRequest, FinishRequest, HostError, TeardownCheck, bench};
+use firedup::host::{BenchRequest, FinishRequest, TeardownCheck, bench};
 
 const DEFAULT_BENCH_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -222,8 +222,8 @@ fn run_on_host(
     // A listener already on the port, or a GPU process already running, is not the cell's
     // doing: teardown does not blame it on the cell (a taken port is the cell's finding,
     // port_in_use).
-    let before = host.before_cell(port).map_err(HostError::into_anyhow)?;
-    let mut started = host.launch(&p.spec).map_err(HostError::into_anyhow)?;
+    let before = host.before_cell(port)?;
+    let mut started = host.launch(&p.spec)?;
     let target = started.target.clone();
     shared.running(p.index, target.clone());
     ctx.display.say(&format!(

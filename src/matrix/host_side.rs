@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use firedup::host::{FinishRequest, Host, HostError, LocalHost};
+use firedup::host::{FinishRequest, Host, LocalHost};
 
 /// `firedup __cell-finish`.
 pub fn cell_finish() -> Result<i32> {
@@ -34,18 +34,14 @@ pub fn cell_cancel(run_id: &str) -> Result<i32> {
 
 /// `firedup __cell-before [PORT]`: the machine before a cell, as JSON.
 pub fn cell_before(port: Option<u16>) -> Result<i32> {
-    let before = LocalHost
-        .before_cell(port)
-        .map_err(HostError::into_anyhow)?;
+    let before = LocalHost.before_cell(port)?;
     println!("{}", serde_json::to_string(&before)?);
     Ok(0)
 }
 
 /// `firedup __stop RUN_ID GRACE_MS`: stops the run here and answers with how it went, as JSON.
 pub fn stop_for_host(run_id: &str, grace_ms: u64) -> Result<i32> {
-    let stopped = LocalHost
-        .stop(run_id, Duration::from_millis(grace_ms))
-        .map_err(HostError::into_anyhow)?;
+    let stopped = LocalHost.stop(run_id, Duration::from_millis(grace_ms))?;
     println!("{}", serde_json::to_string(&stopped)?);
     Ok(0)
 }

@@ -1,15 +1,16 @@
 //! `firedup __agent`: the remote side of a watch over SSH. It reads an [`AgentSpec`] on stdin,
 //! observes the target with the same [`LocalObserver`] a local watch uses (so probes run from the
 //! server's own machine), and streams what it sees as [`WireEvent`]s on stdout until the process's
-//! exit was observed. It judges nothing: the local firedup does, so a reconnect resumes the
+//! exit was observed (the command line hands it its standard streams: the library prints
+//! nothing itself). It judges nothing: the local firedup does, so a reconnect resumes the
 //! judgement where it was. If the link drops, the next write fails and the agent exits; the
 //! server and its log are untouched.
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use crate::error::{Context, Error, Result, chain};
 
 use crate::judge::Observation;
 use crate::observe::{LocalObserver, ObserveSettings};
@@ -20,17 +21,15 @@ use crate::wire::{AgentSpec, Resume, WireEvent};
 /// Heartbeats keep a quiet link visibly alive.
 pub const HEARTBEAT: Duration = Duration::from_secs(1);
 
-/// Runs the agent; returns its exit code.
-pub fn run() -> Result<i32> {
+/// Runs the agent: its spec is the first line of `input`, its stream goes to `out`; returns its
+/// exit code.
+pub fn run(input: &mut dyn BufRead, out: &mut dyn Write) -> Result<i32> {
     let mut line = String::new();
-    std::io::stdin()
-        .lock()
+    input
         .read_line(&mut line)
         .context("cannot read the agent spec on stdin")?;
     let spec: AgentSpec = serde_json::from_str(&line).context("bad agent spec")?;
-    let out = std::io::stdout();
-    let mut out = out.lock();
-    match serve(&spec, &mut out) {
+    match serve(&spec, out) {
         Ok(()) => Ok(0),
         // A write that fails means the other end is gone: nothing more to do.
         Err(_) => Ok(0),
@@ -46,12 +45,7 @@ pub fn serve(spec: &AgentSpec, out: &mut dyn Write) -> std::io::Result<()> {
     let target = match target_of(spec) {
         Ok(t) => t,
         Err(e) => {
-            send(
-                out,
-                &WireEvent::Error {
-                    message: format!("{e:#}"),
-                },
-            )?;
+            send(out, &WireEvent::Error { message: chain(&e) })?;
             return out.flush();
         }
     };
@@ -148,7 +142,7 @@ fn target_of(spec: &AgentSpec) -> Result<Target> {
         let log = spec
             .log
             .clone()
-            .context("the agent needs a run id or a log path")?;
+            .ok_or_else(|| Error::usage("the agent needs a run id or a log path"))?;
         let start_ticks = spec
             .pid
             .and_then(|p| crate::process::stat(p).map(|s| s.start_ticks));
@@ -170,11 +164,13 @@ pub struct RemoteLaunched {
     pub spawn_error: Option<String>,
 }
 
-/// `firedup __remote-launch`: launches the [`crate::launch::LaunchSpec`] read on stdin, under the
-/// supervisor, exactly as a local `firedup run` does, and answers with the run's id, log and pid.
-pub fn remote_launch() -> Result<i32> {
+/// `firedup __remote-launch`: launches the [`crate::launch::LaunchSpec`] read on `input` (stdin),
+/// under the supervisor, exactly as a local `firedup run` does, and answers on `out` (stdout)
+/// with the run's id, log and pid.
+pub fn remote_launch(input: &mut dyn Read, out: &mut dyn Write) -> Result<i32> {
     let mut text = String::new();
-    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+    input
+        .read_to_string(&mut text)
         .context("cannot read the launch spec on stdin")?;
     let spec: crate::launch::LaunchSpec = serde_json::from_str(&text).context("bad launch spec")?;
     let launched = crate::launch::launch(&spec)?;
@@ -188,19 +184,19 @@ pub fn remote_launch() -> Result<i32> {
         pid,
         spawn_error,
     };
-    println!("{}", serde_json::to_string(&answer)?);
+    writeln!(out, "{}", serde_json::to_string(&answer)?)?;
     Ok(0)
 }
 
-/// `firedup __meta RUN_ID`: prints a run's `meta.json` (the local firedup judges a remote run the
-/// way it was launched).
-pub fn meta(run_id: &str) -> Result<i32> {
+/// `firedup __meta RUN_ID`: writes a run's `meta.json` to `out` (stdout; the local firedup judges
+/// a remote run the way it was launched).
+pub fn meta(run_id: &str, out: &mut dyn Write) -> Result<i32> {
     let run = RunDir::open(run_id)?;
     // The record, and whether the run has ended since (a re-attach then judges how it ended).
     let mut v = serde_json::to_value(run.meta()?)?;
     if let Some(map) = v.as_object_mut() {
         map.insert("ended".into(), serde_json::Value::Bool(!run.is_live()));
     }
-    println!("{v}");
+    writeln!(out, "{v}")?;
     Ok(0)
 }

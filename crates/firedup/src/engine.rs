@@ -10,7 +10,7 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use crate::error::Result;
 
 use crate::classify::LineClass;
 use crate::judge::{Event, Judge, Judgement, Observation, Status};

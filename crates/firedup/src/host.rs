@@ -49,7 +49,7 @@ pub trait Host: std::fmt::Debug + Send + Sync {
         command: &[String],
         cwd: Option<&Path>,
         log: Option<&Path>,
-    ) -> anyhow::Result<()>;
+    ) -> crate::error::Result<()>;
 
     /// Launches `spec` under the host's supervisor; returns what was launched.
     fn launch(&self, spec: &LaunchSpec) -> Result<Started, HostError>;
@@ -178,20 +178,12 @@ pub enum HostError {
     Unreachable(String),
     /// firedup's own failure (a run that does not exist, a launch refused).
     #[error(transparent)]
-    Failed(#[from] anyhow::Error),
+    Failed(#[from] crate::Error),
 }
 
 impl HostError {
     /// firedup's own failure, whatever error type it comes as.
-    pub fn failed(e: impl Into<anyhow::Error>) -> HostError {
+    pub fn failed(e: impl Into<crate::Error>) -> HostError {
         HostError::Failed(e.into())
-    }
-
-    /// As one error, whatever the kind (a matrix cell skipped because of it).
-    pub fn into_anyhow(self) -> anyhow::Error {
-        match self {
-            HostError::Unreachable(reason) => anyhow::anyhow!(reason),
-            HostError::Failed(e) => e,
-        }
     }
 }

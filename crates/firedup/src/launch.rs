@@ -1,6 +1,8 @@
 //! Launching a command so that it outlives firedup.
 //!
-//! firedup starts a small supervisor (itself, as `firedup __supervise RUN_DIR`) in a new session;
+//! firedup starts a small supervisor (a firedup binary, as `firedup __supervise RUN_DIR`: the
+//! command line's own executable for [`launch`], the one a library user names for
+//! [`launch_with`]) in a new session;
 //! the supervisor starts the command in a session and process group of its own, with stdout and
 //! stderr appended straight to the log file, and stays its real parent: it records the pid
 //! (`process.json`) and, when the command ends, its exit code or signal (`exit.json`). firedup
@@ -21,7 +23,7 @@
 
 use std::fs::{self, OpenOptions};
 use std::io::{Read, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -29,7 +31,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use crate::error::{Context, Error, Result, chain, usage};
 
 use crate::process;
 use crate::rundir::{ExitRecord, ProcessRecord, RunDir, RunMeta, now_unix};
@@ -182,14 +184,14 @@ pub fn check(spec: &LaunchSpec) -> Result<Checked> {
 /// [`check`] on the parts it needs, for a caller that has no spec yet.
 pub fn check_paths(command: &[String], cwd: Option<&Path>, log: Option<&Path>) -> Result<Checked> {
     if command.is_empty() {
-        bail!(
+        usage!(
             "no command given: write it after `--`, e.g. `firedup run --ready-line READY -- ./server`"
         );
     }
     let cwd = match cwd {
         Some(c) => {
             if !c.is_dir() {
-                bail!("--cwd {} is not a directory", c.display());
+                usage!("--cwd {} is not a directory", c.display());
             }
             fs::canonicalize(c)?
         }
@@ -208,11 +210,19 @@ pub fn check_paths(command: &[String], cwd: Option<&Path>, log: Option<&Path>) -
     Ok(Checked { cwd, log })
 }
 
-/// Starts the supervisor and waits for its one-line report.
+/// Starts the supervisor (this executable: the command line) and waits for its one-line report.
 pub fn launch(spec: &LaunchSpec) -> Result<Launched> {
+    let exe = std::env::current_exe()
+        .context("cannot find firedup's own executable to start the supervisor")?;
+    launch_with(spec, &exe)
+}
+
+/// [`launch`] with the supervisor run by the firedup binary `firedup` (a library user's program
+/// is not firedup: see [`crate::launcher`] for how its binary is found).
+pub fn launch_with(spec: &LaunchSpec, firedup: &Path) -> Result<Launched> {
     let checked = check(spec)?;
     let run = RunDir::create(&spec.command)?;
-    match start(spec, checked, run.clone()) {
+    match start(spec, checked, run.clone(), firedup) {
         Ok(l) => Ok(l),
         Err(e) => {
             // Nothing ran: a refused launch leaves no empty run directory behind.
@@ -224,7 +234,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<Launched> {
     }
 }
 
-fn start(spec: &LaunchSpec, checked: Checked, run: RunDir) -> Result<Launched> {
+fn start(spec: &LaunchSpec, checked: Checked, run: RunDir, exe: &Path) -> Result<Launched> {
     let cwd = checked.cwd;
     let log = checked.log.unwrap_or_else(|| run.path.join("output.log"));
     prepare_log(&log)?;
@@ -254,8 +264,6 @@ fn start(spec: &LaunchSpec, checked: Checked, run: RunDir) -> Result<Launched> {
         log_start,
     };
     run.write_meta(&meta)?;
-    let exe = std::env::current_exe()
-        .context("cannot find firedup's own executable to start the supervisor")?;
     let supervisor_log = fs::File::create(run.path.join("supervisor.log"))?;
     let mut cmd = Command::new(exe);
     cmd.arg("__supervise")
@@ -283,11 +291,16 @@ fn start(spec: &LaunchSpec, checked: Checked, run: RunDir) -> Result<Launched> {
     if let Some(mut stdin) = supervisor.stdin.take() {
         let _ = serde_json::to_writer(&mut stdin, &spec.command);
     }
-    let mut stdout = supervisor.stdout.take().context("supervisor pipe")?;
+    let mut stdout = supervisor
+        .stdout
+        .take()
+        .ok_or_else(|| Error::Supervisor("supervisor pipe".into()))?;
     let first = read_first_line(&mut stdout).context("cannot read the supervisor's report")?;
     let first = first.trim_end();
     let started = if let Some(pid) = first.strip_prefix("started ") {
-        let pid: u32 = pid.parse().context("supervisor reported a bad pid")?;
+        let pid: u32 = pid
+            .parse()
+            .map_err(|e| Error::Supervisor(format!("supervisor reported a bad pid: {e}")))?;
         let rec = run.process().unwrap_or(ProcessRecord {
             pid,
             start_ticks: process::stat(pid).map(|s| s.start_ticks).unwrap_or(0),
@@ -298,13 +311,13 @@ fn start(spec: &LaunchSpec, checked: Checked, run: RunDir) -> Result<Launched> {
         Err(reason.to_string())
     } else if let Some(reason) = first.strip_prefix("error ") {
         // firedup's own failure (it could not record the run): nothing was started.
-        bail!("{reason}");
+        return Err(Error::Supervisor(reason.to_string()));
     } else {
         let detail = fs::read_to_string(run.path.join("supervisor.log")).unwrap_or_default();
-        bail!(
+        return Err(Error::Supervisor(format!(
             "firedup's supervisor died before starting the command: {}",
             detail.trim()
-        );
+        )));
     };
     let exit_pipe = started
         .is_ok()
@@ -334,7 +347,7 @@ fn prepare_log(log: &Path) -> Result<()> {
         .open(log)
         .with_context(|| format!("cannot open the log {} for writing", log.display()))?;
     if let Some(what) = crate::logpath::not_a_file(f.metadata()?.file_type()) {
-        bail!(
+        usage!(
             "--log {} is {what}, not a regular file: give the path of a log file",
             log.display()
         );
@@ -402,14 +415,22 @@ fn is_binary_without_format(path: &Path) -> bool {
 
 /// Sends one line to the launcher. It may be gone already (killed right after the run was
 /// recorded): the supervisor carries on regardless, to record the exit.
-fn tell_launcher(line: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
+fn tell_launcher(launcher: &mut fs::File, line: &str) {
+    let _ = writeln!(launcher, "{line}");
+    let _ = launcher.flush();
 }
 
-/// The supervisor's body (`firedup __supervise RUN_DIR`). Never returns on success paths.
-pub fn supervise(run_path: &Path) -> Result<i32> {
+/// The supervisor's body (`firedup __supervise RUN_DIR`): the command comes on `input`, the
+/// reports go to the launcher on `launcher` (the pipe the launcher reads; the caller keeps
+/// nothing else writing on it), and what the supervisor has to say about its own failures to
+/// `diagnostics` (its `supervisor.log`). Returns once the command and whatever it left behind
+/// have ended.
+pub fn supervise(
+    run_path: &Path,
+    input: &mut dyn Read,
+    mut launcher: fs::File,
+    diagnostics: &mut dyn Write,
+) -> Result<i32> {
     let run = RunDir {
         id: String::new(),
         path: run_path.to_path_buf(),
@@ -417,12 +438,12 @@ pub fn supervise(run_path: &Path) -> Result<i32> {
     let mut meta = run.meta()?;
     // The command itself comes on stdin (meta.json holds it with secrets redacted).
     let mut text = String::new();
-    std::io::stdin()
+    input
         .read_to_string(&mut text)
         .context("cannot read the command from the launcher")?;
     meta.command = serde_json::from_str(&text).context("bad command from the launcher")?;
     if meta.command.is_empty() {
-        bail!("no command from the launcher");
+        return Err(Error::Supervisor("no command from the launcher".into()));
     }
     let log = OpenOptions::new()
         .append(true)
@@ -431,7 +452,7 @@ pub fn supervise(run_path: &Path) -> Result<i32> {
         .custom_flags(libc::O_NONBLOCK)
         .open(&meta.log)?;
     if let Some(what) = crate::logpath::not_a_file(log.metadata()?.file_type()) {
-        bail!("the log {} is {what}, not a regular file", meta.log);
+        usage!("the log {} is {what}, not a regular file", meta.log);
     }
     // Orphaned grandchildren are re-parented to us, so they are reaped and stay in view. A
     // launcher gone before our report is an EPIPE, not a SIGPIPE that would end us unrecorded.
@@ -451,7 +472,7 @@ pub fn supervise(run_path: &Path) -> Result<i32> {
                 spawn_error: Some(reason.clone()),
                 ended_at: now_unix(),
             })?;
-            tell_launcher(&format!("failed {reason}"));
+            tell_launcher(&mut launcher, &format!("failed {reason}"));
             return Ok(0);
         }
     }
@@ -465,7 +486,7 @@ pub fn supervise(run_path: &Path) -> Result<i32> {
                 spawn_error: Some(reason.clone()),
                 ended_at: now_unix(),
             });
-            tell_launcher(&format!("failed {reason}"));
+            tell_launcher(&mut launcher, &format!("failed {reason}"));
             return Ok(0);
         }
     };
@@ -479,10 +500,14 @@ pub fn supervise(run_path: &Path) -> Result<i32> {
     }) {
         held.abandon();
         let _ = fs::remove_file(run.path.join("process.json.tmp"));
-        tell_launcher(&format!(
-            "error cannot record the run in {} ({e:#}), so the command was not started: free space there or set FIREDUP_STATE_DIR to another directory",
-            run.path.display()
-        ));
+        tell_launcher(
+            &mut launcher,
+            &format!(
+                "error cannot record the run in {} ({}), so the command was not started: free space there or set FIREDUP_STATE_DIR to another directory",
+                run.path.display(),
+                chain(&e)
+            ),
+        );
         return Ok(0);
     }
     if let Err(e) = held.release() {
@@ -493,27 +518,12 @@ pub fn supervise(run_path: &Path) -> Result<i32> {
             spawn_error: Some(reason.clone()),
             ended_at: now_unix(),
         });
-        tell_launcher(&format!("failed {reason}"));
+        tell_launcher(&mut launcher, &format!("failed {reason}"));
         return Ok(0);
     }
-    tell_launcher(&format!("started {pid}"));
-    // Keep the pipe for the exit report, off stdout (nothing else may write on it). From here on
-    // the launcher may be gone: a write then fails with EPIPE (SIGPIPE is ignored, so it cannot
-    // kill us before exit.json is written).
-    let report = std::io::stdout()
-        .as_fd()
-        .try_clone_to_owned()
-        .map(fs::File::from)
-        .ok();
-    // SAFETY: plain signal() and dup2 of a freshly opened /dev/null onto stdout.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
-        if null >= 0 {
-            libc::dup2(null, 1);
-            libc::close(null);
-        }
-    }
+    tell_launcher(&mut launcher, &format!("started {pid}"));
+    // The pipe stays for the exit report. From here on the launcher may be gone: a write then
+    // fails with EPIPE (SIGPIPE is ignored, so it cannot kill us before exit.json is written).
     loop {
         let mut status: libc::c_int = 0;
         // SAFETY: waitpid with a valid out-pointer.
@@ -539,11 +549,9 @@ pub fn supervise(run_path: &Path) -> Result<i32> {
             // finds it (sending first saves its fsync, ~0.6 ms, and loses that). The launcher
             // hears of it also when the record cannot be written (a full disk).
             let recorded = run.write_exit(&rec);
-            if let Some(mut p) = report.as_ref() {
-                let _ = p.write_all(exit_report_line(&rec)?.as_bytes());
-            }
+            let _ = launcher.write_all(exit_report_line(&rec)?.as_bytes());
             if let Err(e) = recorded {
-                eprintln!("firedup supervisor: {e:#}");
+                let _ = writeln!(diagnostics, "firedup supervisor: {}", chain(&e));
             }
             // No break: what the command left behind (a daemon, re-parented to us as the
             // subreaper) stays our child until it ends, so it is still found as the run's by

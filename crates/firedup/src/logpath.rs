@@ -14,7 +14,7 @@ use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
 
-use anyhow::{Result, bail};
+use crate::error::{Result, usage};
 
 /// What kind of thing a file type is, in words, when it is not a regular file.
 pub fn not_a_file(t: fs::FileType) -> Option<&'static str> {
@@ -39,7 +39,7 @@ pub fn not_a_file(t: fs::FileType) -> Option<&'static str> {
 pub fn check_for_reading(log: &Path) -> Result<()> {
     if let Ok(m) = fs::metadata(log) {
         if let Some(what) = not_a_file(m.file_type()) {
-            bail!(
+            usage!(
                 "--log {} is {what}, not a regular file: give the path of a log file",
                 log.display()
             );
@@ -54,7 +54,7 @@ pub fn check_for_writing(log: &Path) -> Result<()> {
     let me = rustix::process::geteuid().as_raw();
     if let Ok(link) = fs::symlink_metadata(log) {
         if link.file_type().is_symlink() && link.uid() != me && link.uid() != 0 {
-            bail!(
+            usage!(
                 "--log {} is a symlink owned by another user (uid {}), which could send the output into a file of their choosing: remove it or give another path",
                 log.display(),
                 link.uid()
@@ -64,14 +64,14 @@ pub fn check_for_writing(log: &Path) -> Result<()> {
     check_for_reading(log)?;
     if let Ok(m) = fs::metadata(log) {
         if m.uid() != me {
-            bail!(
+            usage!(
                 "--log {} already exists and belongs to another user (uid {}): choose another path",
                 log.display(),
                 m.uid()
             );
         }
         if let Some(pid) = crate::process::writers_of(log).into_iter().next() {
-            bail!(
+            usage!(
                 "--log {} is being written by process {pid} ({}): two runs sharing a log would judge each other's lines; give this run a log of its own",
                 log.display(),
                 crate::process::cmdline(pid)

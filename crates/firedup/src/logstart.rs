@@ -21,7 +21,7 @@ use std::io::Read;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
-use anyhow::{Result, bail};
+use crate::error::{Result, usage};
 use serde::{Deserialize, Serialize};
 
 /// Where a launch's output begins in its log file.
@@ -103,7 +103,7 @@ pub fn attach_from_end(
             return Ok((true, Some(note)));
         }
     }
-    bail!(
+    usage!(
         "{} already holds {} bytes, which may be an earlier run's: add --from-start to judge them too, or --from-end to judge only what is written from now on",
         log.display(),
         meta.len()

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use crate::error::{Error, Result, usage};
 
 use crate::classify::{Classifier, ClassifierSpec, ReadyLine, builtin_catalog};
 use crate::duration::parse_duration;
@@ -103,7 +103,7 @@ fn duration_flag(flag: &str, value: &Option<String>) -> Result<Option<Duration>>
         Some(v) if v == "0" || v == "none" || v == "off" => Ok(Some(Duration::MAX)),
         Some(v) => match parse_duration(v) {
             Ok(d) => Ok(Some(d)),
-            Err(e) => bail!("{flag}: {e}"),
+            Err(e) => usage!("{flag}: {e}"),
         },
     }
 }
@@ -114,7 +114,7 @@ fn duration_flag(flag: &str, value: &Option<String>) -> Result<Option<Duration>>
 fn refuse_foot_guns(opts: &WatchOptions) -> Result<()> {
     for (flag, value) in [("--stall", &opts.stall), ("--timeout", &opts.timeout)] {
         if duration_flag(flag, value)? == Some(Duration::ZERO) {
-            bail!(
+            usage!(
                 "{flag} {} would end every run at once: give a positive duration, or `off` to disable it",
                 value.as_deref().unwrap_or_default()
             );
@@ -127,7 +127,7 @@ fn refuse_foot_guns(opts: &WatchOptions) -> Result<()> {
         for p in patterns {
             // An invalid pattern is reported by the classifier, with the regex error.
             if regex::Regex::new(p).is_ok_and(|re| re.is_match("")) {
-                bail!(
+                usage!(
                     "{flag} {p:?} matches every line (it matches an empty one): give a pattern that only the meant line matches"
                 );
             }
@@ -163,7 +163,7 @@ pub fn resolve(
         &opts.ready_lines
     };
     if mode == Mode::UntilReady && ready_patterns.is_empty() && ready_probes.is_empty() {
-        bail!(
+        usage!(
             "no readiness condition: give --ready-line REGEX, --http URL, --port N, a --profile that knows this server, or --until exit for a job"
         );
     }
@@ -215,15 +215,15 @@ pub fn resolve(
         }
     };
     if opts.hold.is_some() && mode == Mode::UntilExit {
-        bail!("--hold applies to server mode (--until ready), not to a job");
+        usage!("--hold applies to server mode (--until ready), not to a job");
     }
     let mut phase_budgets = Vec::new();
     for spec in &opts.phase_timeouts {
         let Some((name, d)) = spec.split_once('=') else {
-            bail!("--phase-timeout '{spec}' is not PHASE=DURATION (e.g. capture_cuda_graph=15m)");
+            usage!("--phase-timeout '{spec}' is not PHASE=DURATION (e.g. capture_cuda_graph=15m)");
         };
         if !prof.phases.iter().any(|p| p.name == name) {
-            bail!(
+            usage!(
                 "--phase-timeout: profile {} has no phase '{name}'; its phases are: {}",
                 prof.name,
                 if prof.phases.is_empty() {
@@ -237,7 +237,8 @@ pub fn resolve(
                 }
             );
         }
-        let d = parse_duration(d).map_err(|e| anyhow::anyhow!("--phase-timeout {name}: {e}"))?;
+        let d =
+            parse_duration(d).map_err(|e| Error::usage(format!("--phase-timeout {name}: {e}")))?;
         phase_budgets.push((name.to_string(), d));
     }
     let mut judge = JudgeConfig::new(mode, log, classifier);
@@ -306,7 +307,7 @@ fn resolve_probes(
     let http = match &opts.http {
         Some(u) if u.starts_with('/') => match &address {
             Some(a) => Some(format!("{}{u}", a.base_url())),
-            None => bail!(
+            None => usage!(
                 "--http {u}: a path needs the server's address; give a full URL (http://host:port{u}) or --port"
             ),
         },
@@ -319,7 +320,7 @@ fn resolve_probes(
     };
     if let Some(u) = &http {
         if !u.starts_with("http://") {
-            bail!(
+            usage!(
                 "--http '{u}': only http:// URLs (or a /path on the server's address) are supported"
             );
         }
@@ -340,10 +341,10 @@ fn resolve_probes(
         let kind = match opts.ready_request.as_deref().filter(|k| !k.is_empty()) {
             Some("openai") => RequestKind::Openai,
             Some("tgi") => RequestKind::Tgi,
-            Some(other) => bail!("--ready-request '{other}': use openai or tgi"),
+            Some(other) => usage!("--ready-request '{other}': use openai or tgi"),
             None => match prof.endpoint.as_ref().and_then(|e| e.request) {
                 Some(k) => k,
-                None => bail!(
+                None => usage!(
                     "--ready-request: profile {} does not know a request shape; write --ready-request=openai or --ready-request=tgi",
                     prof.name
                 ),
@@ -352,7 +353,7 @@ fn resolve_probes(
         let base = match (&plan.http, &address) {
             (Some(u), _) => origin_of(u),
             (None, Some(a)) => a.base_url(),
-            (None, None) => bail!(
+            (None, None) => usage!(
                 "--ready-request needs the server's address: give --http URL or --port N, or a profile that knows it"
             ),
         };
@@ -402,7 +403,7 @@ pub fn parse_env(pair: &str) -> Result<(String, String)> {
         Some((k, v)) if !k.is_empty() && !k.contains(char::is_whitespace) => {
             Ok((k.to_string(), v.to_string()))
         }
-        _ => bail!("--env '{pair}' is not KEY=VALUE"),
+        _ => usage!("--env '{pair}' is not KEY=VALUE"),
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use crate::error::{Context, Error, Result};
 
 use firedup_judge::profile::{Origin, Profile, ProfileSet, parse_checked};
 
@@ -43,7 +43,7 @@ pub fn load_profile_set(extra: &[PathBuf]) -> Result<ProfileSet> {
 pub fn load_file(path: &Path) -> Result<Profile> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read profile file {}", path.display()))?;
-    parse_checked(&text).map_err(|e| anyhow::anyhow!("{}:{e}", path.display()))
+    parse_checked(&text).map_err(|e| Error::usage(format!("{}:{e}", path.display())))
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use crate::error::{Context, Error, Result, usage};
 use serde::{Deserialize, Serialize};
 
 use crate::verdict::ExitInfo;
@@ -145,10 +145,10 @@ pub fn check_private(dir: &Path) -> Result<()> {
         .with_context(|| format!("cannot read the state directory {}", dir.display()))?;
     let me = rustix::process::geteuid().as_raw();
     if !m.is_dir() || m.uid() != me || m.mode() & 0o022 != 0 {
-        bail!(
+        return Err(Error::StateDir(format!(
             "the state directory {} is not a private directory of yours (it must be owned by uid {me} and writable by no one else): set FIREDUP_STATE_DIR to one that is",
             dir.display()
-        );
+        )));
     }
     Ok(())
 }
@@ -197,14 +197,17 @@ impl RunDir {
                 }
             }
         }
-        bail!("cannot find a free run id under {}", root.display())
+        Err(Error::StateDir(format!(
+            "cannot find a free run id under {}",
+            root.display()
+        )))
     }
 
     /// Opens an existing run by its id, or by the name a person gave it (`run --name`): the
     /// newest run of that name.
     pub fn open(id: &str) -> Result<RunDir> {
         if id.is_empty() || id.contains('/') || id.starts_with('.') {
-            bail!("'{id}' is not a run id or name: see `firedup ps --all` for the runs there are");
+            usage!("'{id}' is not a run id or name: see `firedup ps --all` for the runs there are");
         }
         let path = runs_root().join(id);
         if path.join("meta.json").is_file() {
@@ -216,7 +219,7 @@ impl RunDir {
         if let Some(run) = RunDir::named(id) {
             return Ok(run);
         }
-        bail!(
+        usage!(
             "no run '{id}' (by id or name) under {}: see `firedup ps --all` for the runs there are",
             runs_root().display()
         )
@@ -378,7 +381,7 @@ pub fn check_name(name: &str) -> Result<()> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
     if !ok {
-        bail!(
+        usage!(
             "--name {name:?} is not a run name: use 1 to 64 letters, digits, '.', '_' or '-', not starting with '.' or '-'"
         );
     }
@@ -390,13 +393,13 @@ pub fn check_name(name: &str) -> Result<()> {
 pub fn check_name_free(name: &str) -> Result<()> {
     check_name(name)?;
     if runs_root().join(name).join("meta.json").is_file() {
-        bail!("--name {name}: that is the id of another run; choose another name");
+        usage!("--name {name}: that is the id of another run; choose another name");
     }
     let live = RunDir::list()
         .into_iter()
         .find(|r| r.meta().is_ok_and(|m| m.name.as_deref() == Some(name)) && r.is_live());
     if let Some(r) = live {
-        bail!(
+        usage!(
             "--name {name}: run {} of that name is still running; stop it (`firedup stop {name}`) or choose another name",
             r.id
         );

@@ -48,7 +48,7 @@ impl Host for LocalHost {
         command: &[String],
         cwd: Option<&Path>,
         log: Option<&Path>,
-    ) -> anyhow::Result<()> {
+    ) -> crate::error::Result<()> {
         launch::check_paths(command, cwd, log)?;
         Ok(())
     }
@@ -241,7 +241,7 @@ impl Host for LocalHost {
 
 impl LocalHost {
     /// Kills the process group of run `run_id`'s bench, if one runs (`firedup __cell-cancel`).
-    pub fn cancel_bench(&self, run_id: &str) -> anyhow::Result<()> {
+    pub fn cancel_bench(&self, run_id: &str) -> crate::error::Result<()> {
         let run = RunDir::open(run_id)?;
         if let Ok(text) = std::fs::read_to_string(run.path.join(BENCH_PGID)) {
             if let Some(pg) = text
@@ -258,7 +258,7 @@ impl LocalHost {
 }
 
 /// A run's directory and the target its teardown stops.
-fn run_target(run_id: &str) -> anyhow::Result<(RunDir, Target)> {
+fn run_target(run_id: &str) -> crate::error::Result<(RunDir, Target)> {
     let run = RunDir::open(run_id)?;
     let process = run.process();
     let target = Target {

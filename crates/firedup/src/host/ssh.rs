@@ -131,14 +131,21 @@ impl Host for SshHost {
         Some(self.host())
     }
 
-    fn check_launch(&self, _: &[String], _: Option<&Path>, _: Option<&Path>) -> anyhow::Result<()> {
+    fn check_launch(
+        &self,
+        _: &[String],
+        _: Option<&Path>,
+        _: Option<&Path>,
+    ) -> crate::error::Result<()> {
         // The paths are the host's: its `__remote-launch` checks them.
         Ok(())
     }
 
     fn launch(&self, spec: &LaunchSpec) -> Result<Started, HostError> {
         let request = serde_json::to_vec(spec).map_err(|e| {
-            HostError::Failed(anyhow::anyhow!("cannot encode the launch spec: {e}"))
+            HostError::Failed(crate::Error::Remote(format!(
+                "cannot encode the launch spec: {e}"
+            )))
         })?;
         let host = self.host().to_string();
         let answer = self
@@ -239,7 +246,7 @@ impl Host for SshHost {
                 None,
             )
             .map_err(HostError::Unreachable)?
-            .map_err(|e| HostError::Failed(anyhow::anyhow!(e)))?;
+            .map_err(|e| HostError::Failed(crate::Error::Remote(e)))?;
         serde_json::from_str(answer.trim()).map_err(|e| {
             HostError::Unreachable(format!("{host}: bad answer from the remote stop: {e}"))
         })

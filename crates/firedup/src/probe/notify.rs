@@ -16,7 +16,7 @@ use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use crate::error::{Context, Result, usage};
 
 pub use firedup_judge::notify_message::{NotifyMessage, parse};
 
@@ -37,10 +37,10 @@ const DATAGRAM_MAX: usize = 64 * 1024;
 impl NotifySocket {
     /// Binds a datagram socket at `path`. A stale socket left there by an earlier run is removed
     /// first; any other kind of file is left alone and is an error.
-    pub fn bind(path: &Path) -> anyhow::Result<NotifySocket> {
+    pub fn bind(path: &Path) -> Result<NotifySocket> {
         let len = path.as_os_str().as_bytes().len();
         if len > SUN_PATH_MAX {
-            bail!(
+            usage!(
                 "the notify socket path is {len} bytes long, and a unix socket path must be at \
                  most {SUN_PATH_MAX}: {}",
                 path.display()
@@ -52,7 +52,7 @@ impl NotifySocket {
                     format!("cannot remove the stale notify socket {}", path.display())
                 })?
             }
-            Ok(_) => bail!(
+            Ok(_) => usage!(
                 "{} exists and is not a socket: not replacing it with the notify socket",
                 path.display()
             ),

@@ -1,0 +1,471 @@
+//! The library's front door: launch a server (or a job) from Rust, wait for its verdict, and get a
+//! handle that stops it, and proves it gone, when dropped. The way a test starts what it tests:
+//!
+//! ```text
+//! Launch::new(["./server", "--port", "8080"]).ready_line("listening").timeout(d).start()?
+//! ```
+//!
+//! [`Launch::start`] does what `firedup run` does: it resolves the options (every usage mistake is
+//! an [`Error`] before anything runs), launches the command under firedup's supervisor (detached,
+//! its output straight into its log, every process carrying `FIREDUP_RUN_ID`) and watches it to
+//! the first verdict.
+//!
+//! - The verdict that was asked for (`ready`; `succeeded` with [`Launch::until_exit`]) gives a
+//!   [`Running`]: its URL, port, pid, log and run id, the [`Outcome`], [`Running::wait`] for the
+//!   final outcome, [`Running::stop`], and stop-and-verify when it is dropped (unless
+//!   [`Running::keep`] left it running).
+//! - Any other verdict is [`StartError::NotReady`], which carries the [`Outcome`] (verdict,
+//!   signature, decisive line) and the teardown: the run was stopped before `start` returned,
+//!   since the caller gets no handle to it. A test that only wants a ready server writes `?`; a
+//!   test of a failure matches the error.
+//! - firedup's own failures are [`StartError::Firedup`].
+//!
+//! The supervisor is a firedup binary (`firedup __supervise`): the library's caller is not one.
+//! It is, in order: [`Launch::firedup_bin`]; `$FIREDUP_BIN`; this program, when it is `firedup`;
+//! `firedup` beside this program or one folder up (cargo puts a test in `target/PROFILE/deps`,
+//! the workspace's binaries in `target/PROFILE`); `firedup` on `PATH`. A binary is run, not
+//! linked, so that the supervisor outlives the caller and `firedup ps`, `logs` and `stop` see the
+//! run as any other.
+
+#![warn(missing_docs, unreachable_pub)]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::engine::{self, NoProgress};
+use crate::error::Error;
+use crate::launch::{self, LaunchSpec, Launched};
+use crate::plan::{self, WatchOptions};
+use crate::process;
+use crate::profile::Address;
+use crate::stop::{StopReport, stop_run};
+use crate::target::Target;
+use crate::verdict::{Outcome, Verdict};
+
+mod firedup_bin;
+use firedup_bin::find_firedup;
+
+/// How long [`Running::stop`] (and a drop) waits between SIGTERM and SIGKILL, unless
+/// [`Launch::grace`] says otherwise: as `firedup run --grace`.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(10);
+
+/// How long the supervisor may take to end once the run is stopped before it is left to init.
+const SUPERVISOR_REAP_WAIT: Duration = Duration::from_secs(2);
+
+/// A launch to start: the command and how to judge it (the flags of `firedup run`).
+#[derive(Debug, Clone)]
+pub struct Launch {
+    command: Vec<String>,
+    options: WatchOptions,
+    env: Vec<(String, String)>,
+    cwd: Option<PathBuf>,
+    log: Option<PathBuf>,
+    name: Option<String>,
+    grace: Duration,
+    firedup_bin: Option<PathBuf>,
+}
+
+impl Launch {
+    /// A launch of `command` (the program and its arguments, as `firedup run -- COMMAND`).
+    pub fn new<I, S>(command: I) -> Launch
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Launch {
+            command: command.into_iter().map(Into::into).collect(),
+            options: WatchOptions::default(),
+            env: Vec::new(),
+            cwd: None,
+            log: None,
+            name: None,
+            grace: DEFAULT_GRACE,
+            firedup_bin: None,
+        }
+    }
+
+    /// A log line (a regex) that means ready (`--ready-line`; repeatable: all must be seen).
+    pub fn ready_line(mut self, pattern: impl Into<String>) -> Launch {
+        self.options.ready_lines.push(pattern.into());
+        self
+    }
+
+    /// A log line (a regex) that means failure (`--fail-line`; repeatable).
+    pub fn fail_line(mut self, pattern: impl Into<String>) -> Launch {
+        self.options.fail_lines.push(pattern.into());
+        self
+    }
+
+    /// The deadline for becoming ready (`--timeout`; `Duration::MAX` for none).
+    pub fn timeout(mut self, d: Duration) -> Launch {
+        self.options.timeout = Some(duration_text(d));
+        self
+    }
+
+    /// The verdict is `stalled` after this long without progress evidence (`--stall`;
+    /// `Duration::MAX` for never).
+    pub fn stall(mut self, d: Duration) -> Launch {
+        self.options.stall = Some(duration_text(d));
+        self
+    }
+
+    /// After ready, keep watching this long and report a crash inside the window (`--hold`).
+    pub fn hold(mut self, d: Duration) -> Launch {
+        self.options.hold = Some(duration_text(d));
+        self
+    }
+
+    /// The server profile (`--profile`; default: detected from the command, else `generic`).
+    pub fn profile(mut self, name: impl Into<String>) -> Launch {
+        self.options.profile = Some(name.into());
+        self
+    }
+
+    /// A profile file of your own (`--profile-file`; repeatable).
+    pub fn profile_file(mut self, path: impl Into<PathBuf>) -> Launch {
+        self.options.profile_files.push(path.into());
+        self
+    }
+
+    /// Job mode (`--until exit`): [`Launch::start`] waits for the process to end, and `succeeded`
+    /// is the verdict asked for.
+    pub fn until_exit(mut self) -> Launch {
+        self.options.until_exit = true;
+        self
+    }
+
+    /// Ready only when this URL answers 2xx (`--http`; a `/path` means the server's own address).
+    pub fn http(mut self, url: impl Into<String>) -> Launch {
+        self.options.http = Some(url.into());
+        self
+    }
+
+    /// Ready only when this TCP port accepts connections from the run's processes (`--port`).
+    pub fn port(mut self, port: u16) -> Launch {
+        self.options.port = Some(port);
+        self
+    }
+
+    /// Judge readiness by the log alone: no profile probes (`--no-probe`).
+    pub fn no_probe(mut self) -> Launch {
+        self.options.no_probe = true;
+        self
+    }
+
+    /// An environment variable for the command (`--env KEY=VALUE`; repeatable).
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Launch {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// The command's working directory (`--cwd`).
+    pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Launch {
+        self.cwd = Some(dir.into());
+        self
+    }
+
+    /// The log to append the command's output to (`--log`; default: in the run directory).
+    pub fn log(mut self, path: impl Into<PathBuf>) -> Launch {
+        self.log = Some(path.into());
+        self
+    }
+
+    /// A name for the run (`--name`): `firedup stop NAME`, `logs NAME` find it.
+    pub fn name(mut self, name: impl Into<String>) -> Launch {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// The grace between SIGTERM and SIGKILL when the run is stopped (`--grace`; default 10 s).
+    pub fn grace(mut self, d: Duration) -> Launch {
+        self.grace = d;
+        self
+    }
+
+    /// The firedup binary that supervises the run (see the module doc for where it is looked for
+    /// without this); a test of the firedup package itself gives `env!("CARGO_BIN_EXE_firedup")`.
+    pub fn firedup_bin(mut self, path: impl Into<PathBuf>) -> Launch {
+        self.firedup_bin = Some(path.into());
+        self
+    }
+
+    /// Launches the command and waits for the first verdict: a [`Running`] when it is the one
+    /// asked for (`ready`, or `succeeded` in job mode), else [`StartError::NotReady`] with the
+    /// [`Outcome`] once the run was stopped. [`StartError::Firedup`] when firedup itself failed
+    /// (a usage mistake is found before anything is launched).
+    pub fn start(self) -> Result<Running, StartError> {
+        let firedup = find_firedup(self.firedup_bin.as_deref())?;
+        let mut options = self.options.clone();
+        options.env = self.env.clone();
+        // Resolved once before launching, so that usage mistakes launch nothing.
+        let checked = plan::resolve(&options, &self.command, "", true)?;
+        let spec = LaunchSpec {
+            command: self.command.clone(),
+            cwd: self.cwd.clone(),
+            env: self.env.clone(),
+            log: self.log.clone(),
+            profile: checked.profile,
+            mode: if options.until_exit { "exit" } else { "ready" }.into(),
+            judging: options.clone(),
+            name: self.name.clone(),
+        };
+        let launched = launch::launch_with(&spec, &firedup)?;
+        let mut running = Running {
+            target: Target::from_launch(&launched),
+            launched,
+            options,
+            command: self.command,
+            address: None,
+            outcome: None,
+            ended: false,
+            grace: self.grace,
+            stopped: None,
+            kept: false,
+        };
+        // From here on a failure of firedup's own drops `running`, which stops the run.
+        let log = running.launched.log.display().to_string();
+        let plan = plan::resolve(&running.options, &running.command, &log, true)?;
+        running.address = plan.address.clone();
+        let mut outcome = engine::watch(&plan, &running.target, &mut NoProgress, None)?;
+        // Reap the supervisor if it is done (it stays as long as the server does).
+        let _ = running.launched.supervisor.try_wait();
+        let wanted = if running.options.until_exit {
+            Verdict::Succeeded
+        } else {
+            Verdict::Ready
+        };
+        if outcome.verdict == wanted {
+            outcome.server_running = running.alive();
+            running.ended = outcome.verdict == Verdict::Succeeded;
+            running.outcome = Some(outcome);
+            return Ok(running);
+        }
+        let teardown = running.stop_once();
+        outcome.server_running = !teardown.survivors.is_empty();
+        Err(StartError::NotReady {
+            outcome: Box::new(outcome),
+            teardown,
+        })
+    }
+}
+
+/// A duration as the flags write it (`Duration::MAX`: `off`).
+fn duration_text(d: Duration) -> String {
+    if d == Duration::MAX {
+        "off".into()
+    } else {
+        format!("{}s", d.as_secs_f64())
+    }
+}
+
+/// Why [`Launch::start`] did not give a [`Running`].
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// firedup itself failed (a usage mistake, its state directory, its supervisor).
+    #[error(transparent)]
+    Firedup(#[from] Error),
+    /// The server (or job) did not reach the verdict asked for: the outcome says how it ended
+    /// (verdict, signature, decisive line). The run was stopped; `teardown` says how that went.
+    #[error("{}", not_ready(outcome))]
+    NotReady {
+        /// How the run ended: the verdict, its signature and decisive line.
+        outcome: Box<Outcome>,
+        /// The stop that followed, and what it found left.
+        teardown: StopReport,
+    },
+}
+
+impl StartError {
+    /// The outcome, when the server's failure (not firedup's) is why.
+    pub fn outcome(&self) -> Option<&Outcome> {
+        match self {
+            StartError::NotReady { outcome, .. } => Some(outcome),
+            StartError::Firedup(_) => None,
+        }
+    }
+}
+
+/// `run demo-1a2b3c: failed (cuda_oom): CUDA out of memory (line 12 of /path/output.log)`.
+fn not_ready(o: &Outcome) -> String {
+    let signature = o
+        .signature
+        .map(|s| format!(" ({})", s.as_str()))
+        .unwrap_or_default();
+    let line = o
+        .line
+        .as_ref()
+        .map(|l| format!(" (line {} of {})", l.number, o.log))
+        .unwrap_or_else(|| format!(" (log {})", o.log));
+    format!(
+        "run {}: {}{signature}: {}{line}",
+        o.run_id, o.verdict, o.reason
+    )
+}
+
+/// A launched run that reached the verdict asked for. Dropping it stops the run and checks
+/// that nothing of it is left (as [`Running::stop`], the report unseen).
+#[derive(Debug)]
+pub struct Running {
+    launched: Launched,
+    target: Target,
+    options: WatchOptions,
+    command: Vec<String>,
+    address: Option<Address>,
+    /// Always `Some` once `start` returns it.
+    outcome: Option<Outcome>,
+    /// Whether the outcome is final (the process ended).
+    ended: bool,
+    grace: Duration,
+    stopped: Option<StopReport>,
+    /// [`Running::keep`]: the drop leaves the run alone.
+    kept: bool,
+}
+
+impl Running {
+    /// The outcome so far: `ready` (or `succeeded`) from [`Launch::start`], the final one after
+    /// [`Running::wait`].
+    pub fn outcome(&self) -> &Outcome {
+        self.outcome
+            .as_ref()
+            .expect("a Running is only handed out with its outcome")
+    }
+
+    /// The run's id (`firedup ps`, `logs`, `stop`; every process of the run carries it as
+    /// `FIREDUP_RUN_ID`).
+    pub fn run_id(&self) -> &str {
+        &self.target.run_id
+    }
+
+    /// The launched process.
+    pub fn pid(&self) -> Option<u32> {
+        self.target.pid
+    }
+
+    /// The log the command's output goes to.
+    pub fn log(&self) -> &Path {
+        &self.launched.log
+    }
+
+    /// The server's base URL (`http://host:port`), when the profile, `.port` or `.http` tell it.
+    pub fn url(&self) -> Option<String> {
+        self.address.as_ref().map(Address::base_url)
+    }
+
+    /// The server's port, when the profile, `.port` or `.http` tell it.
+    pub fn port(&self) -> Option<u16> {
+        self.address.as_ref().map(|a| a.port)
+    }
+
+    /// Watches the run until its process ends and returns the final outcome (`succeeded`,
+    /// `exited`, `killed`, `failed` ...), judged as `firedup run --until exit` would, the stall
+    /// window included. Blocks as long as the server runs; returns at once when the outcome is
+    /// already final. `Err` only for firedup's own failure.
+    pub fn wait(&mut self) -> Result<&Outcome, Error> {
+        if !self.ended {
+            let mut options = self.options.clone();
+            options.until_exit = true;
+            // Server-mode bounds end here: the startup deadline and the hold after ready.
+            options.timeout = None;
+            options.hold = None;
+            let log = self.launched.log.display().to_string();
+            let plan = plan::resolve(&options, &self.command, &log, true)?;
+            // The supervisor's pipe was the first watch's; the exit record is read instead.
+            let target = Target {
+                exit_pipe: None,
+                ..self.target.clone()
+            };
+            let mut outcome = engine::watch(&plan, &target, &mut NoProgress, None)?;
+            let _ = self.launched.supervisor.try_wait();
+            outcome.server_running = self.alive();
+            self.outcome = Some(outcome);
+            self.ended = true;
+        }
+        Ok(self.outcome())
+    }
+
+    /// Stops everything of the run (SIGTERM, the grace, SIGKILL; also what left the process
+    /// tree, found by its `FIREDUP_RUN_ID`) and says what it found: `survivors` is empty when
+    /// nothing of the run is left.
+    pub fn stop(mut self) -> StopReport {
+        self.stop_once()
+    }
+
+    /// Leaves the run running, as `firedup run --keep` does, and returns its outcome so far:
+    /// `firedup stop RUN_ID` (or its name) ends it later.
+    pub fn keep(mut self) -> Outcome {
+        self.kept = true;
+        self.outcome().clone()
+    }
+
+    fn stop_once(&mut self) -> StopReport {
+        if let Some(r) = &self.stopped {
+            return r.clone();
+        }
+        let report = stop_run(
+            self.target.pid,
+            self.target.start_ticks,
+            &self.target.run_id,
+            self.grace,
+        );
+        // The supervisor ends once it has recorded the exit; it is this process's child.
+        let deadline = Instant::now() + SUPERVISOR_REAP_WAIT;
+        while matches!(self.launched.supervisor.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.stopped = Some(report.clone());
+        report
+    }
+
+    /// Whether anything of the run lives: the launched process, or a process carrying its
+    /// `FIREDUP_RUN_ID` (a daemon it left), the supervisor aside.
+    fn alive(&self) -> bool {
+        self.target
+            .pid
+            .is_some_and(|p| process::is_alive(p, self.target.start_ticks))
+            || process::of_run(&self.target.run_id)
+                .pids
+                .iter()
+                .any(|p| !process::is_supervisor(*p))
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if self.kept {
+            return;
+        }
+        // A drop never panics (it may run while a failed test unwinds).
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.stop_once()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_written_as_the_flags_parse_them() {
+        let table = [
+            (Duration::from_secs(30), Some(Duration::from_secs(30))),
+            (Duration::from_millis(250), Some(Duration::from_millis(250))),
+            (Duration::MAX, None),
+        ];
+        for (d, parsed) in table {
+            let text = duration_text(d);
+            match parsed {
+                Some(want) => assert_eq!(crate::duration::parse_duration(&text), Ok(want)),
+                None => assert_eq!(text, "off"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_usage_mistake_launches_nothing() {
+        let e = Launch::new(["true"])
+            .firedup_bin("/bin/sh")
+            .start()
+            .unwrap_err();
+        assert!(e.to_string().starts_with("no readiness condition"), "{e}");
+        assert!(e.outcome().is_none());
+    }
+}

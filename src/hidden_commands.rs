@@ -1,0 +1,54 @@
+//! The hidden commands (`__supervise`, `__agent`, `__remote-launch`, `__meta`) wired to this
+//! process's standard streams: the library functions behind them take their streams as
+//! arguments (the library prints nothing), and get stdin, stdout and stderr here.
+
+use std::os::fd::AsFd;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+/// `firedup __supervise RUN_DIR`: the launcher reads the supervisor's reports on stdout. The
+/// supervisor keeps that pipe as a file of its own and puts /dev/null on stdout, so that nothing
+/// else (nor a command it starts, before its exec) can write on the pipe.
+pub(crate) fn supervise(run_dir: &Path) -> Result<i32> {
+    let launcher = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .map(std::fs::File::from)
+        .context("cannot keep the pipe to the launcher")?;
+    // SAFETY: dup2 of a freshly opened /dev/null onto stdout; nothing holds a lock on stdout yet.
+    unsafe {
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
+        if null >= 0 {
+            libc::dup2(null, 1);
+            libc::close(null);
+        }
+    }
+    Ok(firedup::launch::supervise(
+        run_dir,
+        &mut std::io::stdin().lock(),
+        launcher,
+        &mut std::io::stderr(),
+    )?)
+}
+
+/// `firedup __agent`: the spec on stdin, the stream on stdout.
+pub(crate) fn agent() -> Result<i32> {
+    Ok(firedup::agent::run(
+        &mut std::io::stdin().lock(),
+        &mut std::io::stdout().lock(),
+    )?)
+}
+
+/// `firedup __remote-launch`: the launch spec on stdin, the answer on stdout.
+pub(crate) fn remote_launch() -> Result<i32> {
+    Ok(firedup::agent::remote_launch(
+        &mut std::io::stdin().lock(),
+        &mut std::io::stdout().lock(),
+    )?)
+}
+
+/// `firedup __meta RUN_ID`: the run's record on stdout.
+pub(crate) fn meta(run_id: &str) -> Result<i32> {
+    Ok(firedup::agent::meta(run_id, &mut std::io::stdout().lock())?)
+}
