@@ -9,6 +9,7 @@ mod hidden_commands;
 mod history;
 mod history_cmd;
 mod interrupt;
+mod judge_args;
 mod matrix;
 mod profiles_cmd;
 mod prune;

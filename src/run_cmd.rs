@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 
-use crate::cli::{JudgeArgs, Until, grace_flag, open_events};
 use crate::engine;
+use crate::judge_args::{JudgeArgs, Until, grace_flag, open_events};
 use crate::launch::{self, LaunchSpec};
 use crate::plan::{self, WatchOptions};
 use crate::report;

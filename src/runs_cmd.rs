@@ -13,7 +13,7 @@ use crate::rundir::RunDir;
 use crate::verdict::Verdict;
 use firedup::host::{Host, HostError, SshHost};
 
-use crate::cli::grace_flag;
+use crate::judge_args::grace_flag;
 
 /// `firedup stop [--host HOST] RUN_ID`: stops the run on its host and verifies nothing of it is
 /// left (exit 1 when something survived).

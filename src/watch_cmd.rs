@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 
-use crate::cli::{JudgeArgs, open_events};
 use crate::engine;
+use crate::judge_args::{JudgeArgs, open_events};
 use crate::launch::LaunchSpec;
 use crate::plan::{self, WatchOptions};
 use crate::report;

@@ -1,6 +1,6 @@
 //! The judge loop: the imperative shell around the judge.
 //!
-//! Theory of operation: a [`Source`] turns what happens to the server into timestamped
+//! Theory of operation: a [`Source`] (source.rs) turns what happens to the server into timestamped
 //! observations: [`crate::observe::LocalObserver`] on this machine (inotify, pidfd, the prober,
 //! sd_notify), or the remote client, which receives them from a `firedup __agent` over SSH. The
 //! loop feeds the judge (which classifies each log line itself), reports phases, notes and status, and sleeps
@@ -18,6 +18,7 @@ use crate::line_shape::line_shape;
 use crate::observe::describe_state;
 use crate::plan::Plan;
 use crate::probe::ProbeKind;
+use crate::source::{Seen, Source};
 use crate::target::Target;
 use crate::verdict::Outcome;
 
@@ -42,38 +43,6 @@ impl Progress for NoProgress {
     fn status(&mut self, _: &Status, _: Duration) {}
     fn note(&mut self, _: &str, _: Duration) {}
     fn finish(&mut self) {}
-}
-
-/// Something the source saw.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Seen {
-    Obs(Duration, Observation),
-    /// A note about the watch itself (lost contact, reconnected).
-    Note(Duration, String),
-}
-
-/// Where observations come from.
-pub trait Source {
-    /// Appends what was seen since the last call; never blocks.
-    fn collect(&mut self, out: &mut Vec<Seen>);
-    /// Blocks until something may have happened, or `until`.
-    fn wait(&mut self, until: Instant);
-    /// The source's clock: time since launch (or attach) by the server side's reckoning.
-    fn now(&self) -> Duration;
-    /// The latest instant at which the source wants to be collected again.
-    fn next_wake(&self) -> Instant;
-    /// Whether the judge may be ticked now (false while the source cannot see: a lost link).
-    fn can_tick(&self) -> bool {
-        true
-    }
-}
-
-/// How often CPU time and reads are sampled for a stall window (a tenth of it, 1 to 10 s).
-pub fn sample_interval(plan: &Plan) -> Duration {
-    plan.judge
-        .stall
-        .map(|s| (s / 10).clamp(Duration::from_secs(1), Duration::from_secs(10)))
-        .unwrap_or(Duration::from_secs(10))
 }
 
 /// Watches a local `target` under `plan` until the verdict. `events` receives an NDJSON stream of

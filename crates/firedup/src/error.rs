@@ -25,10 +25,10 @@ pub enum Error {
     Usage(String),
     /// A pattern (a signature's, a profile's, `--ready-line`, `--fail-line`) does not compile.
     #[error(transparent)]
-    Pattern(#[from] crate::classify::PatternError),
+    Pattern(#[from] firedup_judge::classify::PatternError),
     /// A profile name that names no profile, or a profile that cannot be used.
     #[error(transparent)]
-    Profile(#[from] crate::profile::ProfileError),
+    Profile(#[from] firedup_judge::profile::ProfileError),
     /// A file or directory firedup uses could not be read or written; `context` says which.
     #[error("{context}")]
     Io {

@@ -30,10 +30,10 @@ pub use local::LocalHost;
 pub use ssh::SshHost;
 pub use teardown::{Before, TeardownCheck};
 
-use crate::engine::Source;
 use crate::launch::LaunchSpec;
 use crate::plan::Plan;
 use crate::rundir::RunMeta;
+use crate::source::Source;
 use crate::stop::StopReport;
 use crate::target::Target;
 

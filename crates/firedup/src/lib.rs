@@ -63,6 +63,7 @@ pub mod profile_files;
 pub mod remote;
 pub mod rundir;
 pub mod secrets;
+pub mod source;
 pub mod stop;
 pub mod target;
 pub mod wire;

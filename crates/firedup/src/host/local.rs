@@ -12,13 +12,13 @@ use super::{
     Attached, FinishAnswer, FinishRequest, FoundRun, Host, HostError, LogFrom, RunStop, Started,
     bench,
 };
-use crate::engine::{Seen, Source, sample_interval};
 use crate::judge::Observation;
 use crate::launch::{self, LaunchSpec};
 use crate::observe::{LocalObserver, ObserveSettings};
 use crate::plan::Plan;
 use crate::process;
 use crate::rundir::RunDir;
+use crate::source::{Seen, Source, sample_interval};
 use crate::stop::stop_run;
 use crate::target::Target;
 

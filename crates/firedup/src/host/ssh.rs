@@ -14,13 +14,13 @@ use super::{
     Started, TeardownCheck,
 };
 use crate::agent::RemoteLaunched;
-use crate::engine::{Source, sample_interval};
 use crate::launch::LaunchSpec;
 use crate::plan::Plan;
 use crate::remote::HostSpec;
 use crate::remote::session::{self, Remote};
 use crate::remote::source::RemoteSource;
 use crate::rundir::RunMeta;
+use crate::source::{Source, sample_interval};
 use crate::target::Target;
 use crate::wire::AgentSpec;
 

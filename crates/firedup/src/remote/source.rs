@@ -21,8 +21,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use super::HostSpec;
 use super::session;
 use crate::duration::format_duration;
-use crate::engine::{Seen, Source};
 use crate::judge::Observation;
+use crate::source::{Seen, Source};
 use crate::wire::{AgentSpec, Resume, WireEvent};
 
 /// Silence longer than this means the link is gone.

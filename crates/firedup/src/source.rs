@@ -1,0 +1,41 @@
+//! The seam for observations: a [`Source`] turns what happens to a server into timestamped
+//! observations for the judge loop ([`crate::engine::judge_loop`]). This machine's source is
+//! [`crate::host::local::LocalSource`] (inotify, pidfd, the prober, sd_notify); over SSH it is
+//! [`crate::remote::source::RemoteSource`], fed by a `firedup __agent` on the host.
+
+use std::time::{Duration, Instant};
+
+use crate::judge::Observation;
+use crate::plan::Plan;
+
+/// Something the source saw.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Seen {
+    Obs(Duration, Observation),
+    /// A note about the watch itself (lost contact, reconnected).
+    Note(Duration, String),
+}
+
+/// Where observations come from.
+pub trait Source {
+    /// Appends what was seen since the last call; never blocks.
+    fn collect(&mut self, out: &mut Vec<Seen>);
+    /// Blocks until something may have happened, or `until`.
+    fn wait(&mut self, until: Instant);
+    /// The source's clock: time since launch (or attach) by the server side's reckoning.
+    fn now(&self) -> Duration;
+    /// The latest instant at which the source wants to be collected again.
+    fn next_wake(&self) -> Instant;
+    /// Whether the judge may be ticked now (false while the source cannot see: a lost link).
+    fn can_tick(&self) -> bool {
+        true
+    }
+}
+
+/// How often CPU time and reads are sampled for a stall window (a tenth of it, 1 to 10 s).
+pub fn sample_interval(plan: &Plan) -> Duration {
+    plan.judge
+        .stall
+        .map(|s| (s / 10).clamp(Duration::from_secs(1), Duration::from_secs(10)))
+        .unwrap_or(Duration::from_secs(10))
+}
