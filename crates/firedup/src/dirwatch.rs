@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use notify::{RecursiveMode, Watcher};
 
 /// What a subscriber is woken by.
-pub type Wake = Arc<dyn Fn() + Send + Sync>;
+pub(crate) type Wake = Arc<dyn Fn() + Send + Sync>;
 
 struct Route {
     id: u64,
@@ -96,7 +96,7 @@ fn everyone(routes: &Routes) -> Vec<Wake> {
 }
 
 /// Interest in a directory; dropping it ends the interest.
-pub struct DirSubscription {
+pub(crate) struct DirSubscription {
     dir: PathBuf,
     id: u64,
 }
@@ -110,7 +110,7 @@ impl std::fmt::Debug for DirSubscription {
 }
 
 /// Wakes `wake` on events in `dir` about `name` (any name when `None`) or about `dir` itself.
-pub fn subscribe(dir: &Path, name: Option<&OsStr>, wake: Wake) -> Option<DirSubscription> {
+pub(crate) fn subscribe(dir: &Path, name: Option<&OsStr>, wake: Wake) -> Option<DirSubscription> {
     let hub = hub();
     let mut guard = hub.watcher.lock().unwrap_or_else(|e| e.into_inner());
     let watcher = guard.as_mut()?;

@@ -47,7 +47,7 @@ use firedup_bin::find_firedup;
 
 /// How long [`Running::stop`] (and a drop) waits between SIGTERM and SIGKILL, unless
 /// [`Launch::grace`] says otherwise: as `firedup run --grace`.
-pub const DEFAULT_GRACE: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_GRACE: Duration = Duration::from_secs(10);
 
 /// How long the supervisor may take to end once the run is stopped before it is left to init.
 const SUPERVISOR_REAP_WAIT: Duration = Duration::from_secs(2);

@@ -44,32 +44,35 @@
 //! Underneath, the same stages the command line uses are public: [`plan::resolve`],
 //! [`launch::launch_with`], [`target::Target::from_launch`] and [`engine::watch`].
 
+#![warn(unreachable_pub)]
+
 pub mod agent;
-pub mod dirwatch;
+mod dirwatch;
 pub mod engine;
 pub mod error;
 pub mod follow;
 pub mod host;
 pub mod launch;
-pub mod launcher;
-pub mod logpath;
-pub mod logstart;
-pub mod observe;
+mod launcher;
+mod logpath;
+mod logstart;
+mod observe;
 pub mod plan;
 pub mod probe;
-pub mod prober;
+mod prober;
 pub mod process;
-pub mod profile_files;
+mod profile_files;
 pub mod remote;
 pub mod rundir;
 pub mod secrets;
 pub mod source;
-pub mod stop;
+mod stop;
 pub mod target;
-pub mod wire;
+mod wire;
 
 pub use error::Error;
 pub use launcher::{Launch, Running, StartError};
+pub use stop::{StopReport, SweepNote};
 pub use verdict::Outcome;
 
 // The pure core, re-exported under the names the shell uses.

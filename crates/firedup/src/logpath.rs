@@ -17,7 +17,7 @@ use std::path::Path;
 use crate::error::{Result, usage};
 
 /// What kind of thing a file type is, in words, when it is not a regular file.
-pub fn not_a_file(t: fs::FileType) -> Option<&'static str> {
+pub(crate) fn not_a_file(t: fs::FileType) -> Option<&'static str> {
     if t.is_file() {
         None
     } else if t.is_dir() {
@@ -36,7 +36,7 @@ pub fn not_a_file(t: fs::FileType) -> Option<&'static str> {
 }
 
 /// Refuses a log to follow that exists and is not a regular file (a missing one is fine).
-pub fn check_for_reading(log: &Path) -> Result<()> {
+pub(crate) fn check_for_reading(log: &Path) -> Result<()> {
     if let Ok(m) = fs::metadata(log) {
         if let Some(what) = not_a_file(m.file_type()) {
             usage!(
@@ -50,7 +50,7 @@ pub fn check_for_reading(log: &Path) -> Result<()> {
 
 /// Refuses a log to append a command's output to: not a regular file, a symlink planted by
 /// another user, a file of another user, or a file another process is writing.
-pub fn check_for_writing(log: &Path) -> Result<()> {
+pub(crate) fn check_for_writing(log: &Path) -> Result<()> {
     let me = rustix::process::geteuid().as_raw();
     if let Ok(link) = fs::symlink_metadata(log) {
         if link.file_type().is_symlink() && link.uid() != me && link.uid() != 0 {

@@ -38,7 +38,7 @@ pub struct LogStart {
 
 /// Measures the end of `log` before a launch appends to it; `None` when it is missing or empty
 /// (the launch's output starts at byte 0).
-pub fn measure(log: &Path) -> Result<Option<LogStart>> {
+pub(crate) fn measure(log: &Path) -> Result<Option<LogStart>> {
     // Opened without blocking and checked after opening: a FIFO at the path is no log.
     let Ok(mut f) = fs::OpenOptions::new()
         .read(true)
@@ -77,7 +77,7 @@ pub fn measure(log: &Path) -> Result<Option<LogStart>> {
 /// Whether `watch --log` skips what the log already holds (`true`: from the end), and a note
 /// for the user when that was decided without a flag. `writer_started` is the Unix time at which
 /// the watched process started, when one is known.
-pub fn attach_from_end(
+pub(crate) fn attach_from_end(
     log: &Path,
     writer_started: Option<f64>,
     from_start: bool,
@@ -111,7 +111,7 @@ pub fn attach_from_end(
 }
 
 /// The Unix time at which `pid` started, from its start ticks and the system's uptime.
-pub fn process_started_unix(pid: u32) -> Option<f64> {
+pub(crate) fn process_started_unix(pid: u32) -> Option<f64> {
     let st = crate::process::stat(pid)?;
     let uptime: f64 = fs::read_to_string("/proc/uptime")
         .ok()?

@@ -44,12 +44,12 @@ enum Wake {
 }
 
 /// The safety-net poll, for file systems without inotify.
-pub const SAFETY_POLL: Duration = Duration::from_secs(1);
+pub(crate) const SAFETY_POLL: Duration = Duration::from_secs(1);
 const EXIT_RECORD_WAIT: Duration = Duration::from_secs(2);
 
 /// What the observer needs besides the target.
 #[derive(Debug, Clone)]
-pub struct ObserveSettings {
+pub(crate) struct ObserveSettings {
     pub line_cap: usize,
     pub from_end: bool,
     /// Resume following at (byte offset, next line number) instead of the start.
@@ -63,7 +63,7 @@ pub struct ObserveSettings {
 }
 
 /// Observes one local target.
-pub struct LocalObserver {
+pub(crate) struct LocalObserver {
     start: Instant,
     target: Target,
     rx: Receiver<Wake>,
@@ -104,7 +104,11 @@ impl std::fmt::Debug for LocalObserver {
 
 impl LocalObserver {
     /// Sets up the sources; `start` is time zero of the observations.
-    pub fn new(target: &Target, settings: &ObserveSettings, start: Instant) -> LocalObserver {
+    pub(crate) fn new(
+        target: &Target,
+        settings: &ObserveSettings,
+        start: Instant,
+    ) -> LocalObserver {
         let (tx, rx) = mpsc::channel::<Wake>();
         let mut follower = LogFollower::new(&target.log, settings.line_cap);
         if let Some((offset, line)) = settings.resume {
@@ -185,18 +189,18 @@ impl LocalObserver {
     }
 
     /// Whether the process's end has been observed (nothing more will come but log lines).
-    pub fn ended(&self) -> bool {
+    pub(crate) fn ended(&self) -> bool {
         self.exit_reported
     }
 
     /// Where a follower would resume to emit exactly the lines not yet observed.
-    pub fn resume_point(&self) -> (u64, u64) {
+    pub(crate) fn resume_point(&self) -> (u64, u64) {
         self.follower.resume_point()
     }
 
     /// Appends everything observed since the last call, stamped with the time since `start`.
     /// Never blocks (beyond reading what is there).
-    pub fn collect(&mut self, out: &mut Vec<(Duration, Observation)>) {
+    pub(crate) fn collect(&mut self, out: &mut Vec<(Duration, Observation)>) {
         // Start-up facts first (started, spawn failure), then the log, then probe results.
         let (early, later): (Vec<Observation>, Vec<Observation>) =
             std::mem::take(&mut self.pending)
@@ -321,7 +325,7 @@ impl LocalObserver {
     }
 
     /// The latest instant at which the observer wants to be collected again.
-    pub fn next_wake(&self) -> Instant {
+    pub(crate) fn next_wake(&self) -> Instant {
         let now = Instant::now();
         let mut at = now + SAFETY_POLL;
         if self.target.pid.is_some() && self.process_gone_at.is_none() {
@@ -337,7 +341,7 @@ impl LocalObserver {
     }
 
     /// Blocks until a source signals something or `until`, whichever is first.
-    pub fn wait(&mut self, until: Instant) {
+    pub(crate) fn wait(&mut self, until: Instant) {
         let timeout = until.saturating_duration_since(Instant::now());
         match self.rx.recv_timeout(timeout) {
             Ok(w) => self.take(w),
@@ -469,7 +473,7 @@ fn oom_evidence(baseline: &Option<(String, u64)>, pid: Option<u32>) -> Option<St
 }
 
 /// A log state change, in words, for the progress display.
-pub fn describe_state(s: &LogState, path: &Path) -> String {
+pub(crate) fn describe_state(s: &LogState, path: &Path) -> String {
     use crate::judge::LogState::*;
     match s {
         Missing { dir_exists: true } => format!("log {} does not exist (yet)", path.display()),

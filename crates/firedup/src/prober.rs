@@ -19,13 +19,13 @@ use crate::probe::{self, ProbeKind, ProbeOutcome};
 use crate::process;
 
 /// How often the readiness probes run while waiting.
-pub const PROBE_INTERVAL: Duration = Duration::from_millis(250);
+pub(crate) const PROBE_INTERVAL: Duration = Duration::from_millis(250);
 /// How often GPU memory is sampled (nvidia-smi takes tens of milliseconds).
-pub const GPU_INTERVAL: Duration = Duration::from_secs(2);
+pub(crate) const GPU_INTERVAL: Duration = Duration::from_secs(2);
 
 /// Starts the prober. `watched` is the pid whose tree owns the server's port (0: none); it
 /// changes when the launcher daemonizes. `send` returns false once nobody listens any more.
-pub fn spawn(
+pub(crate) fn spawn(
     plan: ProbePlan,
     watched: Arc<AtomicU32>,
     stop: Arc<AtomicBool>,

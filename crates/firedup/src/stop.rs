@@ -87,7 +87,7 @@ const SUPERVISOR_END_WAIT: Duration = Duration::from_secs(2);
 
 /// Stops everything of run `run_id`: the tree of `pid` (as [`stop_tree`]) and every process
 /// carrying the run's `FIREDUP_RUN_ID`, then checks, by the same sweep, that none is left.
-pub fn stop_run(
+pub(crate) fn stop_run(
     pid: Option<u32>,
     start_ticks: Option<u64>,
     run_id: &str,
@@ -180,7 +180,7 @@ pub fn stop_run(
 
 /// Stops the tree rooted at `pid` (a session/group leader started by firedup). `start_ticks`
 /// guards against a reused pid: if the process is not the one launched, nothing is signalled.
-pub fn stop_tree(pid: u32, start_ticks: Option<u64>, grace: Duration) -> StopReport {
+pub(crate) fn stop_tree(pid: u32, start_ticks: Option<u64>, grace: Duration) -> StopReport {
     let began = Instant::now();
     let start_ticks = start_ticks.filter(|t| *t != 0);
     let targeted = if process::is_alive(pid, start_ticks) {

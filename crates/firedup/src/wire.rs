@@ -46,7 +46,7 @@ pub struct AgentSpec {
 /// One message from the agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "k", rename_all = "snake_case")]
-pub enum WireEvent {
+pub(crate) enum WireEvent {
     Hello {
         version: String,
         /// Time zero of this watch (Unix time, agent host clock).
@@ -73,10 +73,10 @@ pub enum WireEvent {
 }
 
 impl WireEvent {
-    pub fn to_line(&self) -> String {
+    pub(crate) fn to_line(&self) -> String {
         serde_json::to_string(self).unwrap_or_else(|_| "{\"k\":\"end\"}".into())
     }
-    pub fn parse(line: &str) -> Result<WireEvent, String> {
+    pub(crate) fn parse(line: &str) -> Result<WireEvent, String> {
         serde_json::from_str(line).map_err(|e| format!("bad message from the agent: {e}"))
     }
 }

@@ -17,7 +17,7 @@ const SUPERVISOR_GONE: i32 = 125;
 
 /// A forked child waiting at the gate.
 #[derive(Debug)]
-pub struct HeldChild {
+pub(super) struct HeldChild {
     pub pid: u32,
     release: PipeWriter,
     exec_error: PipeReader,
@@ -25,7 +25,7 @@ pub struct HeldChild {
 
 /// Forks the child for `argv` with stdin on /dev/null and stdout+stderr on `log`; it waits for
 /// [`HeldChild::release`].
-pub fn start_held(argv: &[String], log: &File) -> std::io::Result<HeldChild> {
+pub(super) fn start_held(argv: &[String], log: &File) -> std::io::Result<HeldChild> {
     let args: Vec<CString> = argv
         .iter()
         .map(|a| CString::new(a.as_bytes()))
@@ -97,7 +97,7 @@ pub fn start_held(argv: &[String], log: &File) -> std::io::Result<HeldChild> {
 
 impl HeldChild {
     /// Lets the child exec; `Err` with the exec's error when it failed (the child has exited).
-    pub fn release(mut self) -> std::io::Result<()> {
+    pub(super) fn release(mut self) -> std::io::Result<()> {
         self.release.write_all(b"x")?;
         drop(self.release);
         let mut buf = [0u8; 4];
@@ -118,7 +118,7 @@ impl HeldChild {
     }
 
     /// Kills the child before it ever ran, and reaps it.
-    pub fn abandon(self) {
+    pub(super) fn abandon(self) {
         // SAFETY: kill(2) on our own child, not yet reaped.
         unsafe {
             libc::kill(self.pid as i32, libc::SIGKILL);

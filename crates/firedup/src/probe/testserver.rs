@@ -8,7 +8,7 @@ use std::time::Duration;
 
 /// What the server does with one connection, after reading its request.
 #[derive(Debug, Clone)]
-pub enum Reply {
+pub(super) enum Reply {
     /// Writes these bytes, then closes.
     Raw(Vec<u8>),
     /// Keeps the connection open without answering until the server is dropped (at most 30 s).
@@ -16,7 +16,7 @@ pub enum Reply {
 }
 
 /// A complete HTTP/1.1 response with `status` (`"503 Service Unavailable"`) and `body`.
-pub fn http(status: &str, body: &str) -> Reply {
+pub(super) fn http(status: &str, body: &str) -> Reply {
     Reply::Raw(
         format!(
             "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
@@ -29,7 +29,7 @@ pub fn http(status: &str, body: &str) -> Reply {
 
 /// A request as the server read it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Recorded {
+pub(super) struct Recorded {
     pub method: String,
     pub path: String,
     pub headers: Vec<(String, String)>,
@@ -37,7 +37,7 @@ pub struct Recorded {
 }
 
 #[derive(Debug)]
-pub struct FakeServer {
+pub(super) struct FakeServer {
     pub addr: SocketAddr,
     requests: Receiver<Recorded>,
     _stop: Sender<()>,
@@ -45,7 +45,7 @@ pub struct FakeServer {
 
 impl FakeServer {
     /// Listens on a free loopback port and serves `replies` in order, one per connection.
-    pub fn start(replies: Vec<Reply>) -> FakeServer {
+    pub(super) fn start(replies: Vec<Reply>) -> FakeServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
         let addr = listener.local_addr().expect("local address");
         let (req_tx, requests) = mpsc::channel();
@@ -77,12 +77,12 @@ impl FakeServer {
         }
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(super) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 
     /// The next request the server read (waits at most 5 s).
-    pub fn next_request(&self) -> Recorded {
+    pub(super) fn next_request(&self) -> Recorded {
         self.requests
             .recv_timeout(Duration::from_secs(5))
             .expect("the fake server read no request within 5 s")
