@@ -2,6 +2,7 @@
 //! `--ready-line`, `--timeout`, ...), turned into the library's [`WatchOptions`]; and the two
 //! small flag readers `run`, `watch` and `stop` share (`--grace`, `--events`).
 
+use crate::judge::Mode;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -18,6 +19,15 @@ pub enum Until {
     Ready,
     /// Job mode: watch until the process exits (`succeeded` or a failure verdict).
     Exit,
+}
+
+impl From<Until> for Mode {
+    fn from(u: Until) -> Mode {
+        match u {
+            Until::Ready => Mode::UntilReady,
+            Until::Exit => Mode::UntilExit,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -79,7 +89,7 @@ pub struct JudgeArgs {
 impl JudgeArgs {
     pub(crate) fn options(&self, from_end: bool) -> WatchOptions {
         WatchOptions {
-            until_exit: self.until == Until::Exit,
+            until_exit: Mode::from(self.until) == Mode::UntilExit,
             profile: self.profile.clone(),
             ready_lines: self.ready_line.clone(),
             fail_lines: self.fail_line.clone(),

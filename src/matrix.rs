@@ -26,6 +26,7 @@ pub mod schedule;
 pub mod table;
 mod template;
 
+use crate::judge::Mode;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -234,7 +235,7 @@ impl Matrix {
             bail!("the matrix has no command: set base.command in the file or give it after --");
         }
         if let Some(u) = &file.base.until {
-            if u != "ready" && u != "exit" {
+            if Mode::from_name(u).is_none() {
                 bail!("base.until: ready or exit, not {u:?}");
             }
         }

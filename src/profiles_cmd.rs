@@ -1,5 +1,6 @@
 //! `firedup profiles`: list the profiles that apply here, print one, or check a profile file.
 
+use crate::judge::Mode;
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
@@ -66,8 +67,7 @@ pub fn profiles(action: Option<ProfilesAction>, files: &[PathBuf]) -> Result<i32
                     p.name
                 );
             }
-            if p.ready.is_empty() && p.ready_probes.is_empty() && p.until.as_deref() != Some("exit")
-            {
+            if p.ready.is_empty() && p.ready_probes.is_empty() && p.mode() != Mode::UntilExit {
                 bail!(
                     "{}: profile {} has no ready lines and no ready_probes: firedup could never call it ready (add ready = [...] or until = \"exit\")",
                     file.display(),

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 
 use crate::engine;
-use crate::judge_args::{JudgeArgs, Until, grace_flag, open_events};
+use crate::judge_args::{JudgeArgs, grace_flag, open_events};
 use crate::launch::{self, LaunchSpec};
 use crate::plan::{self, WatchOptions};
 use crate::report;
@@ -261,11 +261,7 @@ pub(crate) fn launch_spec(
         env,
         log,
         profile: checked.profile,
-        mode: if judge.until == Until::Exit {
-            "exit".into()
-        } else {
-            "ready".into()
-        },
+        mode: judge.until.into(),
         judging: opts.clone(),
         name: None,
     })

@@ -3,6 +3,7 @@
 //! SSH), and judge it to a verdict. Written once for every host: the host finds the run or the
 //! log and observes it; this command resolves the plan the way the run was launched, and reports.
 
+use crate::judge::Mode;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -84,7 +85,7 @@ pub(crate) fn watch(
         }
         opts.stall = opts.stall.or(m.stall);
         opts.timeout = opts.timeout.or(m.timeout);
-        if m.mode == "exit" {
+        if m.mode == Mode::UntilExit {
             opts.until_exit = true;
         }
     }

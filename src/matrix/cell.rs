@@ -3,6 +3,7 @@
 //! [`Host`] (this machine, or the matrix's SSH host, where the port, the process tree and the
 //! GPU are), and the record in the history. A cell's failure is a result, never an abort.
 
+use crate::judge::Mode;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -26,7 +27,7 @@ const DEFAULT_BENCH_TIMEOUT: Duration = Duration::from_secs(600);
 fn watch_options(m: &Matrix, env: &[(String, String)]) -> WatchOptions {
     let b = &m.base;
     WatchOptions {
-        until_exit: b.until.as_deref() == Some("exit"),
+        until_exit: b.until.as_deref().and_then(Mode::from_name) == Some(Mode::UntilExit),
         profile: b.profile.clone(),
         ready_lines: b.ready_lines.clone(),
         fail_lines: b.fail_lines.clone(),
@@ -61,7 +62,11 @@ pub(super) fn cell_spec(
         env: l.env,
         log: None,
         profile: checked.profile,
-        mode: if opts.until_exit { "exit" } else { "ready" }.into(),
+        mode: if opts.until_exit {
+            Mode::UntilExit
+        } else {
+            Mode::UntilReady
+        },
         judging: opts.clone(),
         name: None,
     };

@@ -48,7 +48,8 @@ pub struct LaunchSpec {
     /// The log path; `None` puts it in the run directory.
     pub log: Option<PathBuf>,
     pub profile: String,
-    pub mode: String,
+    /// Server mode or job mode as `--until` gave it (`"mode": "ready"|"exit"` in meta.json).
+    pub mode: crate::judge::Mode,
     /// Judging flags recorded for a later `firedup watch RUN_ID`.
     pub judging: crate::plan::WatchOptions,
     /// The name a person gave the run (`run --name`).
@@ -71,7 +72,7 @@ impl LaunchSpec {
             env: m.env.clone(),
             log: None,
             profile: profile.to_string(),
-            mode: m.mode.clone(),
+            mode: m.mode,
             judging: m.options.clone().unwrap_or_else(|| opts.clone()),
             name: m.name.clone(),
         }
@@ -252,7 +253,7 @@ fn start(spec: &LaunchSpec, checked: Checked, run: RunDir, exe: &Path) -> Result
             .collect(),
         log: log.display().to_string(),
         profile: spec.profile.clone(),
-        mode: spec.mode.clone(),
+        mode: spec.mode,
         started_at: now_unix(),
         firedup_version: env!("CARGO_PKG_VERSION").to_string(),
         ready_lines: spec.judging.ready_lines.clone(),

@@ -29,6 +29,7 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
+use crate::judge::Mode;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -205,7 +206,11 @@ impl Launch {
             env: self.env.clone(),
             log: self.log.clone(),
             profile: checked.profile,
-            mode: if options.until_exit { "exit" } else { "ready" }.into(),
+            mode: if options.until_exit {
+                Mode::UntilExit
+            } else {
+                Mode::UntilReady
+            },
             judging: options.clone(),
             name: self.name.clone(),
         };

@@ -27,7 +27,7 @@ pub struct RunMeta {
     pub env: Vec<(String, String)>,
     pub log: String,
     pub profile: String,
-    pub mode: String,
+    pub mode: crate::judge::Mode,
     /// Unix time in seconds.
     pub started_at: f64,
     pub firedup_version: String,
