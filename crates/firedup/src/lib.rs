@@ -47,6 +47,8 @@
 #![warn(unreachable_pub)]
 
 pub mod agent;
+#[cfg(test)]
+mod bounded_wait;
 mod dirwatch;
 pub mod engine;
 pub mod error;
