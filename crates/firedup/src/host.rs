@@ -16,6 +16,7 @@
 pub mod bench;
 mod cell;
 pub mod local;
+#[cfg(feature = "ssh")]
 pub mod ssh;
 pub mod teardown;
 
@@ -27,6 +28,7 @@ use serde::{Deserialize, Serialize};
 
 pub use cell::{BenchRequest, FinishAnswer, FinishRequest};
 pub use local::LocalHost;
+#[cfg(feature = "ssh")]
 pub use ssh::SshHost;
 pub use teardown::{Before, TeardownCheck};
 

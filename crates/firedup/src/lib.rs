@@ -64,6 +64,7 @@ pub mod probe;
 mod prober;
 pub mod process;
 mod profile_files;
+#[cfg(feature = "ssh")]
 pub mod remote;
 pub mod rundir;
 pub mod secrets;

@@ -76,6 +76,8 @@ impl WireEvent {
     pub(crate) fn to_line(&self) -> String {
         serde_json::to_string(self).unwrap_or_else(|_| "{\"k\":\"end\"}".into())
     }
+    /// Read by the SSH side ([`crate::remote::source`]) and the tests.
+    #[cfg(any(feature = "ssh", test))]
     pub(crate) fn parse(line: &str) -> Result<WireEvent, String> {
         serde_json::from_str(line).map_err(|e| format!("bad message from the agent: {e}"))
     }
