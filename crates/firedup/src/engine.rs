@@ -28,8 +28,8 @@ pub trait Progress {
     /// seen, or `ready`);
     /// `at` is the time since the launch on the judge's clock.
     fn phase(&mut self, phase: &str, at: Duration);
-    /// Every readiness condition holds since `at`; `holding` is the `--hold` window still to be
-    /// watched before the verdict (`None`: no hold).
+    /// Every readiness condition holds since `at`; `holding` is the hold window (`--hold` or the
+    /// profile's) watched from then on before the verdict (`None`: no hold).
     fn ready(&mut self, at: Duration, holding: Option<Duration>);
     /// Called after every batch of observations and at least once a second.
     fn status(&mut self, status: &Status, at: Duration);

@@ -10,11 +10,11 @@ use std::time::Duration;
 /// Fields of `/proc/PID/stat` that firedup uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProcStat {
-    /// Parent pid.
+    /// Parent pid (field 4).
     pub ppid: u32,
-    /// Process group id.
+    /// Process group id (field 5); a launched command leads its own group.
     pub pgrp: u32,
-    /// Session id.
+    /// Session id (field 6); a launched command leads its own session.
     pub session: u32,
     /// utime + stime + cutime + cstime, in clock ticks.
     pub cpu_ticks: u64,
