@@ -1,6 +1,6 @@
-//! `firedup __agent`: the remote side of a watch over SSH. It reads an [`AgentSpec`] on stdin,
-//! observes the target with the same [`LocalObserver`] a local watch uses (so probes run from the
-//! server's own machine), and streams what it sees as [`WireEvent`]s on stdout until the process's
+//! `firedup __agent`: the remote side of a watch over SSH. It reads an `AgentSpec` on stdin,
+//! observes the target with the same `LocalObserver` a local watch uses (so probes run from the
+//! server's own machine), and streams what it sees as `WireEvent`s on stdout until the process's
 //! exit was observed (the command line hands it its standard streams: the library prints
 //! nothing itself). It judges nothing: the local firedup does, so a reconnect resumes the
 //! judgement where it was. If the link drops, the next write fails and the agent exits; the
@@ -158,9 +158,13 @@ fn target_of(spec: &AgentSpec) -> Result<Target> {
 /// What `firedup __remote-launch` answers (JSON on stdout).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct RemoteLaunched {
+    /// The run's id on the remote host.
     pub run_id: String,
+    /// Path of the run's log on the remote host.
     pub log: String,
+    /// Pid of the launched command on the remote host; `None` when it never started.
     pub pid: Option<u32>,
+    /// Why the command could not be started, one sentence; `None` when it started.
     pub spawn_error: Option<String>,
 }
 

@@ -1,7 +1,7 @@
 //! The judge loop: the imperative shell around the judge.
 //!
 //! Theory of operation: a [`Source`] (source.rs) turns what happens to the server into timestamped
-//! observations: [`crate::observe::LocalObserver`] on this machine (inotify, pidfd, the prober,
+//! observations: `LocalObserver` on this machine (inotify, pidfd, the prober,
 //! sd_notify), or the remote client, which receives them from a `firedup __agent` over SSH. The
 //! loop feeds the judge (which classifies each log line itself), reports phases, notes and status, and sleeps
 //! until the source signals or the judge's next deadline, whichever is first. It stops at the
@@ -24,12 +24,18 @@ use crate::verdict::Outcome;
 
 /// Receives progress while the watch runs (terminal status line, heartbeat, nothing).
 pub trait Progress {
+    /// The server entered startup phase `phase` for the first time (a profile's phase line was
+    /// seen, or `ready`);
+    /// `at` is the time since the launch on the judge's clock.
     fn phase(&mut self, phase: &str, at: Duration);
+    /// Every readiness condition holds since `at`; `holding` is the hold window (`--hold` or the
+    /// profile's) watched from then on before the verdict (`None`: no hold).
     fn ready(&mut self, at: Duration, holding: Option<Duration>);
     /// Called after every batch of observations and at least once a second.
     fn status(&mut self, status: &Status, at: Duration);
     /// A note about the watch itself ("lost the log", "log appeared").
     fn note(&mut self, text: &str, at: Duration);
+    /// The watch has its verdict: called once, last (a status line can be cleared).
     fn finish(&mut self);
 }
 

@@ -38,7 +38,9 @@ const MAX_PER_POLL: u64 = 1024 * 1024;
 /// What a poll found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FollowEvent {
+    /// A line of the log, with its number in the file, cut at the follower's line cap.
     Line(RawLine),
+    /// The log's state changed (missing, readable, truncated, rotated, unreadable).
     State(LogState),
 }
 
@@ -80,6 +82,8 @@ fn open_regular(
 }
 
 impl LogFollower {
+    /// A follower of `path` that keeps at most `line_cap` bytes of a line; nothing is opened
+    /// before the first [`LogFollower::poll`].
     pub fn new(path: &Path, line_cap: usize) -> Self {
         LogFollower {
             path: path.to_path_buf(),
@@ -102,7 +106,7 @@ impl LogFollower {
         }
     }
 
-    /// Starts where a launch's output begins ([`LogStart`]): at its offset, numbered as the
+    /// Starts where a launch's output begins (`LogStart`, recorded at launch): at its offset, numbered as the
     /// file's lines, if the path still names the file launched into; otherwise (rotated since)
     /// from the start of the file there now, all of which is newer than the launch.
     pub fn start_at(&mut self, start: &LogStart) {
@@ -136,6 +140,7 @@ impl LogFollower {
         )
     }
 
+    /// The log path being followed.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -150,6 +150,7 @@ pub struct Attached {
 /// How [`Host::stop`] went.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunStop {
+    /// What was signalled, whether SIGKILL was needed, and what survived.
     pub report: StopReport,
     /// The run has no process record and nothing carries its id: it never started.
     pub never_started: bool,

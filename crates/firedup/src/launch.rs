@@ -42,11 +42,17 @@ mod held_start;
 /// What to launch (also sent, as JSON on stdin, to a remote firedup: never on a command line).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct LaunchSpec {
+    /// The program and its arguments, with their real values (they reach the supervisor on a
+    /// pipe; `meta.json` stores them redacted).
     pub command: Vec<String>,
+    /// The working directory (relative to the current one); `None`: the current directory.
     pub cwd: Option<PathBuf>,
+    /// Variables set for the command on top of the launcher's environment (`meta.json` stores
+    /// secret-looking values redacted).
     pub env: Vec<(String, String)>,
     /// The log path; `None` puts it in the run directory.
     pub log: Option<PathBuf>,
+    /// Name of the resolved profile, recorded in `meta.json` (what judges is `judging`).
     pub profile: String,
     /// Server mode or job mode as `--until` gave it (`"mode": "ready"|"exit"` in meta.json).
     pub mode: crate::judge::Mode,
@@ -82,12 +88,17 @@ impl LaunchSpec {
 /// A launched run.
 #[derive(Debug)]
 pub struct Launched {
+    /// The run's directory (its id and path).
     pub run: RunDir,
+    /// Path of the log the command's stdout and stderr are appended to (absolute, unless the
+    /// state directory is given as a relative `FIREDUP_STATE_DIR`).
     pub log: PathBuf,
     /// Where this launch's output begins, when the log already held something.
     pub log_start: Option<crate::logstart::LogStart>,
     /// `Err(reason)` when the command could not be started.
     pub started: std::result::Result<ProcessRecord, String>,
+    /// The supervisor (`firedup __supervise`), this process's child: it ends by itself once the
+    /// command, and whatever the command left running, have ended.
     pub supervisor: Child,
     /// The supervisor's pipe, when the command started: its exit comes on it.
     pub exit_pipe: Option<ExitPipe>,
@@ -168,12 +179,14 @@ fn read_first_line(r: &mut impl Read) -> std::io::Result<String> {
 /// What [`check`] resolved: the working directory and the log path (`None`: in the run directory).
 #[derive(Debug, Clone)]
 pub struct Checked {
+    /// The working directory: the given one made canonical, else the current one.
     pub cwd: PathBuf,
+    /// The log path made absolute against `cwd`; `None`: `output.log` in the run directory.
     pub log: Option<PathBuf>,
 }
 
 /// Validates a launch without creating anything: the command, the working directory and the
-/// log path (see [`crate::logpath`]). A refused launch leaves no trace.
+/// log path (it must be, or be creatable as, a regular file). A refused launch leaves no trace.
 pub fn check(spec: &LaunchSpec) -> Result<Checked> {
     let checked = check_paths(&spec.command, spec.cwd.as_deref(), spec.log.as_deref())?;
     if let Some(name) = &spec.name {
@@ -219,7 +232,8 @@ pub fn launch(spec: &LaunchSpec) -> Result<Launched> {
 }
 
 /// [`launch`] with the supervisor run by the firedup binary `firedup` (a library user's program
-/// is not firedup: see [`crate::launcher`] for how its binary is found).
+/// is not firedup: see [`Launch::firedup_bin`](crate::Launch::firedup_bin) and the crate
+/// doc for how its binary is found).
 pub fn launch_with(spec: &LaunchSpec, firedup: &Path) -> Result<Launched> {
     let checked = check(spec)?;
     let run = RunDir::create(&spec.command)?;

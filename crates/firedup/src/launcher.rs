@@ -183,7 +183,7 @@ impl Launch {
         self
     }
 
-    /// The firedup binary that supervises the run (see the module doc for where it is looked for
+    /// The firedup binary that supervises the run (see the crate doc for where it is looked for
     /// without this); a test of the firedup package itself gives `env!("CARGO_BIN_EXE_firedup")`.
     pub fn firedup_bin(mut self, path: impl Into<PathBuf>) -> Launch {
         self.firedup_bin = Some(path.into());

@@ -1,15 +1,29 @@
 //! firedup: launch (or attach to) a slow-starting server or job, follow its log, inspect its process,
-//! and end with one verdict that cannot be mistaken.
+//! and end with one verdict that cannot be mistaken: `ready`, `succeeded`, `failed` (with a named
+//! signature and the decisive line), `exited`, `killed`, `never_started`, `stalled`, `timed_out`
+//! or `monitor_error` ([`verdict::Verdict`]).
 //!
-//! The pipeline, one module per stage: [`plan`] (flags and profile → one resolved plan) →
-//! [`launch`] (supervised, detached start) → [`follow`] and [`process`] (observations) →
-//! [`judge`] (the pure verdict engine) → an [`Outcome`]. [`engine`] is the event loop that ties
-//! them; the command line (the `firedup` binary) displays and records the outcome.
+//! # Starting a server from Rust: [`Launch`]
 //!
-//! A Rust test starts a server and waits for its verdict with [`Launch`] (see [`launcher`]): a
-//! ready server is a [`Running`], which stops the run and checks that nothing of it is left
-//! when dropped; a server that failed is a [`StartError::NotReady`] carrying the [`Outcome`]
-//! (verdict, signature, decisive line); firedup's own failures are typed ([`Error`]).
+//! A test starts what it tests with the [`Launch`] builder (the flags of `firedup run`) and
+//! waits for its verdict with [`Launch::start`]:
+//!
+//! - the verdict asked for (`ready`; `succeeded` with [`Launch::until_exit`]) gives a
+//!   [`Running`]: its run id, pid, log, URL and port, the [`Outcome`], [`Running::wait`] for the
+//!   final outcome and [`Running::stop`]; dropping it stops the run and checks that nothing of it
+//!   is left (unless [`Running::keep`] left it running);
+//! - any other verdict is [`StartError::NotReady`], carrying the [`Outcome`] (verdict,
+//!   signature, decisive line) and the [`StopReport`] of the stop that followed: the run was
+//!   stopped before `start` returned;
+//! - firedup's own failure is [`StartError::Firedup`] with an [`Error`].
+//!
+//! The command runs under firedup's supervisor, a firedup binary (`firedup __supervise`) run, not
+//! linked, so that the server outlives the caller and `firedup ps`, `logs` and `stop` see the run
+//! as any other. It is, in order: [`Launch::firedup_bin`]; `$FIREDUP_BIN`; this program, when it
+//! is `firedup`; `firedup` beside this program or one folder up (cargo puts a test in
+//! `target/PROFILE/deps`, the workspace's binaries in `target/PROFILE`); `firedup` on `PATH`.
+//! Runs are recorded in the state directory (`$FIREDUP_STATE_DIR`, else
+//! `~/.local/state/firedup`; see [`rundir`]).
 //!
 //! ```
 //! use std::time::Duration;
@@ -41,10 +55,46 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Underneath, the same stages the command line uses are public: [`plan::resolve`],
-//! [`launch::launch_with`], [`target::Target::from_launch`] and [`engine::watch`].
+//! # The pipeline
+//!
+//! Underneath, the stages the command line uses are public, one module each:
+//!
+//! 1. [`plan`]: flags and a profile ([`plan::WatchOptions`], [`profile`]) resolved into one
+//!    [`plan::Plan`] by [`plan::resolve`]; every usage mistake is an [`Error`] here, before
+//!    anything runs.
+//! 2. [`launch`]: the supervised, detached start ([`launch::launch_with`] a
+//!    [`launch::LaunchSpec`]): the command's output goes straight to its log, every process
+//!    carries `FIREDUP_RUN_ID`, and the run directory ([`rundir`]) records the pid and the exit.
+//! 3. [`target::Target`]: what one watch is about (the log, the process, the run), built by
+//!    [`target::Target::from_launch`] or when attaching.
+//! 4. Observations: [`follow`] (the log, through truncation and rotation), [`process`] (liveness,
+//!    CPU time, exit), [`probe`] (port, HTTP, real request, sd_notify, GPU).
+//! 5. [`judge`]: the pure verdict engine (observations in, events and a verdict out), with
+//!    [`classify`] for what each line means.
+//! 6. [`engine`]: the loop that feeds the judge and sleeps until the next observation or
+//!    deadline; [`engine::watch`] watches a local target to an [`Outcome`].
+//!
+//! # The seams
+//!
+//! - [`source::Source`]: where observations come from. This machine's is
+//!   [`host::local::LocalSource`] (inotify, pidfd, the probes); over SSH it is
+//!   [`remote::source::RemoteSource`], fed by a `firedup __agent` on the other machine.
+//!   [`engine::judge_loop`] judges any source the same way.
+//! - [`host::Host`]: where a server runs (launch, observe, find a run again, stop it and prove it
+//!   gone, a matrix cell's bench and teardown). [`host::LocalHost`] is this machine,
+//!   [`host::SshHost`] another one over SSH running the same code; the commands are written
+//!   once against `&dyn Host`.
+//!
+//! # Errors
+//!
+//! A failure of the watched server is a verdict in an [`Outcome`], never an `Err`. `Err` is
+//! firedup's own failure: [`Error`] (a usage mistake, a file it could not read or write, its
+//! supervisor, its state directory), each displaying as one sentence that says what failed and
+//! what to do; [`host::HostError`] tells a host that cannot be reached (`Unreachable`) from
+//! firedup's failure on it (`Failed`). The library prints nothing: what it finds is returned as
+//! data.
 
-#![warn(unreachable_pub)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod agent;
 #[cfg(test)]
@@ -75,6 +125,7 @@ mod wire;
 
 pub use error::Error;
 pub use launcher::{Launch, Running, StartError};
+pub use logstart::LogStart;
 pub use stop::{StopReport, SweepNote};
 pub use verdict::Outcome;
 

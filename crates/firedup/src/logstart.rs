@@ -31,8 +31,9 @@ pub struct LogStart {
     pub offset: u64,
     /// The file's line number at `offset` (1 + the newlines before it).
     pub line: u64,
-    /// The file's identity, so a later reader knows the path still names the same file.
+    /// The file's identity (device), so a later reader knows the path still names the same file.
     pub dev: u64,
+    /// The file's identity (inode number), with `dev`.
     pub ino: u64,
 }
 

@@ -18,13 +18,26 @@ use crate::profile::{Address, ProbeKind, Profile, RequestKind, derive_address};
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
 pub struct WatchOptions {
+    /// `--until exit`: judge a job until it exits (`succeeded` on exit 0) instead of a server
+    /// until it is ready.
     pub until_exit: bool,
+    /// `--profile NAME`; `None`: detected from the command (`generic` when none fits).
     pub profile: Option<String>,
+    /// `--ready-line` regexes: every one must match a log line for ready; when given they
+    /// replace the profile's ready lines.
     pub ready_lines: Vec<String>,
+    /// `--fail-line` regexes: a matching log line means the server failed.
     pub fail_lines: Vec<String>,
+    /// `--timeout` as written (`30m`; `off`, `none` or `0` for none); `None`: the profile's,
+    /// else 30 minutes for a server and no deadline for a job.
     pub timeout: Option<String>,
+    /// `--stall` as written (`10m`; `off` for never); `None`: the profile's, else 10 minutes.
     pub stall: Option<String>,
+    /// `--log-grace` as written: how long a missing log may stay missing while no process is
+    /// known; `None`: 30 seconds.
     pub log_grace: Option<String>,
+    /// `--hold` as written: after ready, keep watching this long and report a crash inside
+    /// the window (server mode only); `None`: the profile's hold, if any.
     pub hold: Option<String>,
     /// Only read what is written from now on (attach without replaying the existing log).
     pub from_end: bool,
@@ -61,6 +74,8 @@ pub struct ProbePlan {
     /// `VLLM_API_KEY`, `OPENAI_API_KEY`); never shown.
     #[serde(default)]
     pub request_key: Option<String>,
+    /// Wait for `READY=1` on the command's `NOTIFY_SOCKET` (`--notify`, or the profile's
+    /// default).
     pub notify: bool,
     /// Sample GPU memory of the tree (where nvidia-smi exists).
     pub gpu: bool,
@@ -71,6 +86,8 @@ pub struct ProbePlan {
 }
 
 impl ProbePlan {
+    /// Whether no readiness probe is planned (port, HTTP, request, notify; GPU sampling is not
+    /// a readiness probe).
     pub fn is_empty(&self) -> bool {
         self.port.is_none() && self.http.is_none() && self.request.is_none() && !self.notify
     }
@@ -81,9 +98,16 @@ impl ProbePlan {
 pub struct Plan {
     /// The judge's configuration, its classifier included (`judge.classifier`).
     pub judge: JudgeConfig,
+    /// Name of the profile used: the one asked for, else the one detected from the command,
+    /// else `generic`.
     pub profile: String,
+    /// Most bytes of one log line that are kept (the rest of a longer line is dropped):
+    /// [`DEFAULT_LINE_CAP`].
     pub line_cap: usize,
+    /// Start reading at the log's current end, skipping what it already holds
+    /// ([`WatchOptions::from_end`]).
     pub from_end: bool,
+    /// The readiness probes to run, resolved to their targets.
     pub probes: ProbePlan,
     /// The server's listen address, when the profile or flags know it (for `--then`).
     pub address: Option<Address>,

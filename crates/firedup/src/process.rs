@@ -10,8 +10,11 @@ use std::time::Duration;
 /// Fields of `/proc/PID/stat` that firedup uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProcStat {
+    /// Parent pid (field 4).
     pub ppid: u32,
+    /// Process group id (field 5); a launched command leads its own group.
     pub pgrp: u32,
+    /// Session id (field 6); a launched command leads its own session.
     pub session: u32,
     /// utime + stime + cutime + cstime, in clock ticks.
     pub cpu_ticks: u64,
@@ -21,6 +24,7 @@ pub struct ProcStat {
     pub state: char,
 }
 
+/// Reads `/proc/PID/stat`; `None` when the process is gone or the file does not parse.
 pub fn stat(pid: u32) -> Option<ProcStat> {
     let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     parse_stat(&text)
@@ -281,7 +285,6 @@ pub fn is_supervisor(pid: u32) -> bool {
         .is_ok_and(|b| b.split(|c| *c == 0).nth(1) == Some(b"__supervise".as_slice()))
 }
 
-/// The command line of a process, for reports.
 /// The arguments of `pid`, as it was started (empty when unreadable).
 pub fn argv(pid: u32) -> Vec<String> {
     fs::read(format!("/proc/{pid}/cmdline"))
@@ -294,6 +297,8 @@ pub fn argv(pid: u32) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The command line of a process, for reports: its arguments joined by spaces (empty when
+/// unreadable).
 pub fn cmdline(pid: u32) -> String {
     fs::read(format!("/proc/{pid}/cmdline"))
         .map(|b| {

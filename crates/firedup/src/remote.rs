@@ -31,6 +31,7 @@ pub struct HostSpec {
     pub destination: String,
     /// An ssh config file instead of `~/.ssh/config` (`FIREDUP_SSH_CONFIG`; the tests use it).
     pub config_file: Option<PathBuf>,
+    /// ssh's `ConnectTimeout`; the whole handshake is given 5 seconds more.
     pub connect_timeout: Duration,
     /// The remote `FIREDUP_STATE_DIR` (`FIREDUP_REMOTE_STATE_DIR`), else the remote default.
     pub remote_state_dir: Option<String>,

@@ -20,24 +20,43 @@ use crate::verdict::ExitInfo;
 /// What the launcher records about a run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RunMeta {
+    /// The run's id: its directory's name under [`runs_root`], and the `FIREDUP_RUN_ID` every
+    /// process of the run carries.
     pub run_id: String,
+    /// The command and its arguments, secret-looking values replaced by `<redacted>` (the
+    /// supervisor got the real ones on its stdin, never on disk).
     pub command: Vec<String>,
+    /// The absolute working directory the command was started in.
     pub cwd: String,
     /// `--env` overrides, secret-looking values replaced by `<redacted>`.
     pub env: Vec<(String, String)>,
+    /// Path of the log the command's stdout and stderr are appended to: `--log` made absolute,
+    /// else `output.log` in the run directory.
     pub log: String,
+    /// Name of the server profile the launch resolved to (given, or detected from the command;
+    /// `generic` when none fits).
     pub profile: String,
+    /// Server mode (`"ready"`: judged until ready) or job mode (`"exit"`: until it exits).
     pub mode: crate::judge::Mode,
-    /// Unix time in seconds.
+    /// When the launcher recorded the run, just before the command started: Unix time in
+    /// seconds.
     pub started_at: f64,
+    /// Version of the firedup that launched the run.
     pub firedup_version: String,
-    /// The judging flags of the launch, so that `firedup watch RUN_ID` judges the same way.
+    /// `--ready-line` patterns of the launch. This and the next three fields are the judging
+    /// flags older firedups recorded (a newer record has them all in `options` too), so that
+    /// `firedup watch RUN_ID` judges the same way.
     #[serde(default)]
     pub ready_lines: Vec<String>,
+    /// `--fail-line` patterns of the launch.
     #[serde(default)]
     pub fail_lines: Vec<String>,
+    /// `--stall` as written (`10m`, `off`); `None` when not given (the profile's or the
+    /// default applied).
     #[serde(default)]
     pub stall: Option<String>,
+    /// `--timeout` as written (`30m`, `off`); `None` when not given (the profile's or the
+    /// default applied).
     #[serde(default)]
     pub timeout: Option<String>,
     /// All judging options of the launch (newer runs; the fields above stay for older readers).
@@ -55,18 +74,27 @@ pub struct RunMeta {
 /// What the supervisor records once the command runs.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ProcessRecord {
+    /// Pid of the command (the supervisor's child, leader of its own session and process
+    /// group).
     pub pid: u32,
+    /// The command's start time after boot in clock ticks (`/proc/PID/stat`), which tells it
+    /// from a later process given the same pid; 0 when it could not be read.
     pub start_ticks: u64,
+    /// Pid of the supervisor (`firedup __supervise`), the command's parent.
     pub supervisor_pid: u32,
 }
 
 /// What the supervisor records when the command ends (or could not start).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ExitRecord {
+    /// The command's exit code or signal (and core dump flag); `None` when it never started.
     #[serde(default)]
     pub exit: Option<ExitInfo>,
+    /// Why the command could not be started, one sentence (`command not found: ...`); `None`
+    /// when it started.
     #[serde(default)]
     pub spawn_error: Option<String>,
+    /// When the command ended, or its start failed: Unix time in seconds.
     pub ended_at: f64,
 }
 
@@ -156,10 +184,13 @@ pub fn check_private(dir: &Path) -> Result<()> {
 /// A run directory.
 #[derive(Debug, Clone)]
 pub struct RunDir {
+    /// The run's id (the directory's name; `FIREDUP_RUN_ID` of its processes).
     pub id: String,
+    /// The run directory's path, under [`runs_root`].
     pub path: PathBuf,
 }
 
+/// The current time as Unix time in seconds (0 when the clock is before 1970).
 pub fn now_unix() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -272,21 +303,27 @@ impl RunDir {
         runs.into_iter().map(|(_, r)| r).collect()
     }
 
+    /// Reads the launcher's record, `meta.json`; `Err` when it is missing or unreadable.
     pub fn meta(&self) -> Result<RunMeta> {
         read_json(&self.path.join("meta.json"))
     }
+    /// Writes `meta.json` atomically.
     pub fn write_meta(&self, meta: &RunMeta) -> Result<()> {
         write_json(&self.path.join("meta.json"), meta)
     }
+    /// Reads `process.json`; `None` until the command has started (or when unreadable).
     pub fn process(&self) -> Option<ProcessRecord> {
         read_json(&self.path.join("process.json")).ok()
     }
+    /// Writes `process.json` atomically.
     pub fn write_process(&self, rec: &ProcessRecord) -> Result<()> {
         write_json(&self.path.join("process.json"), rec)
     }
+    /// Reads `exit.json`; `None` while the command runs (or when unreadable).
     pub fn exit(&self) -> Option<ExitRecord> {
         read_json(&self.path.join("exit.json")).ok()
     }
+    /// Writes `exit.json` atomically.
     pub fn write_exit(&self, rec: &ExitRecord) -> Result<()> {
         write_json(&self.path.join("exit.json"), rec)
     }

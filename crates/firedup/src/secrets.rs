@@ -35,6 +35,7 @@ pub fn looks_secret(name: &str) -> bool {
             .any(|part| part.ends_with("TOKEN") || part == "PAT")
 }
 
+/// What a secret value is replaced by wherever it is shown or stored.
 pub const REDACTED: &str = "<redacted>";
 
 /// The compiled shapes of secret values.

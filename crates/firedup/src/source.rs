@@ -11,6 +11,7 @@ use crate::plan::Plan;
 /// Something the source saw.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Seen {
+    /// An observation for the judge, at a time on the source's clock ([`Source::now`]).
     Obs(Duration, Observation),
     /// A note about the watch itself (lost contact, reconnected).
     Note(Duration, String),

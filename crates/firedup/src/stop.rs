@@ -22,6 +22,7 @@ pub struct StopReport {
     pub escalated: bool,
     /// Processes still alive at the end, with their command lines.
     pub survivors: Vec<(u32, String)>,
+    /// How long the stop took, its last check included.
     pub took: Duration,
     /// The sweep for the run's `FIREDUP_RUN_ID`, when there was one.
     pub swept: Option<SweepNote>,

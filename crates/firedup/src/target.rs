@@ -12,13 +12,20 @@ use crate::rundir::RunDir;
 /// What to watch.
 #[derive(Debug, Clone, Default)]
 pub struct Target {
+    /// The log file to follow.
     pub log: PathBuf,
+    /// The watched process: the launched command (the supervisor's child), or the one given or
+    /// found writing the log when attaching; `None` when it never started or is not known.
     pub pid: Option<u32>,
+    /// `pid`'s start time after boot in clock ticks, which tells it from a later process given
+    /// the same pid; `None` when unknown.
     pub start_ticks: Option<u64>,
     /// The run directory, when firedup launched it (exit status comes from there).
     pub run: Option<RunDir>,
     /// The launch failed with this reason.
     pub spawn_error: Option<String>,
+    /// The run's id (its processes' `FIREDUP_RUN_ID`); empty when attaching to a log that
+    /// firedup did not launch.
     pub run_id: String,
     /// The sd_notify socket given to the command (`--notify`).
     pub notify: Option<Arc<NotifySocket>>,
@@ -26,7 +33,7 @@ pub struct Target {
     /// through `exit.json`.
     pub exit_pipe: Option<crate::launch::ExitPipe>,
     /// Where the launch's output begins in a log that already held something: judging starts
-    /// there (see [`crate::logstart`]).
+    /// there, so what the file held before the launch is never judged.
     pub log_start: Option<crate::logstart::LogStart>,
 }
 

@@ -20,13 +20,18 @@ use serde::{Deserialize, Serialize};
 pub struct BenchResult {
     /// Exit status (128+N for a signal); `None` when it did not finish.
     pub status: Option<i32>,
+    /// The bench was killed (its whole process group) at its timeout.
     pub timed_out: bool,
+    /// The bench was killed (its whole process group) because the matrix was cancelled.
     pub interrupted: bool,
+    /// Each metric found: the number in its regex's first group, at the regex's last match in
+    /// the output.
     pub metrics: BTreeMap<String, f64>,
     /// Metrics whose regex matched nothing.
     pub missing: Vec<String>,
     /// The bench's output file.
     pub output: PathBuf,
+    /// How long the bench ran, in seconds.
     pub took_s: f64,
     /// The bench could not be started.
     pub error: Option<String>,

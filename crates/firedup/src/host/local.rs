@@ -1,5 +1,6 @@
 //! [`LocalHost`]: this machine. Launching is [`crate::launch`] (the supervisor), observing is
-//! [`LocalObserver`] (inotify, pidfd, the prober), stopping is [`crate::stop::stop_run`] and a
+//! `LocalObserver` (inotify, pidfd, the prober), stopping is `stop_run` (the tree and the run's
+//! `FIREDUP_RUN_ID`, then a check that none is left) and a
 //! matrix cell's teardown is [`teardown::teardown`]. The SSH host's remote side runs this same
 //! code through the copied firedup's hidden commands.
 

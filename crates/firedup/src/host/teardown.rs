@@ -65,6 +65,7 @@ pub struct TeardownCheck {
     pub notes: Vec<String>,
     /// GPU memory the tree still held at the end, where known (`None`: no nvidia-smi here).
     pub gpu_after_mib: Option<u64>,
+    /// How long the teardown and its checks took, in seconds.
     pub took_s: f64,
 }
 

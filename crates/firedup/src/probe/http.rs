@@ -12,7 +12,7 @@
 //! - a host that does not resolve, a URL that is not `http://` (there is no TLS in firedup), an
 //!   answer that is not HTTP (probing a Redis port) → `Fault`, each with its own detail.
 //!
-//! The agent built by [`agent`] is shared with the request probe. It ignores proxies from the
+//! The agent built by `agent()` is shared with the request probe. It ignores proxies from the
 //! environment: ureq 3 reads `ALL_PROXY`, `HTTPS_PROXY` and `HTTP_PROXY` (and lower-case forms) in
 //! its default config, in that order and for every scheme, and tunnels through the proxy with
 //! `CONNECT`. A probe of `127.0.0.1` sent to a corporate proxy would probe the proxy, so the agent
@@ -83,7 +83,9 @@ pub(crate) fn agent(timeout: Duration) -> ureq::Agent {
 /// A checked `http://` URL: where it connects, and how it is shown in details.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Target {
+    /// The host to connect to (an IPv6 address without its brackets).
     pub host: String,
+    /// The port to connect to (80 when the URL names none).
     pub port: u16,
     /// `host:port` as the URL spells it.
     pub authority: String,

@@ -23,6 +23,7 @@ pub use firedup_judge::notify_message::{NotifyMessage, parse};
 /// A bound `NOTIFY_SOCKET` (unix datagram). The socket file is removed on drop.
 #[derive(Debug)]
 pub struct NotifySocket {
+    /// The socket file's path: the command's `NOTIFY_SOCKET`.
     pub path: PathBuf,
     socket: UnixDatagram,
 }

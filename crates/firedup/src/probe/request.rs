@@ -13,7 +13,7 @@
 //!   was wrong (with the server's own error message when it sent one).
 //!
 //! `timeout` bounds the whole probe (both requests for OpenAI). Requests go through the HTTP
-//! probe's agent ([`super::http::agent`]): no proxy from the environment, no redirects.
+//! probe's agent (`http::agent()`): no proxy from the environment, no redirects.
 
 use std::time::{Duration, Instant};
 

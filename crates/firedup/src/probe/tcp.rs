@@ -34,7 +34,10 @@ use crate::duration::format_duration;
 /// process whose environment carries the run's `FIREDUP_RUN_ID`.
 #[derive(Debug, Clone, Copy)]
 pub struct Ours<'a> {
+    /// Pids of the watched process tree.
     pub tree: &'a [u32],
+    /// The run's id, looked for as `FIREDUP_RUN_ID` in a process's environment; `None`: the
+    /// tree only.
     pub run_id: Option<&'a str>,
 }
 
@@ -200,8 +203,11 @@ pub fn listener_inodes(port: u16) -> Vec<u64> {
 /// One listening socket from `/proc/net/tcp` or `/proc/net/tcp6`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Listener {
+    /// The local address it listens on (`0.0.0.0` or `::` for every address).
     pub addr: IpAddr,
+    /// The local port.
     pub port: u16,
+    /// The socket's inode, which finds its owner through `/proc/PID/fd`.
     pub inode: u64,
 }
 

@@ -14,8 +14,11 @@ use super::HostSpec;
 /// An open connection and the path of the firedup agent on the host.
 #[derive(Debug)]
 pub struct Remote {
+    /// The ControlMaster connection; every remote action is a channel of it.
     pub session: Session,
+    /// The destination as the user wrote it (`user@host`, an ssh config alias).
     pub host: String,
+    /// Path on the host of the installed firedup (`~/.cache/firedup/bin/firedup-VERSION-HASH`).
     pub firedup: String,
     state_dir: Option<String>,
 }
@@ -23,8 +26,12 @@ pub struct Remote {
 /// What a remote command printed.
 #[derive(Debug, Clone)]
 pub struct Output {
+    /// The remote command's exit code, as ssh reports it; `None` when there was none (a
+    /// signal ended it).
     pub code: Option<i32>,
+    /// What the command wrote on stdout.
     pub stdout: String,
+    /// What the command wrote on stderr.
     pub stderr: String,
 }
 
