@@ -51,6 +51,7 @@ pub mod error;
 pub mod follow;
 pub mod host;
 pub mod launch;
+pub mod launched_log;
 pub mod launcher;
 pub mod logpath;
 pub mod logstart;

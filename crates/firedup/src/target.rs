@@ -28,6 +28,9 @@ pub struct Target {
     /// Where the launch's output begins in a log that already held something: judging starts
     /// there (see [`crate::logstart`]).
     pub log_start: Option<crate::logstart::LogStart>,
+    /// The identity of the file the launch wrote to, when recorded: a log rotated before it is
+    /// followed is still read (see [`crate::launched_log`]).
+    pub log_file: Option<crate::launched_log::FileId>,
 }
 
 impl Target {
@@ -44,6 +47,7 @@ impl Target {
                 notify: None,
                 exit_pipe: l.exit_pipe.clone(),
                 log_start: l.log_start,
+                log_file: l.log_file,
             },
             Err(reason) => Target {
                 log: l.log.clone(),
@@ -55,6 +59,7 @@ impl Target {
                 notify: None,
                 exit_pipe: None,
                 log_start: l.log_start,
+                log_file: l.log_file,
             },
         }
     }
