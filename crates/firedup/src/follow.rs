@@ -133,7 +133,7 @@ impl LogFollower {
     ) -> Option<String> {
         let (offset, line) = start.map_or((0, 1), |s| (s.offset, s.line));
         if let Ok(Ok((_, meta))) = open_regular(&self.path) {
-            if FileId::of(&meta) == launched {
+            if FileId::of(&meta).is(&launched) {
                 self.resume_at(offset, line);
                 return None;
             }

@@ -468,7 +468,7 @@ pub fn supervise(
     // it prepared; another may have been put at the path since). Re-read, so that the command's
     // real arguments (secrets) read above never reach the disk.
     let log_file = FileId::of(&log_meta);
-    if meta.log_file != Some(log_file) {
+    if !meta.log_file.is_some_and(|f| f.is(&log_file)) {
         let mut recorded = run.meta()?;
         recorded.log_file = Some(log_file);
         run.write_meta(&recorded)?;

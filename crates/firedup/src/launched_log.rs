@@ -23,11 +23,16 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-/// A file's identity on this machine: its device and inode numbers.
+/// A file's identity on this machine: its device and inode numbers, and its birth time where the
+/// file system keeps one (an inode number is reused once its file is deleted and closed: a
+/// `watch RUN_ID` long after must not take a later file for the launched one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileId {
     pub dev: u64,
     pub ino: u64,
+    /// Seconds and nanoseconds since the Unix epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub born: Option<(u64, u32)>,
 }
 
 impl FileId {
@@ -35,7 +40,23 @@ impl FileId {
         FileId {
             dev: meta.dev(),
             ino: meta.ino(),
+            born: meta
+                .created()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| (d.as_secs(), d.subsec_nanos())),
         }
+    }
+
+    /// Whether `other` is the same file: same device and inode, and the same birth time when
+    /// both know one (an identity recorded without it, by an older firedup or from a
+    /// [`crate::logstart::LogStart`], has only device and inode to go by).
+    pub fn is(&self, other: &FileId) -> bool {
+        (self.dev, self.ino) == (other.dev, other.ino)
+            && match (self.born, other.born) {
+                (Some(a), Some(b)) => a == b,
+                _ => true,
+            }
     }
 }
 
@@ -97,7 +118,7 @@ pub fn in_process(id: FileId, pid: u32) -> Option<File> {
 /// Opens `path` for reading if it is the regular file `id`, checked after opening.
 fn open_if(id: FileId, path: &Path) -> Option<File> {
     let meta = std::fs::metadata(path).ok()?;
-    if !meta.is_file() || FileId::of(&meta) != id {
+    if !meta.is_file() || !FileId::of(&meta).is(&id) {
         return None;
     }
     let f = OpenOptions::new()
@@ -106,13 +127,33 @@ fn open_if(id: FileId, path: &Path) -> Option<File> {
         .open(path)
         .ok()?;
     let meta = f.metadata().ok()?;
-    (meta.is_file() && FileId::of(&meta) == id).then_some(f)
+    (meta.is_file() && FileId::of(&meta).is(&id)).then_some(f)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::{Read, Write};
+
+    #[test]
+    fn the_birth_time_tells_a_reused_inode_when_both_sides_know_it() {
+        let id = |born| FileId {
+            dev: 1,
+            ino: 2,
+            born,
+        };
+        for (a, b, same) in [
+            (id(None), id(None), true),
+            (id(Some((5, 1))), id(Some((5, 1))), true),
+            (id(Some((5, 1))), id(Some((5, 2))), false),
+            (id(Some((5, 1))), id(None), true),
+            (id(None), id(Some((5, 1))), true),
+            (id(None), FileId { ino: 3, ..id(None) }, false),
+            (id(None), FileId { dev: 3, ..id(None) }, false),
+        ] {
+            assert_eq!(a.is(&b), same, "{a:?} {b:?}");
+        }
+    }
 
     #[test]
     fn a_renamed_file_is_found_in_its_directory_and_nothing_else_is() {
@@ -146,11 +187,16 @@ mod tests {
         let mut s = String::new();
         f.read_to_string(&mut s).unwrap();
         assert_eq!(s, "still written\n");
-        // Another identity is not taken for it.
-        let other = FileId {
-            dev: id.dev,
-            ino: 0,
-        };
+        // Another identity is not taken for it: another inode, or the same inode born at
+        // another time (reused).
+        let other = FileId { ino: 0, ..id };
         assert!(in_process(other, std::process::id()).is_none());
+        if let Some((s, n)) = id.born {
+            let reborn = FileId {
+                born: Some((s + 1, n)),
+                ..id
+            };
+            assert!(in_process(reborn, std::process::id()).is_none());
+        }
     }
 }

@@ -116,6 +116,7 @@ impl LocalObserver {
         let launched = target.log_file.or(target.log_start.map(|s| FileId {
             dev: s.dev,
             ino: s.ino,
+            born: None,
         }));
         if let Some((offset, line)) = settings.resume {
             follower.resume_at(offset, line);
