@@ -64,6 +64,8 @@ pub struct LogFollower {
     retired: Option<Retired>,
     last_state: Option<LogState>,
     buf: Vec<u8>,
+    /// For the user, not yet taken ([`LogFollower::take_note`]).
+    note: Option<String>,
 }
 
 /// Opens `path` for reading without blocking (a FIFO would block an ordinary open) and only if
@@ -94,6 +96,7 @@ impl LogFollower {
             retired: None,
             last_state: None,
             buf: vec![0; CHUNK],
+            note: None,
         }
     }
 
@@ -123,9 +126,24 @@ impl LogFollower {
     /// follower first looked: the command may still be writing to the file it has open, so that
     /// file, as `find` finds it by its identity, is read as the retired file (the lines written
     /// before the rotation first), and the file now at the path is followed from its start as a
-    /// new file. Returns a note for the user when the path did not name the launched file: where
-    /// it was found, or that it was not and its lines since the rotation cannot be judged.
+    /// new file. When the path did not name the launched file, a note for the user
+    /// ([`LogFollower::take_note`]) says where it was found, or that it was not and its lines
+    /// since the rotation cannot be judged.
     pub fn start_launched(
+        &mut self,
+        launched: FileId,
+        start: Option<LogStart>,
+        find: impl FnOnce() -> Option<(File, FoundAt)>,
+    ) {
+        self.note = self.open_launched(launched, start, find);
+    }
+
+    /// The note [`LogFollower::start_launched`] left, once.
+    pub fn take_note(&mut self) -> Option<String> {
+        self.note.take()
+    }
+
+    fn open_launched(
         &mut self,
         launched: FileId,
         start: Option<LogStart>,

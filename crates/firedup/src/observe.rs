@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use crate::dirwatch::{self, DirSubscription};
 use crate::follow::{FollowEvent, LogFollower};
 use crate::judge::{LogState, Observation};
-use crate::launched_log::{self, FileId};
+use crate::launched_log;
 use crate::lines::clean_text;
 use crate::plan::ProbePlan;
 use crate::process;
@@ -92,8 +92,6 @@ pub struct LocalObserver {
     sample_every: Duration,
     /// The last read stopped at its size limit: more is waiting.
     backlog: bool,
-    /// Notes about the watch itself not yet taken ([`LocalObserver::take_notes`]).
-    notes: Vec<String>,
 }
 
 impl std::fmt::Debug for LocalObserver {
@@ -110,24 +108,14 @@ impl LocalObserver {
     pub fn new(target: &Target, settings: &ObserveSettings, start: Instant) -> LocalObserver {
         let (tx, rx) = mpsc::channel::<Wake>();
         let mut follower = LogFollower::new(&target.log, settings.line_cap);
-        let mut notes = Vec::new();
-        // The file launched into: recorded by the launch (a run of an older firedup recorded
-        // its identity only when the log already held something).
-        let launched = target.log_file.or(target.log_start.map(|s| FileId {
-            dev: s.dev,
-            ino: s.ino,
-            born: None,
-        }));
         if let Some((offset, line)) = settings.resume {
             follower.resume_at(offset, line);
-        } else if let Some(id) =
-            launched.filter(|_| target.log_start.is_some() || !settings.from_end)
+        } else if let Some((id, start)) = target
+            .launched_log()
+            .filter(|_| target.log_start.is_some() || !settings.from_end)
         {
-            let start = target
-                .log_start
-                .filter(|s| (s.dev, s.ino) == (id.dev, id.ino));
             let find = || launched_log::find_launched(id, &target.run_id, &target.log);
-            notes.extend(follower.start_launched(id, start, find));
+            follower.start_launched(id, start, find);
         } else if settings.from_end {
             follower.skip_existing();
         }
@@ -194,7 +182,6 @@ impl LocalObserver {
             next_sample: Instant::now(),
             sample_every: settings.sample_every,
             backlog: false,
-            notes,
         }
     }
 
@@ -202,10 +189,9 @@ impl LocalObserver {
         self.start.elapsed()
     }
 
-    /// Notes about the watch itself since the last call (the log was rotated before it was
-    /// followed, ...): for the user, not for the judge.
-    pub fn take_notes(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.notes)
+    /// A note about the watch itself (the log was rotated before it was followed), once.
+    pub fn take_note(&mut self) -> Option<String> {
+        self.follower.take_note()
     }
 
     /// Whether the process's end has been observed (nothing more will come but log lines).

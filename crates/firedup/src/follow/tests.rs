@@ -390,13 +390,14 @@ fn start_launched_reads_the_launched_file_wherever_the_rotation_left_it() {
             .open(launched_now)
             .unwrap();
         let mut f = LogFollower::new(&path, 1024);
-        let note = f.start_launched(id, start, || {
+        f.start_launched(id, start, || {
             if findable {
                 open_found(launched_now)
             } else {
                 None
             }
         });
+        let note = f.take_note();
         writer.write_all(b"written later\n").unwrap();
         let mut out = Vec::new();
         f.poll(&mut out);
@@ -422,8 +423,8 @@ fn start_launched_pins_the_launched_file_so_a_later_rotation_is_seen() {
     let (id, start) = launch_into(&path, b"", b"one\n");
     assert_eq!(start, None, "an empty log records no start");
     let mut f = LogFollower::new(&path, 1024);
-    let note = f.start_launched(id, start, || panic!("the path names the launched file"));
-    assert_eq!(note, None);
+    f.start_launched(id, start, || panic!("the path names the launched file"));
+    assert_eq!(f.take_note(), None);
     // Rotated after the follower's first look but before its first read: still the launched
     // file's lines first, then the new file's.
     let mut writer = std::fs::OpenOptions::new()
@@ -453,10 +454,9 @@ fn start_launched_reads_a_launched_file_truncated_below_the_start_from_its_begin
     std::fs::write(&rotated, b"short\n").unwrap(); // truncated in place, rewritten
     assert!(FileId::of(&std::fs::metadata(&rotated).unwrap()).is(&id));
     let mut f = LogFollower::new(&path, 1024);
-    assert!(
-        f.start_launched(id, start, || open_found(&rotated))
-            .is_some()
-    );
+    f.start_launched(id, start, || open_found(&rotated));
+    assert!(f.take_note().is_some());
+    assert_eq!(f.take_note(), None, "once");
     let mut out = Vec::new();
     f.finish(&mut out);
     assert_eq!(numbered(&out), vec![(1, "short".into())]);

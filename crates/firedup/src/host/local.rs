@@ -330,13 +330,9 @@ impl LocalSource {
 
 impl Source for LocalSource {
     fn collect(&mut self, out: &mut Vec<Seen>) {
-        let now = self.now();
-        out.extend(
-            self.observer
-                .take_notes()
-                .into_iter()
-                .map(|n| Seen::Note(now, n)),
-        );
+        if let Some(note) = self.observer.take_note() {
+            out.push(Seen::Note(self.now(), note));
+        }
         self.observer.collect(&mut self.buf);
         out.extend(self.buf.drain(..).map(|(at, o)| Seen::Obs(at, o)));
     }
