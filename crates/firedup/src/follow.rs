@@ -13,9 +13,10 @@
 //! next rotation or [`LogFollower::finish`]. Meanwhile the new file at the path is followed from
 //! its start, numbered from line 1. A rotation that happened before the follower first opened
 //! the path (a loaded machine, a `watch RUN_ID` long after) is found by the launched file's
-//! recorded identity ([`LogFollower::start_launched`]): that file becomes the retired file. The retired file gives no inotify wake (events are routed by
-//! the log's name), so its new lines arrive within the safety-net poll. A remote watch's resume
-//! point covers the file at the path only.
+//! recorded identity ([`LogFollower::start_launched`]): that file becomes the retired file. The
+//! retired file gives no inotify wake (events are routed by the log's name), so its new lines
+//! arrive within the safety-net poll. A remote watch's resume point covers the file at the path
+//! only.
 //!
 //! Only regular files are read: anything else at the path (a FIFO, a device, a directory) is
 //! reported unreadable and never opened for reading in a way that could block; files are opened
