@@ -137,6 +137,7 @@ fn target_of(spec: &AgentSpec) -> Result<Target> {
             notify: None,
             exit_pipe: None,
             log_start: meta.log_start,
+            log_file: meta.log_file,
         })
     } else {
         let log = spec

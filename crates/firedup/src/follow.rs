@@ -11,9 +11,12 @@
 //! *retired* file: a server that does not reopen its log keeps appending to it through its
 //! descriptor, and those lines are still read (before the new file's, on each poll) until the
 //! next rotation or [`LogFollower::finish`]. Meanwhile the new file at the path is followed from
-//! its start, numbered from line 1. The retired file gives no inotify wake (events are routed by
-//! the log's name), so its new lines arrive within the safety-net poll. A remote watch's resume
-//! point covers the file at the path only.
+//! its start, numbered from line 1. A rotation that happened before the follower first opened
+//! the path (a loaded machine, a `watch RUN_ID` long after) is found by the launched file's
+//! recorded identity ([`LogFollower::start_launched`]): that file becomes the retired file. The
+//! retired file gives no inotify wake (events are routed by the log's name), so its new lines
+//! arrive within the safety-net poll. A remote watch's resume point covers the file at the path
+//! only.
 //!
 //! Only regular files are read: anything else at the path (a FIFO, a device, a directory) is
 //! reported unreadable and never opened for reading in a way that could block; files are opened
@@ -26,6 +29,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::judge::LogState;
+use crate::launched_log::{FileId, FoundAt};
 use crate::lines::{LineSplitter, RawLine};
 use crate::logpath::not_a_file;
 use crate::logstart::LogStart;
@@ -63,6 +67,8 @@ pub struct LogFollower {
     retired: Option<Retired>,
     last_state: Option<LogState>,
     buf: Vec<u8>,
+    /// For the user, not yet taken ([`LogFollower::take_note`]).
+    note: Option<String>,
 }
 
 /// Opens `path` for reading without blocking (a FIFO would block an ordinary open) and only if
@@ -95,6 +101,7 @@ impl LogFollower {
             retired: None,
             last_state: None,
             buf: vec![0; CHUNK],
+            note: None,
         }
     }
 
@@ -115,6 +122,64 @@ impl LogFollower {
                 self.resume_at(start.offset, start.line);
             }
         }
+    }
+
+    /// Starts with the file a launch wrote its output to, `launched` (recorded at launch, see
+    /// [`crate::launched_log`]), from where the launch's output begins in it (`start`; byte 0,
+    /// line 1 without one). While the path names that file, it is opened now (a rotation from
+    /// here on is seen by [`LogFollower::poll`]). Otherwise the log was rotated before this
+    /// follower first looked: the command may still be writing to the file it has open, so that
+    /// file, as `find` finds it by its identity, is read as the retired file (the lines written
+    /// before the rotation first), and the file now at the path is followed from its start as a
+    /// new file. When the path did not name the launched file, a note for the user
+    /// ([`LogFollower::take_note`]) says where it was found, or that it was not and its lines
+    /// since the rotation cannot be judged.
+    pub fn start_launched(
+        &mut self,
+        launched: FileId,
+        start: Option<LogStart>,
+        find: impl FnOnce() -> Option<(File, FoundAt)>,
+    ) {
+        self.note = self.open_launched(launched, start, find);
+    }
+
+    /// The note [`LogFollower::start_launched`] left, once.
+    pub fn take_note(&mut self) -> Option<String> {
+        self.note.take()
+    }
+
+    fn open_launched(
+        &mut self,
+        launched: FileId,
+        start: Option<LogStart>,
+        find: impl FnOnce() -> Option<(File, FoundAt)>,
+    ) -> Option<String> {
+        let (offset, line) = start.map_or((0, 1), |s| (s.offset, s.line));
+        if let Ok(Ok((_, meta))) = open_regular(&self.path) {
+            if FileId::of(&meta).is(&launched) {
+                self.resume_at(offset, line);
+                return None;
+            }
+        }
+        let log = self.path.display();
+        let Some((mut file, at)) = find() else {
+            return Some(format!(
+                "{log} is not the file this run was launched into, and that file is neither in its directory nor open in a process of the run: following the file now at {log}; what the run wrote to the old file after the rotation is not judged"
+            ));
+        };
+        let mut splitter = LineSplitter::new(self.line_cap);
+        // A file shorter than the launch's start was truncated since: all of it is newer.
+        let from_start = file.metadata().is_ok_and(|m| m.len() >= offset)
+            && file.seek(SeekFrom::Start(offset)).is_ok();
+        if from_start {
+            splitter.set_next_number(line);
+        } else {
+            let _ = file.seek(SeekFrom::Start(0));
+        }
+        self.retired = Some(Retired { file, splitter });
+        Some(format!(
+            "{log} was rotated before firedup followed it: reading the file the run was launched into ({at}) as well as the new {log}"
+        ))
     }
 
     /// Resumes where an earlier follower of the same file left off: at byte `offset` (a line

@@ -33,6 +33,7 @@ use std::time::Duration;
 
 use crate::error::{Context, Error, Result, chain, usage};
 
+use crate::launched_log::FileId;
 use crate::process;
 use crate::rundir::{ExitRecord, ProcessRecord, RunDir, RunMeta, now_unix};
 use crate::secrets::{redact_args, shown_value};
@@ -95,6 +96,8 @@ pub struct Launched {
     pub log: PathBuf,
     /// Where this launch's output begins, when the log already held something.
     pub log_start: Option<crate::logstart::LogStart>,
+    /// The identity of the log file the command writes to (see [`crate::launched_log`]).
+    pub log_file: Option<FileId>,
     /// `Err(reason)` when the command could not be started.
     pub started: std::result::Result<ProcessRecord, String>,
     /// The supervisor (`firedup __supervise`), this process's child: it ends by itself once the
@@ -252,7 +255,7 @@ pub fn launch_with(spec: &LaunchSpec, firedup: &Path) -> Result<Launched> {
 fn start(spec: &LaunchSpec, checked: Checked, run: RunDir, exe: &Path) -> Result<Launched> {
     let cwd = checked.cwd;
     let log = checked.log.unwrap_or_else(|| run.path.join("output.log"));
-    prepare_log(&log)?;
+    let log_file = prepare_log(&log)?;
     let log_start = crate::logstart::measure(&log)?;
     let meta = RunMeta {
         run_id: run.id.clone(),
@@ -277,6 +280,7 @@ fn start(spec: &LaunchSpec, checked: Checked, run: RunDir, exe: &Path) -> Result
         options: Some(spec.judging.clone()),
         name: spec.name.clone(),
         log_start,
+        log_file: Some(log_file),
     };
     run.write_meta(&meta)?;
     let supervisor_log = fs::File::create(run.path.join("supervisor.log"))?;
@@ -334,6 +338,8 @@ fn start(spec: &LaunchSpec, checked: Checked, run: RunDir, exe: &Path) -> Result
             detail.trim()
         )));
     };
+    // The supervisor records the file it opened, should it not be this one (replaced since).
+    let log_file = run.meta().ok().and_then(|m| m.log_file).or(Some(log_file));
     let exit_pipe = started
         .is_ok()
         .then(|| ExitPipe(Arc::new(Mutex::new(Some(OwnedFd::from(stdout))))));
@@ -341,6 +347,7 @@ fn start(spec: &LaunchSpec, checked: Checked, run: RunDir, exe: &Path) -> Result
         run,
         log,
         log_start,
+        log_file,
         started,
         supervisor,
         exit_pipe,
@@ -349,7 +356,8 @@ fn start(spec: &LaunchSpec, checked: Checked, run: RunDir, exe: &Path) -> Result
 
 /// Makes sure the log can be appended to: its directory exists and it opens as a regular file
 /// (opened without blocking, so a FIFO put there since [`check`] is refused, not waited on).
-fn prepare_log(log: &Path) -> Result<()> {
+/// Returns the file's identity.
+fn prepare_log(log: &Path) -> Result<FileId> {
     if let Some(dir) = log.parent() {
         fs::create_dir_all(dir)
             .with_context(|| format!("cannot create the log directory {}", dir.display()))?;
@@ -361,13 +369,14 @@ fn prepare_log(log: &Path) -> Result<()> {
         .custom_flags(libc::O_NONBLOCK)
         .open(log)
         .with_context(|| format!("cannot open the log {} for writing", log.display()))?;
-    if let Some(what) = crate::logpath::not_a_file(f.metadata()?.file_type()) {
+    let meta = f.metadata()?;
+    if let Some(what) = crate::logpath::not_a_file(meta.file_type()) {
         usage!(
             "--log {} is {what}, not a regular file: give the path of a log file",
             log.display()
         );
     }
-    Ok(())
+    Ok(FileId::of(&meta))
 }
 
 /// One sentence for an exec failure.
@@ -466,8 +475,18 @@ pub fn supervise(
         .mode(0o644)
         .custom_flags(libc::O_NONBLOCK)
         .open(&meta.log)?;
-    if let Some(what) = crate::logpath::not_a_file(log.metadata()?.file_type()) {
+    let log_meta = log.metadata()?;
+    if let Some(what) = crate::logpath::not_a_file(log_meta.file_type()) {
         usage!("the log {} is {what}, not a regular file", meta.log);
+    }
+    // The file the command's output goes to is the one on record (the launcher recorded the file
+    // it prepared; another may have been put at the path since). Re-read, so that the command's
+    // real arguments (secrets) read above never reach the disk.
+    let log_file = FileId::of(&log_meta);
+    if !meta.log_file.is_some_and(|f| f.is(&log_file)) {
+        let mut recorded = run.meta()?;
+        recorded.log_file = Some(log_file);
+        run.write_meta(&recorded)?;
     }
     // Orphaned grandchildren are re-parented to us, so they are reaped and stay in view. A
     // launcher gone before our report is an EPIPE, not a SIGPIPE that would end us unrecorded.

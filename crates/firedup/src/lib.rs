@@ -105,6 +105,7 @@ pub mod error;
 pub mod follow;
 pub mod host;
 pub mod launch;
+mod launched_log;
 mod launcher;
 mod logpath;
 mod logstart;

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use crate::dirwatch::{self, DirSubscription};
 use crate::follow::{FollowEvent, LogFollower};
 use crate::judge::{LogState, Observation};
+use crate::launched_log;
 use crate::lines::clean_text;
 use crate::plan::ProbePlan;
 use crate::process;
@@ -113,8 +114,12 @@ impl LocalObserver {
         let mut follower = LogFollower::new(&target.log, settings.line_cap);
         if let Some((offset, line)) = settings.resume {
             follower.resume_at(offset, line);
-        } else if let Some(start) = target.log_start {
-            follower.start_at(&start);
+        } else if let Some((id, start)) = target
+            .launched_log()
+            .filter(|_| target.log_start.is_some() || !settings.from_end)
+        {
+            let find = || launched_log::find_launched(id, &target.run_id, &target.log);
+            follower.start_launched(id, start, find);
         } else if settings.from_end {
             follower.skip_existing();
         }
@@ -186,6 +191,11 @@ impl LocalObserver {
 
     fn now(&self) -> Duration {
         self.start.elapsed()
+    }
+
+    /// A note about the watch itself (the log was rotated before it was followed), once.
+    pub(crate) fn take_note(&mut self) -> Option<String> {
+        self.follower.take_note()
     }
 
     /// Whether the process's end has been observed (nothing more will come but log lines).

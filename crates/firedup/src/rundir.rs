@@ -69,6 +69,10 @@ pub struct RunMeta {
     /// appended to): judging starts there, also for a later `firedup watch RUN_ID`.
     #[serde(default)]
     pub log_start: Option<crate::logstart::LogStart>,
+    /// The identity of the log file the command's output went to (absent in runs of an older
+    /// firedup): a reader finds it again after a rotation (see [`crate::launched_log`]).
+    #[serde(default)]
+    pub log_file: Option<crate::launched_log::FileId>,
 }
 
 /// What the supervisor records once the command runs.

@@ -6,6 +6,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::launched_log::FileId;
+use crate::logstart::LogStart;
 use crate::probe::notify::NotifySocket;
 use crate::rundir::RunDir;
 
@@ -35,9 +37,26 @@ pub struct Target {
     /// Where the launch's output begins in a log that already held something: judging starts
     /// there, so what the file held before the launch is never judged.
     pub log_start: Option<crate::logstart::LogStart>,
+    /// The identity of the file the launch wrote to, when recorded: a log rotated before it is
+    /// followed is still read (see [`crate::launched_log`]).
+    pub log_file: Option<FileId>,
 }
 
 impl Target {
+    /// The file the launch wrote to and where its output begins there: the identity the launch
+    /// recorded (a run of an older firedup recorded one only when the log already held
+    /// something, with its start), and the start when it was measured in that same file.
+    pub fn launched_log(&self) -> Option<(FileId, Option<LogStart>)> {
+        let from_start = |s: LogStart| FileId {
+            dev: s.dev,
+            ino: s.ino,
+            born: None,
+        };
+        let id = self.log_file.or(self.log_start.map(from_start))?;
+        let start = self.log_start.filter(|s| from_start(*s).is(&id));
+        Some((id, start))
+    }
+
     /// The target for a run firedup just launched.
     pub fn from_launch(l: &crate::launch::Launched) -> Target {
         match &l.started {
@@ -51,6 +70,7 @@ impl Target {
                 notify: None,
                 exit_pipe: l.exit_pipe.clone(),
                 log_start: l.log_start,
+                log_file: l.log_file,
             },
             Err(reason) => Target {
                 log: l.log.clone(),
@@ -62,6 +82,7 @@ impl Target {
                 notify: None,
                 exit_pipe: None,
                 log_start: l.log_start,
+                log_file: l.log_file,
             },
         }
     }

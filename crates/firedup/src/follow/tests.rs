@@ -1,6 +1,7 @@
 //! Unit tests of the log follower (follow.rs): late, truncated, rotated and deleted logs, chunking.
 
 use super::*;
+use crate::launched_log::FileId;
 use std::io::Write;
 
 fn lines(events: &[FollowEvent]) -> Vec<String> {
@@ -300,4 +301,163 @@ fn a_directory_is_unreadable_not_missing() {
     let mut out = Vec::new();
     f.poll(&mut out);
     assert!(matches!(&states(&out)[0], LogState::Unreadable(r) if r.contains("directory")));
+}
+
+/// A launch into `path` that held `before` (its start recorded as the launch records it), then
+/// wrote `launched`: the file's identity and where the launch's output begins.
+fn launch_into(path: &Path, before: &[u8], launched: &[u8]) -> (FileId, Option<LogStart>) {
+    std::fs::write(path, before).unwrap();
+    let start = crate::logstart::measure(path).unwrap();
+    let id = FileId::of(&std::fs::metadata(path).unwrap());
+    let mut w = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    w.write_all(launched).unwrap();
+    (id, start)
+}
+
+fn open_found(p: &Path) -> Option<(File, FoundAt)> {
+    Some((File::open(p).unwrap(), FoundAt::Path(p.to_path_buf())))
+}
+
+#[test]
+fn start_launched_reads_the_launched_file_wherever_the_rotation_left_it() {
+    // (what the path holds at the first look, found by identity?, lines read, note says)
+    enum AtPath {
+        Launched,
+        NewFile,
+        Nothing,
+    }
+    let cases: [(&str, AtPath, bool, &[(u64, &str)], Option<&str>); 5] = [
+        (
+            "not rotated: the launched file, from the launch's start",
+            AtPath::Launched,
+            true,
+            &[(3, "launched line"), (4, "written later")],
+            None,
+        ),
+        (
+            "renamed + created: the launched file, then the new one from line 1",
+            AtPath::NewFile,
+            true,
+            &[
+                (3, "launched line"),
+                (4, "written later"),
+                (1, "new file line"),
+            ],
+            Some("rotated before firedup followed it"),
+        ),
+        (
+            "deleted, nothing created: the launched file as it is held",
+            AtPath::Nothing,
+            true,
+            &[(3, "launched line"), (4, "written later")],
+            Some("rotated before firedup followed it"),
+        ),
+        (
+            "renamed + created, the launched file nowhere: the new file, said so",
+            AtPath::NewFile,
+            false,
+            &[(1, "new file line")],
+            Some("what the run wrote to the old file after the rotation is not judged"),
+        ),
+        (
+            "deleted, the launched file nowhere: nothing, said so",
+            AtPath::Nothing,
+            false,
+            &[],
+            Some("not judged"),
+        ),
+    ];
+    for (what, at_path, findable, want_lines, want_note) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.log");
+        let (id, start) = launch_into(&path, b"old READY\nold OOM\n", b"launched line\n");
+        let rotated = dir.path().join("app.log.1");
+        match at_path {
+            AtPath::Launched => std::fs::copy(&path, &rotated).map(|_| ()).unwrap(),
+            AtPath::NewFile => {
+                std::fs::rename(&path, &rotated).unwrap();
+                std::fs::write(&path, b"new file line\n").unwrap();
+            }
+            AtPath::Nothing => std::fs::rename(&path, &rotated).unwrap(),
+        }
+        // The writer, still at it, appends through its descriptor.
+        let launched_now = match at_path {
+            AtPath::Launched => &path,
+            _ => &rotated,
+        };
+        let mut writer = std::fs::OpenOptions::new()
+            .append(true)
+            .open(launched_now)
+            .unwrap();
+        let mut f = LogFollower::new(&path, 1024);
+        f.start_launched(id, start, || {
+            if findable {
+                open_found(launched_now)
+            } else {
+                None
+            }
+        });
+        let note = f.take_note();
+        writer.write_all(b"written later\n").unwrap();
+        let mut out = Vec::new();
+        f.poll(&mut out);
+        f.finish(&mut out);
+        let got = numbered(&out);
+        let want: Vec<(u64, String)> = want_lines
+            .iter()
+            .map(|(n, l)| (*n, l.to_string()))
+            .collect();
+        assert_eq!(got, want, "{what}");
+        match (&note, want_note) {
+            (None, None) => {}
+            (Some(n), Some(w)) => assert!(n.contains(w), "{what}: {n}"),
+            _ => panic!("{what}: note {note:?}, want {want_note:?}"),
+        }
+    }
+}
+
+#[test]
+fn start_launched_pins_the_launched_file_so_a_later_rotation_is_seen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.log");
+    let (id, start) = launch_into(&path, b"", b"one\n");
+    assert_eq!(start, None, "an empty log records no start");
+    let mut f = LogFollower::new(&path, 1024);
+    f.start_launched(id, start, || panic!("the path names the launched file"));
+    assert_eq!(f.take_note(), None);
+    // Rotated after the follower's first look but before its first read: still the launched
+    // file's lines first, then the new file's.
+    let mut writer = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    std::fs::rename(&path, dir.path().join("app.log.1")).unwrap();
+    std::fs::write(&path, b"fresh\n").unwrap();
+    writer.write_all(b"two\n").unwrap();
+    let mut out = Vec::new();
+    f.poll(&mut out);
+    f.poll(&mut out);
+    assert_eq!(
+        numbered(&out),
+        vec![(1, "one".into()), (2, "two".into()), (1, "fresh".into())]
+    );
+    assert!(states(&out).contains(&LogState::Rotated));
+}
+
+#[test]
+fn start_launched_reads_a_launched_file_truncated_below_the_start_from_its_beginning() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.log");
+    let (id, start) = launch_into(&path, b"a long line from before the launch\n", b"");
+    let rotated = dir.path().join("app.log.1");
+    std::fs::rename(&path, &rotated).unwrap();
+    std::fs::write(&rotated, b"short\n").unwrap(); // truncated in place, rewritten
+    assert!(FileId::of(&std::fs::metadata(&rotated).unwrap()).is(&id));
+    let mut f = LogFollower::new(&path, 1024);
+    f.start_launched(id, start, || open_found(&rotated));
+    assert!(f.take_note().is_some());
+    assert_eq!(f.take_note(), None, "once");
+    let mut out = Vec::new();
+    f.finish(&mut out);
+    assert_eq!(numbered(&out), vec![(1, "short".into())]);
 }

@@ -69,6 +69,7 @@ impl Host for LocalHost {
         let proc_rec = run.process();
         let target = Target {
             log_start: meta.log_start,
+            log_file: meta.log_file,
             log: PathBuf::from(&meta.log),
             pid: proc_rec.map(|p| p.pid),
             start_ticks: proc_rec.map(|p| p.start_ticks).filter(|t| *t != 0),
@@ -330,6 +331,9 @@ impl LocalSource {
 
 impl Source for LocalSource {
     fn collect(&mut self, out: &mut Vec<Seen>) {
+        if let Some(note) = self.observer.take_note() {
+            out.push(Seen::Note(self.now(), note));
+        }
         self.observer.collect(&mut self.buf);
         out.extend(self.buf.drain(..).map(|(at, o)| Seen::Obs(at, o)));
     }
