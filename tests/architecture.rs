@@ -35,10 +35,7 @@ const CRATES: &[(&str, bool)] = &[
 const KNOWN_EDGES: &[(&str, &str, &str, &str)] = &[];
 
 /// Files allowed over [`MAX_LINES`] for now: (path, owner: why).
-const KNOWN_LONG_FILES: &[(&str, &str)] = &[(
-    "crates/firedup/src/launch.rs",
-    "lead: the supervisor moves to launch/supervisor.rs",
-)];
+const KNOWN_LONG_FILES: &[(&str, &str)] = &[];
 
 /// One top-level module's reference to another, with where it was seen.
 #[derive(Debug, Clone)]

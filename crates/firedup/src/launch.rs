@@ -22,7 +22,7 @@
 //! carries on.
 
 use std::fs::{self, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
@@ -31,7 +31,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::error::{Context, Error, Result, chain, usage};
+use crate::error::{Context, Error, Result, usage};
 
 use crate::launched_log::FileId;
 use crate::process;
@@ -39,6 +39,8 @@ use crate::rundir::{ExitRecord, ProcessRecord, RunDir, RunMeta, now_unix};
 use crate::secrets::{redact_args, shown_value};
 
 mod held_start;
+mod supervisor;
+pub use supervisor::supervise;
 
 /// What to launch (also sent, as JSON on stdin, to a remote firedup: never on a command line).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -437,167 +439,10 @@ fn is_binary_without_format(path: &Path) -> bool {
         .any(|&b| b == 0 || (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0c | 0x1b)))
 }
 
-/// Sends one line to the launcher. It may be gone already (killed right after the run was
-/// recorded): the supervisor carries on regardless, to record the exit.
-fn tell_launcher(launcher: &mut fs::File, line: &str) {
-    let _ = writeln!(launcher, "{line}");
-    let _ = launcher.flush();
-}
-
-/// The supervisor's body (`firedup __supervise RUN_DIR`): the command comes on `input`, the
-/// reports go to the launcher on `launcher` (the pipe the launcher reads; the caller keeps
-/// nothing else writing on it), and what the supervisor has to say about its own failures to
-/// `diagnostics` (its `supervisor.log`). Returns once the command and whatever it left behind
-/// have ended.
-pub fn supervise(
-    run_path: &Path,
-    input: &mut dyn Read,
-    mut launcher: fs::File,
-    diagnostics: &mut dyn Write,
-) -> Result<i32> {
-    let run = RunDir {
-        id: String::new(),
-        path: run_path.to_path_buf(),
-    };
-    let mut meta = run.meta()?;
-    // The command itself comes on stdin (meta.json holds it with secrets redacted).
-    let mut text = String::new();
-    input
-        .read_to_string(&mut text)
-        .context("cannot read the command from the launcher")?;
-    meta.command = serde_json::from_str(&text).context("bad command from the launcher")?;
-    if meta.command.is_empty() {
-        return Err(Error::Supervisor("no command from the launcher".into()));
-    }
-    let log = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o644)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(&meta.log)?;
-    let log_meta = log.metadata()?;
-    if let Some(what) = crate::logpath::not_a_file(log_meta.file_type()) {
-        usage!("the log {} is {what}, not a regular file", meta.log);
-    }
-    // The file the command's output goes to is the one on record (the launcher recorded the file
-    // it prepared; another may have been put at the path since). Re-read, so that the command's
-    // real arguments (secrets) read above never reach the disk.
-    let log_file = FileId::of(&log_meta);
-    if !meta.log_file.is_some_and(|f| f.is(&log_file)) {
-        let mut recorded = run.meta()?;
-        recorded.log_file = Some(log_file);
-        run.write_meta(&recorded)?;
-    }
-    // Orphaned grandchildren are re-parented to us, so they are reaped and stay in view. A
-    // launcher gone before our report is an EPIPE, not a SIGPIPE that would end us unrecorded.
-    // SAFETY: plain prctl and signal calls with integer arguments.
-    unsafe {
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-    }
-    if let Some(path) = resolve_program(&meta.command[0]) {
-        if is_binary_without_format(&path) {
-            // execvp would hand it to /bin/sh as a script (its ENOEXEC fallback), which then
-            // fails on garbage with a syntax error: say what it is instead.
-            let e = std::io::Error::from_raw_os_error(libc::ENOEXEC);
-            let reason = describe_spawn_error(&meta.command[0], &e);
-            run.write_exit(&ExitRecord {
-                exit: None,
-                spawn_error: Some(reason.clone()),
-                ended_at: now_unix(),
-            })?;
-            tell_launcher(&mut launcher, &format!("failed {reason}"));
-            return Ok(0);
-        }
-    }
-    // The command is held at the gate until its record is safe: nothing runs unrecorded.
-    let held = match held_start::start_held(&meta.command, &log) {
-        Ok(h) => h,
-        Err(e) => {
-            let reason = describe_spawn_error(&meta.command[0], &e);
-            let _ = run.write_exit(&ExitRecord {
-                exit: None,
-                spawn_error: Some(reason.clone()),
-                ended_at: now_unix(),
-            });
-            tell_launcher(&mut launcher, &format!("failed {reason}"));
-            return Ok(0);
-        }
-    };
-    drop(log);
-    let pid = held.pid;
-    let start_ticks = process::stat(pid).map(|s| s.start_ticks).unwrap_or(0);
-    if let Err(e) = run.write_process(&ProcessRecord {
-        pid,
-        start_ticks,
-        supervisor_pid: std::process::id(),
-    }) {
-        held.abandon();
-        let _ = fs::remove_file(run.path.join("process.json.tmp"));
-        tell_launcher(
-            &mut launcher,
-            &format!(
-                "error cannot record the run in {} ({}), so the command was not started: free space there or set FIREDUP_STATE_DIR to another directory",
-                run.path.display(),
-                chain(&e)
-            ),
-        );
-        return Ok(0);
-    }
-    if let Err(e) = held.release() {
-        let reason = describe_spawn_error(&meta.command[0], &e);
-        let _ = fs::remove_file(run.path.join("process.json"));
-        let _ = run.write_exit(&ExitRecord {
-            exit: None,
-            spawn_error: Some(reason.clone()),
-            ended_at: now_unix(),
-        });
-        tell_launcher(&mut launcher, &format!("failed {reason}"));
-        return Ok(0);
-    }
-    tell_launcher(&mut launcher, &format!("started {pid}"));
-    // The pipe stays for the exit report. From here on the launcher may be gone: a write then
-    // fails with EPIPE (SIGPIPE is ignored, so it cannot kill us before exit.json is written).
-    loop {
-        let mut status: libc::c_int = 0;
-        // SAFETY: waitpid with a valid out-pointer.
-        let r = unsafe { libc::waitpid(-1, &mut status, 0) };
-        if r < 0 {
-            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-                continue;
-            }
-            break;
-        }
-        if r as u32 == pid {
-            let exit = if libc::WIFSIGNALED(status) {
-                crate::verdict::ExitInfo::signal(libc::WTERMSIG(status), libc::WCOREDUMP(status))
-            } else {
-                crate::verdict::ExitInfo::code(libc::WEXITSTATUS(status))
-            };
-            let rec = ExitRecord {
-                exit: Some(exit),
-                spawn_error: None,
-                ended_at: now_unix(),
-            };
-            // The record first: once the launcher hears of the exit, `firedup ps` or a re-attach
-            // finds it (sending first saves its fsync, ~0.6 ms, and loses that). The launcher
-            // hears of it also when the record cannot be written (a full disk).
-            let recorded = run.write_exit(&rec);
-            let _ = launcher.write_all(exit_report_line(&rec)?.as_bytes());
-            if let Err(e) = recorded {
-                let _ = writeln!(diagnostics, "firedup supervisor: {}", chain(&e));
-            }
-            // No break: what the command left behind (a daemon, re-parented to us as the
-            // subreaper) stays our child until it ends, so it is still found as the run's by
-            // ancestry, also when it overwrote its environment (redis's setproctitle does).
-        }
-    }
-    Ok(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     #[test]
     fn the_started_line_is_read_alone_and_the_exit_report_after_it_comes_through_the_pipe() {

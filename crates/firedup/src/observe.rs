@@ -34,6 +34,9 @@ use crate::rundir::ExitRecord;
 use crate::target::Target;
 use crate::verdict::ExitInfo;
 
+mod wake_sources;
+use wake_sources::{rearm, spawn_exit_report, spawn_exit_watch, spawn_notify};
+
 enum Wake {
     Fs,
     /// The process with this pid (the launched one, or a daemon followed after it) is gone.
@@ -399,64 +402,6 @@ fn follow_observation(ev: FollowEvent) -> Observation {
             text: clean_text(&raw.bytes),
         },
         FollowEvent::State(s) => Observation::Log(s),
-    }
-}
-
-fn spawn_exit_watch(pid: u32, tx: Sender<Wake>, stop: Arc<AtomicBool>) {
-    std::thread::spawn(move || {
-        process::wait_for_exit(pid, Duration::from_millis(500), &|| {
-            stop.load(Ordering::Relaxed)
-        });
-        let _ = tx.send(Wake::ProcessGone(pid));
-    });
-}
-
-fn spawn_exit_report(pipe: crate::launch::ExitPipe, tx: Sender<Wake>, stop: Arc<AtomicBool>) {
-    std::thread::spawn(move || {
-        if let Some(r) = pipe.wait(Duration::from_millis(500), &|| stop.load(Ordering::Relaxed)) {
-            let _ = tx.send(Wake::ExitRecord(r));
-        }
-    });
-}
-
-fn spawn_notify(
-    sock: Arc<crate::probe::notify::NotifySocket>,
-    tx: Sender<Wake>,
-    stop: Arc<AtomicBool>,
-) {
-    std::thread::spawn(move || {
-        while !stop.load(Ordering::Relaxed) {
-            if let Some(m) = sock.recv(Duration::from_millis(500)) {
-                if tx.send(Wake::Obs(Observation::Notify(m))).is_err() {
-                    return;
-                }
-            }
-        }
-    });
-}
-
-/// Watches the log in its directory, or, until the directory appears, the next component of its
-/// path in the nearest existing ancestor.
-fn rearm(current: &mut Option<(PathBuf, DirSubscription)>, log: &Path, wake: &dirwatch::Wake) {
-    let mut dir = log.parent().map(Path::to_path_buf);
-    while let Some(d) = &dir {
-        if d.is_dir() {
-            break;
-        }
-        dir = d.parent().map(Path::to_path_buf);
-    }
-    if dir.as_ref() == current.as_ref().map(|(d, _)| d) {
-        return;
-    }
-    *current = None;
-    let Some(d) = dir else { return };
-    let name = log
-        .strip_prefix(&d)
-        .ok()
-        .and_then(|rest| rest.components().next())
-        .map(|c| c.as_os_str());
-    if let Some(sub) = dirwatch::subscribe(&d, name, wake.clone()) {
-        *current = Some((d, sub));
     }
 }
 
