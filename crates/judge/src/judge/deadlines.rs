@@ -175,13 +175,7 @@ impl Judge {
                 .unwrap_or_default(),
             self.waiting_note()
         );
-        let line = self.last_line.clone();
-        self.decide(
-            at,
-            Decision::new(Verdict::Stalled, reason).line(line),
-            events,
-        );
-        true
+        self.decide_at_last_line(at, Verdict::Stalled, reason, events)
     }
 
     /// The current phase ran past its budget: `timed_out`.
@@ -198,13 +192,7 @@ impl Judge {
             format_duration(self.phase_since),
             self.waiting_note()
         );
-        let line = self.last_line.clone();
-        self.decide(
-            at,
-            Decision::new(Verdict::TimedOut, reason).line(line),
-            events,
-        );
-        true
+        self.decide_at_last_line(at, Verdict::TimedOut, reason, events)
     }
 
     /// Still not ready at the start deadline: `timed_out`.
@@ -224,12 +212,19 @@ impl Judge {
                 .unwrap_or_default(),
             self.waiting_note()
         );
+        self.decide_at_last_line(at, Verdict::TimedOut, reason, events)
+    }
+
+    /// A deadline verdict: the decisive line is the last line the log showed (what it was doing).
+    fn decide_at_last_line(
+        &mut self,
+        at: Duration,
+        verdict: Verdict,
+        reason: String,
+        events: &mut Vec<Event>,
+    ) -> bool {
         let line = self.last_line.clone();
-        self.decide(
-            at,
-            Decision::new(Verdict::TimedOut, reason).line(line),
-            events,
-        );
+        self.decide(at, Decision::new(verdict, reason).line(line), events);
         true
     }
 }
