@@ -208,6 +208,7 @@ fn end(e: RunEnding, sig: i32) -> ! {
         schema: crate::verdict::OUTCOME_SCHEMA,
         name: e.spec.name.clone(),
         log_from_line: None,
+        rank: None,
     });
     outcome.server_running = running;
     crate::history::record_interrupted(&e.spec, &e.spec_hash, &outcome, &teardown);

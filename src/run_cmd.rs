@@ -240,6 +240,7 @@ pub(crate) fn transport_verdict(json: bool, host: Option<&str>, reason: String) 
         ready_s: None,
         host: host.map(String::from),
         log_from_line: None,
+        rank: None,
     };
     print_outcome(json, &o, None, None);
     o.verdict.exit_code()

@@ -39,6 +39,7 @@ fn outcome(run_id: &str, verdict: Verdict, signature: Option<Signature>) -> Outc
         ready_s: (verdict == Verdict::Ready).then_some(12.0),
         host: None,
         log_from_line: None,
+        rank: None,
     }
 }
 

@@ -28,6 +28,7 @@ fn next_names_the_host_and_only_known_fields_are_shown() {
         schema: crate::verdict::OUTCOME_SCHEMA,
         name: None,
         log_from_line: None,
+        rank: None,
     };
     let (r, f, m) = (Verdict::Ready, Verdict::Failed, Verdict::MonitorError);
     let table = [

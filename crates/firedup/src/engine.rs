@@ -256,6 +256,7 @@ pub fn outcome(mut j: Judgement, target: &Target) -> Outcome {
             .map(|d| (d.as_secs_f64() * 1000.0).round() / 1000.0),
         host: None,
         log_from_line: target.log_start.map(|s| s.line),
+        rank: j.rank,
     }
 }
 
@@ -323,6 +324,12 @@ fn write_observation(w: &mut dyn Write, at: Duration, obs: &Observation) {
         }
         Observation::GpuMemory(mib) => serde_json::json!({"t": t, "kind": "gpu", "mib": mib}),
         Observation::GpuError(e) => serde_json::json!({"t": t, "kind": "gpu_error", "error": e}),
+        Observation::RankEnded { rank, pid, exit } => {
+            serde_json::json!({"t": t, "kind": "rank_ended", "rank": rank, "pid": pid, "exit": exit})
+        }
+        Observation::RankOutsideCollective { rank, evidence } => {
+            serde_json::json!({"t": t, "kind": "rank_outside_collective", "rank": rank, "evidence": evidence})
+        }
         Observation::Tick => return,
     };
     let _ = writeln!(w, "{v}");

@@ -34,6 +34,9 @@ pub enum Strength {
     Fatal,
     /// Names the cause only if the process then ends badly.
     Evidence,
+    /// What a healthy peer prints after another rank or worker failed (a collective that lost its
+    /// peer, a launcher's summary): names the cause only when no other line does.
+    Echo,
 }
 
 /// One signature rule as written in a catalog or profile file.
@@ -78,6 +81,19 @@ pub struct Hit {
     pub signature: Option<Signature>,
     /// How much the line says on its own.
     pub strength: Strength,
+}
+
+impl Hit {
+    /// Sort key, most specific first: echoes last, then named signatures before a `--fail-line`,
+    /// in the catalog's precedence order, fatal before evidence.
+    pub fn precedence(&self) -> (bool, bool, Option<Signature>, bool) {
+        (
+            self.strength == Strength::Echo,
+            self.signature.is_none(),
+            self.signature,
+            self.strength == Strength::Evidence,
+        )
+    }
 }
 
 /// What one line means.
@@ -328,13 +344,7 @@ impl Classifier {
                 Slot::Phase(p) => class.phase = Some(p),
             }
         }
-        class.hits.sort_by_key(|h| {
-            (
-                h.signature.is_none(),
-                h.signature,
-                h.strength == Strength::Evidence,
-            )
-        });
+        class.hits.sort_by_key(Hit::precedence);
         class
     }
 

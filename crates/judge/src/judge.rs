@@ -41,8 +41,11 @@ mod observation;
 mod output;
 mod probes;
 mod progress;
+mod ranks;
 mod readiness;
+mod reading;
 mod stage;
+mod traceback;
 
 pub use crate::mode::Mode;
 pub use config::JudgeConfig;
@@ -52,7 +55,9 @@ pub use output::{Event, Judgement, Status};
 use cause::Evidence;
 use decide::Decision;
 use probes::ProbeTrack;
+use ranks::Ranks;
 use stage::Stage;
+use traceback::Tracebacks;
 
 /// The state machine.
 #[derive(Debug)]
@@ -96,6 +101,10 @@ pub struct Judge {
     watch_from: Duration,
     notify_status: Option<String>,
     gpu: Option<GpuReport>,
+    /// The Python tracebacks being read (per rank).
+    tracebacks: Tracebacks,
+    /// How the ranks of a multi-process launch ended.
+    ranks: Ranks,
 }
 
 impl Judge {
@@ -131,6 +140,8 @@ impl Judge {
             watch_from: Duration::ZERO,
             notify_status: None,
             gpu: None,
+            tracebacks: Tracebacks::default(),
+            ranks: Ranks::default(),
             cfg,
         }
     }
@@ -187,11 +198,7 @@ impl Judge {
             return events;
         }
         match obs {
-            Observation::Line { number, text } => {
-                let class = self.cfg.classifier.classify(&text);
-                self.on_line(at, number, text, &class, &mut events);
-                self.last_class = Some(class);
-            }
+            Observation::Line { number, text } => self.read_line(at, number, text, &mut events),
             Observation::Log(state) => self.on_log(at, state),
             Observation::Started { pid } => {
                 self.pid = Some(pid);
@@ -236,6 +243,12 @@ impl Judge {
                 Decision::new(crate::verdict::Verdict::MonitorError, reason),
                 &mut events,
             ),
+            Observation::RankEnded { rank, pid: _, exit } => {
+                self.ranks.on_rank_ended(at, rank, exit);
+            }
+            Observation::RankOutsideCollective { rank, evidence } => {
+                self.ranks.outside_collective = Some((rank, evidence));
+            }
             Observation::Tick => {}
         }
         if self.verdict().is_none() {

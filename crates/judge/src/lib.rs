@@ -14,6 +14,7 @@ pub mod judge;
 pub mod line_shape;
 pub mod lines;
 pub mod mode;
+pub mod normalize;
 pub mod notify_message;
 pub mod probe_outcome;
 pub mod profile;

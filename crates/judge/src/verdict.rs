@@ -91,6 +91,8 @@ impl Verdict {
 pub enum Signature {
     /// CUDA out of memory.
     CudaOom,
+    /// Host (CPU) memory ran out without the kernel OOM killer (`MemoryError`, ENOMEM).
+    HostOom,
     /// CUDA graph capture failed.
     GraphCapture,
     /// NCCL (collective communication) failed.
@@ -101,6 +103,8 @@ pub enum Signature {
     GpuUnavailable,
     /// The model (weights, repository) could not be found.
     ModelNotFound,
+    /// The model was found but cannot be loaded (corrupt weights, unknown architecture).
+    ModelLoadFailed,
     /// The port to listen on is taken.
     PortInUse,
     /// A Python module or shared library could not be loaded.
@@ -115,6 +119,9 @@ pub enum Signature {
     CompileError,
     /// Another CUDA error.
     CudaError,
+    /// A rank, worker or shard of a multi-process launch ended while its peers needed it, and no
+    /// earlier cause was printed.
+    RankExited,
     /// An uncaught Python exception (a traceback).
     PythonException,
     /// The kernel's OOM killer ended the process.
@@ -123,6 +130,8 @@ pub enum Signature {
     Sigkill,
     /// SIGSEGV.
     Segfault,
+    /// SIGILL (also a launcher reporting signal 4 for a rank or shard).
+    IllegalInstruction,
     /// SIGABRT (an assertion, a C++ exception not caught).
     Abort,
     /// SIGTERM, SIGINT or SIGHUP: asked to stop.
@@ -131,13 +140,15 @@ pub enum Signature {
 
 impl Signature {
     /// Every signature, in precedence order.
-    pub const ALL: [Signature; 19] = [
+    pub const ALL: [Signature; 23] = [
         Signature::CudaOom,
+        Signature::HostOom,
         Signature::GraphCapture,
         Signature::NcclError,
         Signature::DistTimeout,
         Signature::GpuUnavailable,
         Signature::ModelNotFound,
+        Signature::ModelLoadFailed,
         Signature::PortInUse,
         Signature::ImportError,
         Signature::DiskFull,
@@ -145,10 +156,12 @@ impl Signature {
         Signature::ConfigError,
         Signature::CompileError,
         Signature::CudaError,
+        Signature::RankExited,
         Signature::PythonException,
         Signature::OomKilled,
         Signature::Sigkill,
         Signature::Segfault,
+        Signature::IllegalInstruction,
         Signature::Abort,
         Signature::Terminated,
     ];
@@ -157,11 +170,13 @@ impl Signature {
     pub fn as_str(self) -> &'static str {
         match self {
             Signature::CudaOom => "cuda_oom",
+            Signature::HostOom => "host_oom",
             Signature::GraphCapture => "graph_capture",
             Signature::NcclError => "nccl_error",
             Signature::DistTimeout => "dist_timeout",
             Signature::GpuUnavailable => "gpu_unavailable",
             Signature::ModelNotFound => "model_not_found",
+            Signature::ModelLoadFailed => "model_load_failed",
             Signature::PortInUse => "port_in_use",
             Signature::ImportError => "import_error",
             Signature::DiskFull => "disk_full",
@@ -169,10 +184,12 @@ impl Signature {
             Signature::ConfigError => "config_error",
             Signature::CompileError => "compile_error",
             Signature::CudaError => "cuda_error",
+            Signature::RankExited => "rank_exited",
             Signature::PythonException => "python_exception",
             Signature::OomKilled => "oom_killed",
             Signature::Sigkill => "sigkill",
             Signature::Segfault => "segfault",
+            Signature::IllegalInstruction => "illegal_instruction",
             Signature::Abort => "abort",
             Signature::Terminated => "terminated",
         }
@@ -190,6 +207,7 @@ impl Signature {
             Signature::OomKilled
                 | Signature::Sigkill
                 | Signature::Segfault
+                | Signature::IllegalInstruction
                 | Signature::Abort
                 | Signature::Terminated
         )
@@ -200,6 +218,9 @@ impl Signature {
         match self {
             Signature::CudaOom => {
                 "GPU memory ran out: lower the memory fraction, batch size or context length"
+            }
+            Signature::HostOom => {
+                "host (CPU) memory ran out: lower the batch, context or KV cache size, or free memory on the host"
             }
             Signature::GraphCapture => {
                 "CUDA graph capture failed: try a smaller capture batch size or disable CUDA graphs / torch.compile to confirm"
@@ -213,6 +234,9 @@ impl Signature {
             }
             Signature::ModelNotFound => {
                 "the model could not be found or fetched: check the model id/path, HF_TOKEN and offline settings"
+            }
+            Signature::ModelLoadFailed => {
+                "the model was found but cannot be loaded: check the weights files (corrupt or truncated?), the architecture and the format this server version supports"
             }
             Signature::PortInUse => {
                 "the listen port is taken: stop the other process or choose another port"
@@ -231,10 +255,16 @@ impl Signature {
             Signature::CudaError => {
                 "a CUDA runtime error: rerun with CUDA_LAUNCH_BLOCKING=1 to locate it"
             }
+            Signature::RankExited => {
+                "a rank/worker ended while its peers still needed it: read that rank's own output above"
+            }
             Signature::PythonException => "an uncaught Python exception: read the traceback",
             Signature::OomKilled => "the kernel OOM killer ended it: host memory ran out",
             Signature::Sigkill => "it was sent SIGKILL",
             Signature::Segfault => "it crashed with a segmentation fault",
+            Signature::IllegalInstruction => {
+                "it crashed on an illegal instruction (SIGILL): a binary built for another CPU or GPU architecture"
+            }
             Signature::Abort => "it aborted (SIGABRT)",
             Signature::Terminated => "someone else sent it SIGTERM/SIGINT/SIGHUP",
         }
@@ -453,6 +483,10 @@ pub struct Outcome {
     /// The name a person gave the run (`run --name`), else null (additive field).
     #[serde(default)]
     pub name: Option<String>,
+    /// In a multi-process launch, the rank (shard, worker, task) where the root cause happened,
+    /// else null (additive field).
+    #[serde(default)]
+    pub rank: Option<u32>,
 }
 
 /// The version of the JSON verdict's format: additive fields keep it, a change that breaks

@@ -17,6 +17,10 @@ pub(super) struct Evidence {
     pub(super) hit: Hit,
     pub(super) line: LineRef,
     pub(super) at: Duration,
+    /// The rank that printed it, when a prefix or the launcher said.
+    pub(super) rank: Option<u32>,
+    /// The traceback chain it belongs to, if any (see `traceback.rs`).
+    pub(super) chain: Option<u32>,
 }
 
 impl Judge {
@@ -58,6 +62,8 @@ impl Judge {
                 hit: best.hit,
                 line: first.line.clone(),
                 at: first.at,
+                rank: first.rank,
+                chain: first.chain,
             })
     }
 
@@ -94,11 +100,8 @@ impl Judge {
     }
 }
 
-/// Sort key of a hit: named signatures first, in precedence order, fatal before evidence.
-fn rank(hit: &Hit) -> (bool, Option<Signature>, bool) {
-    (
-        hit.signature.is_none(),
-        hit.signature,
-        hit.strength == Strength::Evidence,
-    )
+/// Sort key of a hit: echoes last, named signatures first, in precedence order, fatal before
+/// evidence.
+fn rank(hit: &Hit) -> (bool, bool, Option<Signature>, bool) {
+    hit.precedence()
 }

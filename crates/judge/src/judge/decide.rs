@@ -21,6 +21,8 @@ pub(super) struct Decision {
     pub(super) reason: String,
     pub(super) line: Option<LineRef>,
     pub(super) exit: Option<ExitInfo>,
+    /// The rank where the root cause happened.
+    pub(super) rank: Option<u32>,
 }
 
 impl Decision {
@@ -33,7 +35,15 @@ impl Decision {
             reason,
             line: None,
             exit: None,
+            rank: None,
         }
+    }
+
+    /// With the rank where the root cause happened.
+    #[allow(dead_code)] // For the launcher-reported rank endings (issue 13, in progress).
+    pub(super) fn rank(mut self, rank: Option<u32>) -> Decision {
+        self.rank = rank;
+        self
     }
 
     /// With this decisive line.
@@ -94,6 +104,7 @@ impl Judge {
             probes: self.probe_reports(),
             gpu: self.gpu.clone(),
             ready_at: self.stage.ready_at(),
+            rank: d.rank,
         };
         self.conclude(j, events);
     }
@@ -121,6 +132,7 @@ impl Judge {
         let j = Judgement {
             verdict: Verdict::Failed,
             signature: f.cause.hit.signature,
+            rank: f.cause.rank,
             secondary,
             reason: f.reason,
             line: Some(f.cause.line),

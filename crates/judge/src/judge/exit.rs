@@ -85,6 +85,7 @@ impl Judge {
             9 if self.oom.is_some() => Some(Signature::OomKilled),
             9 => Some(Signature::Sigkill),
             11 => Some(Signature::Segfault),
+            4 => Some(Signature::IllegalInstruction),
             6 => Some(Signature::Abort),
             1 | 2 | 15 => Some(Signature::Terminated),
             _ => None,

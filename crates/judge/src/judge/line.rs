@@ -12,6 +12,15 @@ use crate::classify::LineClass;
 use crate::line_shape::shape_hash;
 use crate::verdict::LineRef;
 
+/// Where a line came from: the rank that printed it and the traceback chain it belongs to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct LineOrigin {
+    /// The rank a prefix (or the launcher) named.
+    pub(super) rank: Option<u32>,
+    /// The traceback chain (see `traceback.rs`).
+    pub(super) chain: Option<u32>,
+}
+
 /// How many line shapes are remembered before the set starts over (bounded memory on a log of
 /// ever-new lines).
 const MAX_SHAPES: usize = 65_536;
@@ -23,6 +32,7 @@ impl Judge {
         at: Duration,
         number: u64,
         text: String,
+        origin: LineOrigin,
         class: &LineClass,
         events: &mut Vec<Event>,
     ) {
@@ -42,7 +52,7 @@ impl Judge {
             self.keep_context(&line, shape);
             self.last_line = Some(line.clone());
         }
-        self.collect_evidence(at, &line, class);
+        self.collect_evidence(at, &line, origin, class);
         for r in &class.ready {
             if let Some(seen) = self.ready_seen.get_mut(*r) {
                 *seen = true;
@@ -92,13 +102,21 @@ impl Judge {
     }
 
     /// Records each new failure hit of the line; the first fatal line starts the settle window.
-    fn collect_evidence(&mut self, at: Duration, line: &LineRef, class: &LineClass) {
+    fn collect_evidence(
+        &mut self,
+        at: Duration,
+        line: &LineRef,
+        origin: LineOrigin,
+        class: &LineClass,
+    ) {
         for hit in &class.hits {
             if !self.evidence.iter().any(|e| e.hit == *hit) {
                 self.evidence.push(Evidence {
                     hit: *hit,
                     line: line.clone(),
                     at,
+                    rank: origin.rank,
+                    chain: origin.chain,
                 });
             }
         }

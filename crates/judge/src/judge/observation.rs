@@ -83,6 +83,24 @@ pub enum Observation {
     GpuMemory(u64),
     /// nvidia-smi exists but failed: reported, never a verdict (GPU memory is evidence only).
     GpuError(String),
+    /// A process of the run that carries a rank (`RANK`, `LOCAL_RANK` or `SLURM_PROCID` in its
+    /// environment) ended.
+    RankEnded {
+        /// The rank its environment named.
+        rank: u32,
+        /// The process id.
+        pid: u32,
+        /// How it ended, when that could be learned.
+        exit: Option<ExitInfo>,
+    },
+    /// Every rank was silent, and this one was not inside a collective while its peers were
+    /// (their stacks compared).
+    RankOutsideCollective {
+        /// The rank.
+        rank: u32,
+        /// What showed it, in words (the stack or wait channel seen).
+        evidence: String,
+    },
     /// Nothing new; the deadline asked for has come.
     Tick,
 }

@@ -36,6 +36,8 @@ pub struct Judgement {
     pub gpu: Option<GpuReport>,
     /// When every readiness condition first held (also for a crash inside `--hold`).
     pub ready_at: Option<Duration>,
+    /// In a multi-process launch, the rank (shard, worker, task) where the root cause happened.
+    pub rank: Option<u32>,
 }
 
 /// Output of one step.

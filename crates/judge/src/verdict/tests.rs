@@ -26,11 +26,13 @@ fn exit_codes_follow_the_contract() {
 fn signature_names_round_trip_in_precedence_order() {
     let names = [
         "cuda_oom",
+        "host_oom",
         "graph_capture",
         "nccl_error",
         "dist_timeout",
         "gpu_unavailable",
         "model_not_found",
+        "model_load_failed",
         "port_in_use",
         "import_error",
         "disk_full",
@@ -38,10 +40,12 @@ fn signature_names_round_trip_in_precedence_order() {
         "config_error",
         "compile_error",
         "cuda_error",
+        "rank_exited",
         "python_exception",
         "oom_killed",
         "sigkill",
         "segfault",
+        "illegal_instruction",
         "abort",
         "terminated",
     ];

@@ -1,0 +1,37 @@
+//! Reading one log line, in order: normalise it (escape codes flattened to text, prefixes,
+//! timestamps and levels taken off; the rank a prefix named), classify the normalised text, place
+//! it in the traceback structure (a source line under a frame names nothing), read it for a
+//! launcher's report of a rank's ending, and then apply what it means (`line.rs`). The original
+//! text is what is kept and shown.
+
+use std::time::Duration;
+
+use super::Judge;
+use super::line::LineOrigin;
+use super::output::Event;
+use crate::normalize::normalize;
+
+impl Judge {
+    /// Log line `number`, as the follower read it.
+    pub(super) fn read_line(
+        &mut self,
+        at: Duration,
+        number: u64,
+        text: String,
+        events: &mut Vec<Event>,
+    ) {
+        let normal = normalize(&text);
+        let mut class = self.cfg.classifier.classify(&normal.text);
+        let role = self.tracebacks.on_line(normal.rank, &normal.text);
+        role.apply(&mut class);
+        self.ranks
+            .on_line(at, number, normal.rank, &normal.text, &text);
+        let origin = LineOrigin {
+            rank: normal.rank,
+            chain: role.chain,
+        };
+        drop(normal);
+        self.on_line(at, number, text, origin, &class, events);
+        self.last_class = Some(class);
+    }
+}
