@@ -47,7 +47,7 @@ fn every_line_signature_is_reported_through_the_binary() {
     // Every signature that a log line can name (the signal ones come from how a process ended).
     for sig in Signature::ALL
         .iter()
-        .filter(|s| !s.is_signal_class() && *s != Signature::RankExited)
+        .filter(|s| !s.is_signal_class() && **s != Signature::RankExited)
         .map(|s| s.as_str())
     {
         assert!(
