@@ -138,3 +138,108 @@ fn user_fail_lines_end_the_watch() {
     );
     assert!(r.json["reason"].as_str().unwrap().contains("--fail-line"));
 }
+
+/// The catalog's benign lines (real lines from healthy servers that look dangerous: pinned-memory
+/// fallbacks, "MemoryError, retrying", help texts naming CUDA OOM, Ollama logging a runner that
+/// failed while it keeps serving) carry no cause through the whole pipeline: a job that prints all
+/// of them and exits 1 has exited with no signature; one that exits 0 succeeded.
+#[test]
+fn benign_lines_name_no_cause_through_the_binary() {
+    let catalog: toml::Value =
+        toml::from_str(include_str!("../crates/judge/src/catalog/signatures.toml")).unwrap();
+    let benign: Vec<&str> = catalog["benign"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let env = Env::new();
+    let log = env.path("benign.log");
+    std::fs::write(&log, benign.join("\n") + "\n").unwrap();
+    for (exit, want) in [("1", "exited"), ("0", "succeeded")] {
+        let r = env.cmd_json(
+            &[
+                "run",
+                "--json",
+                "--until",
+                "exit",
+                "--",
+                "sh",
+                "-c",
+                "cat \"$BENIGN\"; exit \"$EXIT\"",
+            ],
+            &[("BENIGN", log.to_str().unwrap()), ("EXIT", exit)],
+        );
+        assert_eq!(
+            (r.verdict(), r.signature()),
+            (want, None),
+            "{}",
+            r.explain()
+        );
+    }
+}
+
+/// Evidence lines of the families the catalog grew (a ggml GPU buffer that does not fit, a failed
+/// fork, a Triton model that did not load, a Go panic) name the cause when the process then
+/// fails, and the decisive line is the one that shows it, not the fatal summary after it.
+#[test]
+fn evidence_families_name_their_cause_when_the_process_fails() {
+    let cases: &[(&[&str], &str, &str)] = &[
+        (
+            &[
+                "ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 8485076992",
+                "llama_init_from_model: failed to initialize the context: failed to allocate compute pp buffers",
+                "common_init_from_params: failed to create context with model '/models/big.gguf'",
+                "srv    load_model: failed to load model, '/models/big.gguf'",
+            ],
+            "cuda_oom",
+            "ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 8485076992",
+        ),
+        (
+            &[
+                "E0301 10:00:02.500000 1 model_lifecycle.cc:641] failed to load 'densenet_onnx' version 1: Invalid argument: model 'densenet_onnx', tensor 'data_0': the model expects 4 dimensions (shape [1,3,224,224]) but the model configuration specifies 3 dimensions (shape [3,224,224])",
+                "error: creating server: Internal - failed to load all models",
+            ],
+            "model_load_failed",
+            "E0301 10:00:02.500000 1 model_lifecycle.cc:641] failed to load 'densenet_onnx' version 1: Invalid argument: model 'densenet_onnx', tensor 'data_0': the model expects 4 dimensions (shape [1,3,224,224]) but the model configuration specifies 3 dimensions (shape [3,224,224])",
+        ),
+        (
+            &[
+                "WARNING 03-01 10:00:00 [utils.py:40] fork failed: [Errno 12] Cannot allocate memory",
+            ],
+            "host_oom",
+            "WARNING 03-01 10:00:00 [utils.py:40] fork failed: [Errno 12] Cannot allocate memory",
+        ),
+        (
+            &[
+                "panic: runtime error: invalid memory address or nil pointer dereference",
+                "goroutine 1 [running]:",
+            ],
+            "python_exception",
+            "panic: runtime error: invalid memory address or nil pointer dereference",
+        ),
+    ];
+    let env = Env::new();
+    let mut failures = Vec::new();
+    for (lines, want, decisive) in cases {
+        let r = env.cmd_json(
+            &[
+                "run",
+                "--json",
+                "--until",
+                "exit",
+                "--",
+                "sh",
+                "-c",
+                "printf '%s\\n' \"$LINES\"; exit 2",
+            ],
+            &[("LINES", &lines.join("\n"))],
+        );
+        if (r.verdict(), r.signature()) != ("failed", Some(*want))
+            || r.json["line"]["text"] != *decisive
+        {
+            failures.push(format!("{want}: {}", r.explain()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
