@@ -289,10 +289,16 @@ impl LocalObserver {
         }
         // Resource usage: CPU time and reads of the tree are progress evidence.
         if let Some(pid) = self.following.or(self.target.pid) {
-            if self.process_gone_at.is_none() && Instant::now() >= self.next_sample {
-                let tree = process::tree(pid);
-                let (cpu, read) = process::usage_of(&tree);
+            // One read of the tree serves the usage sample and the rank scan.
+            let sample = self.process_gone_at.is_none() && Instant::now() >= self.next_sample;
+            let scan = self.process_gone_at.is_none() && (sample || self.ranks.scan_due());
+            let tree = if scan { process::tree(pid) } else { Vec::new() };
+            if scan {
                 self.ranks.discover(&tree, &self.tx, &self.stop);
+            }
+            if sample {
+                let (cpu, read) = process::usage_of(&tree);
+                self.ranks.usage_sample(cpu);
                 out.push((
                     self.now(),
                     Observation::Usage {
@@ -357,12 +363,10 @@ impl LocalObserver {
         if self.target.pid.is_some() && self.process_gone_at.is_none() {
             at = at.min(self.next_sample);
         }
-        if let Some(check) = self
-            .ranks
-            .next_wake()
-            .filter(|_| self.process_gone_at.is_none())
-        {
-            at = at.min(check);
+        let watching =
+            self.process_gone_at.is_none() && self.following.or(self.target.pid).is_some();
+        if let Some(rank_wake) = self.ranks.next_wake().filter(|_| watching) {
+            at = at.min(rank_wake);
         }
         if self.process_gone_at.is_some() && !self.exit_reported {
             at = at.min(now + Duration::from_millis(20));

@@ -1,13 +1,15 @@
-//! The ranks of a watched run, live. At each usage sample the observer hands over the process
-//! tree it has just read; the environment of each process not seen before is read once (a run
-//! without ranks costs nothing more after its first sample), and the rank processes are picked
+//! The ranks of a watched run, live. At each usage sample, and every 2 s during the run's first
+//! two minutes and while ranks live, the observer hands over the process tree it has just read;
+//! the environment of each process not seen before is read once (a run without ranks costs no
+//! environment reads after its first scan), and the rank processes are picked
 //! ([`crate::rank_processes`]). Each rank process gets a pidfd and a thread blocked on it: the
 //! moment it dies, how it ended ([`crate::process::ending`]) is sent as
 //! [`Observation::RankEnded`], in the order of death, once per rank. While two or more ranks
-//! live and no line has come for a while (half the stall window, from the sampling interval),
-//! their stacks are compared on a thread ([`crate::rank_stacks`]): `py-spy dump` where it is on
-//! the PATH, else the kernel's view of each main thread; a rank outside the collective its
-//! peers wait in is sent as [`Observation::RankOutsideCollective`], once until that changes.
+//! live and neither a line has come nor the tree used CPU for a while (half the stall window:
+//! five sampling intervals), their stacks are compared on a thread ([`crate::rank_stacks`]):
+//! `py-spy dump` where it is on the PATH, else the kernel's view of each main thread; a rank
+//! outside the collective its peers wait in is sent as [`Observation::RankOutsideCollective`],
+//! once until another rank is.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -27,6 +29,14 @@ const MAX_RANKS: usize = 64;
 /// The stacks are compared after this many usage samples without a line (the sample interval
 /// is a tenth of the stall window: this is half of it), and again as often.
 const SILENT_SAMPLES: u32 = 5;
+/// How often the tree is scanned for new ranks besides the usage samples: during the run's first
+/// [`FAST_SCAN_FOR`] and while ranks live (a rank that dies before it was seen is known only from
+/// the launcher's log line), else at the usage samples alone.
+const FAST_SCAN: Duration = Duration::from_secs(2);
+const FAST_SCAN_FOR: Duration = Duration::from_secs(120);
+/// CPU use of the tree that counts as activity, as the judge counts progress: 2% of one core
+/// (in the kernel's 100 ticks a second).
+const BUSY_TICKS_PER_SEC: f64 = 2.0;
 /// How long `py-spy dump` may take before the kernel's view is used instead.
 const PY_SPY_BOUND: Duration = Duration::from_secs(10);
 
@@ -45,9 +55,14 @@ pub(super) struct RankWatch {
     ended_reported: HashSet<u32>,
     outside_reported: Option<u32>,
     last_line: Instant,
+    sample_every: Duration,
+    last_cpu: Option<u64>,
     silent_after: Duration,
     next_check: Instant,
     checking: Arc<AtomicBool>,
+    began: Instant,
+    /// When the tree should be scanned again between usage samples; `None`: at them only.
+    next_scan: Option<Instant>,
 }
 
 impl RankWatch {
@@ -59,13 +74,29 @@ impl RankWatch {
             ended_reported: HashSet::new(),
             outside_reported: None,
             last_line: Instant::now(),
+            sample_every,
+            last_cpu: None,
             silent_after,
             next_check: Instant::now() + silent_after,
             checking: Arc::new(AtomicBool::new(false)),
+            began: Instant::now(),
+            next_scan: Some(Instant::now()),
         }
     }
 
-    /// A line arrived: the ranks are not silent.
+    /// The tree's CPU ticks at a usage sample: the ranks are not silent while they compute.
+    pub(super) fn usage_sample(&mut self, cpu_ticks: u64) {
+        let busy = BUSY_TICKS_PER_SEC * self.sample_every.as_secs_f64();
+        let active = self
+            .last_cpu
+            .is_some_and(|before| cpu_ticks.saturating_sub(before) as f64 >= busy);
+        self.last_cpu = Some(cpu_ticks);
+        if active {
+            self.heard_line();
+        }
+    }
+
+    /// A line arrived (or the tree computes): the ranks are not silent.
     pub(super) fn heard_line(&mut self) {
         self.last_line = Instant::now();
         self.next_check = self.last_line + self.silent_after;
@@ -77,9 +108,15 @@ impl RankWatch {
             .filter(|w| !w.done.load(Ordering::Relaxed))
     }
 
-    /// When the observer should be collected for the next stack comparison, if one may come.
+    /// When the observer should be collected for the next scan or stack comparison, if any.
     pub(super) fn next_wake(&self) -> Option<Instant> {
-        (self.live().count() >= 2).then_some(self.next_check)
+        let check = (self.live().count() >= 2).then_some(self.next_check);
+        check.into_iter().chain(self.next_scan).min()
+    }
+
+    /// Whether the tree should be scanned now, between usage samples.
+    pub(super) fn scan_due(&self) -> bool {
+        self.next_scan.is_some_and(|at| Instant::now() >= at)
     }
 
     /// Whether an observation from a rank thread is new (once per rank ended; a rank outside a
@@ -96,6 +133,12 @@ impl RankWatch {
 
     /// Learns the ranks among the process tree `tree` (just read), and starts watching new ones.
     pub(super) fn discover(&mut self, tree: &[u32], tx: &Sender<Wake>, stop: &Arc<AtomicBool>) {
+        self.learn(tree, tx, stop);
+        let fast = self.began.elapsed() < FAST_SCAN_FOR || self.live().next().is_some();
+        self.next_scan = fast.then(|| Instant::now() + FAST_SCAN);
+    }
+
+    fn learn(&mut self, tree: &[u32], tx: &Sender<Wake>, stop: &Arc<AtomicBool>) {
         let mut changed = false;
         let mut current = HashMap::with_capacity(tree.len());
         for &pid in tree {
