@@ -136,9 +136,9 @@ fn python_place(frames: &[Frame]) -> Place {
         return Place::Unknown;
     };
     match frames.iter().find(|f| is_torch(&f.place)) {
-        None => Place::Outside(format!("is in {}, outside torch.distributed", shown(top))),
+        None => Place::Outside(format!("is in {}, outside torch.distributed,", shown(top))),
         Some(t) if t.place.contains("torch/utils/data/") => {
-            Place::Outside(format!("is in {}, loading data", shown(t)))
+            Place::Outside(format!("is in {}, loading data,", shown(t)))
         }
         Some(_) => Place::Unknown,
     }

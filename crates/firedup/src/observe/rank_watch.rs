@@ -309,3 +309,64 @@ fn kernel_view(pid: u32) -> View {
         stack: rank_stacks::parse_kernel_stack(&read("stack")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_rank_ends_once_and_a_rank_outside_is_said_until_another_is() {
+        let mut watch = RankWatch::new(Duration::from_secs(1));
+        let ended = |rank, pid| Observation::RankEnded {
+            rank,
+            pid,
+            exit: None,
+        };
+        let outside = |rank| Observation::RankOutsideCollective {
+            rank,
+            evidence: format!("rank {rank} sleeps"),
+        };
+        let steps = [
+            (ended(1, 10), true),
+            (ended(0, 11), true),
+            // Restarted by the launcher under a new pid: still rank 1, already reported.
+            (ended(1, 12), false),
+            (outside(1), true),
+            (outside(1), false),
+            (outside(0), true),
+            (outside(1), true),
+            (Observation::Tick, true),
+        ];
+        for (i, (o, want)) in steps.into_iter().enumerate() {
+            assert_eq!(watch.admit(&o), want, "step {i}: {o:?}");
+        }
+    }
+
+    #[test]
+    fn the_kernel_view_of_a_sleeping_process_is_read() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let mut view = kernel_view(pid);
+        for _ in 0..100 {
+            if matches!(&view, View::Kernel { state: 'S', .. }) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            view = kernel_view(pid);
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        let View::Kernel { state, wchan, .. } = view else {
+            panic!("{view:?}")
+        };
+        assert_eq!(state, 'S');
+        // Where the kernel shows wait channels at all, it shows the sleep.
+        assert!(
+            wchan.is_empty() || wchan == "0" || wchan.contains("nanosleep"),
+            "{wchan}"
+        );
+    }
+}

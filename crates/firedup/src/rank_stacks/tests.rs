@@ -111,7 +111,7 @@ fn names_the_one_rank_outside_a_collective_and_only_then() {
             vec![py(0, PY_SPY_ALL_REDUCE), py(1, PY_SPY_SLEEP)],
             Some((
                 1,
-                "rank 1 is in <module> (silent.py:7), outside torch.distributed while rank 0 is in all_reduce (torch/distributed/distributed_c10d.py:4181)",
+                "rank 1 is in <module> (silent.py:7), outside torch.distributed, while rank 0 is in all_reduce (torch/distributed/distributed_c10d.py:4181)",
             )),
         ),
         (
@@ -188,7 +188,7 @@ fn names_the_one_rank_outside_a_collective_and_only_then() {
             ],
             Some((
                 1,
-                "rank 1 is in _get_data (torch/utils/data/dataloader.py:1120), loading data while rank 0 is in barrier (torch/distributed/distributed_c10d.py:4800)",
+                "rank 1 is in _get_data (torch/utils/data/dataloader.py:1120), loading data, while rank 0 is in barrier (torch/distributed/distributed_c10d.py:4800)",
             )),
         ),
         (
