@@ -2,7 +2,7 @@
 //! two minutes and while ranks live, the observer hands over the process tree it has just read;
 //! the environment of each process not seen before is read once (a run without ranks costs no
 //! environment reads after its first scan), and the rank processes are picked
-//! ([`crate::rank_processes`]). Each rank process gets a pidfd and a thread blocked on it: the
+//! ([`crate::rank_processes`]); they are watched once two ranks are seen. Each rank process gets a pidfd and a thread blocked on it: the
 //! moment it dies, how it ended ([`crate::process::ending`]) is sent as
 //! [`Observation::RankEnded`], in the order of death, once per rank. While two or more ranks
 //! live and neither a line has come nor the tree used CPU for a while (half the stall window:
@@ -172,6 +172,12 @@ impl RankWatch {
         members.sort_by_key(|(start, m)| (*start, m.pid));
         let members: Vec<Member> = members.into_iter().map(|(_, m)| m).collect();
         let ranks = rank_processes(&members);
+        // One rank alone is no multi-rank run (a job inside an `srun` task inherits its
+        // SLURM_PROCID): ranks are watched once two are seen.
+        let values: HashSet<u32> = ranks.iter().map(|(_, r)| *r).collect();
+        if values.len() < 2 && self.watched.is_empty() {
+            return;
+        }
         // A process watched as a rank that turned out to be a launcher is no longer watched.
         for w in &self.watched {
             if self.seen.contains_key(&w.pid) && !ranks.iter().any(|(p, _)| *p == w.pid) {
@@ -339,6 +345,47 @@ mod tests {
         ];
         for (i, (o, want)) in steps.into_iter().enumerate() {
             assert_eq!(watch.admit(&o), want, "step {i}: {o:?}");
+        }
+    }
+
+    fn sleeper(rank: Option<&str>) -> std::process::Child {
+        let mut c = std::process::Command::new("sleep");
+        c.arg("30").env_remove("RANK").env_remove("LOCAL_RANK");
+        c.env_remove("SLURM_PROCID");
+        if let Some(r) = rank {
+            c.env("RANK", r);
+        }
+        c.spawn().unwrap()
+    }
+
+    #[test]
+    fn ranks_are_watched_once_two_are_seen_and_the_one_killed_is_reported() {
+        let (tx, rx) = std::sync::mpsc::channel::<Wake>();
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut watch = RankWatch::new(Duration::from_secs(1));
+        let mut plain = sleeper(None);
+        let mut zero = sleeper(Some("0"));
+        let mut one = sleeper(Some("1"));
+        watch.discover(&[plain.id(), zero.id()], &tx, &stop);
+        let alone = watch.live().count();
+        watch.discover(&[plain.id(), zero.id(), one.id()], &tx, &stop);
+        let both: Vec<(u32, u32)> = watch.live().map(|w| (w.rank, w.pid)).collect();
+        one.kill().unwrap();
+        let got = rx.recv_timeout(crate::bounded_wait::HANG);
+        stop.store(true, Ordering::Relaxed);
+        for c in [&mut plain, &mut zero, &mut one] {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        assert_eq!(alone, 0, "one rank alone is not watched");
+        assert_eq!(both, vec![(0, zero.id()), (1, one.id())]);
+        match got {
+            Ok(Wake::Obs(Observation::RankEnded { rank, pid, exit })) => {
+                assert_eq!((rank, pid), (1, one.id()));
+                assert_eq!(exit, Some(crate::verdict::ExitInfo::signal(9, false)));
+            }
+            Ok(_) => panic!("another wake"),
+            Err(e) => panic!("no rank ended: {e}"),
         }
     }
 
