@@ -115,6 +115,8 @@ pub mod probe;
 mod prober;
 pub mod process;
 mod profile_files;
+mod rank_processes;
+mod rank_stacks;
 #[cfg(feature = "ssh")]
 pub mod remote;
 pub mod rundir;

@@ -34,7 +34,9 @@ use crate::rundir::ExitRecord;
 use crate::target::Target;
 use crate::verdict::ExitInfo;
 
+mod rank_watch;
 mod wake_sources;
+use rank_watch::RankWatch;
 use wake_sources::{rearm, spawn_exit_report, spawn_exit_watch, spawn_notify};
 
 enum Wake {
@@ -95,6 +97,8 @@ pub(crate) struct LocalObserver {
     sample_every: Duration,
     /// The last read stopped at its size limit: more is waiting.
     backlog: bool,
+    /// The run's rank processes: their endings, their stacks when silent.
+    ranks: RankWatch,
 }
 
 impl std::fmt::Debug for LocalObserver {
@@ -189,6 +193,7 @@ impl LocalObserver {
             next_sample: Instant::now(),
             sample_every: settings.sample_every,
             backlog: false,
+            ranks: RankWatch::new(settings.sample_every),
         }
     }
 
@@ -233,6 +238,9 @@ impl LocalObserver {
         let mut buf = Vec::new();
         self.backlog = self.follower.poll(&mut buf);
         let now = self.now();
+        if buf.iter().any(|ev| matches!(ev, FollowEvent::Line(_))) {
+            self.ranks.heard_line();
+        }
         for ev in buf.drain(..) {
             out.push((now, follow_observation(ev)));
         }
@@ -281,8 +289,16 @@ impl LocalObserver {
         }
         // Resource usage: CPU time and reads of the tree are progress evidence.
         if let Some(pid) = self.following.or(self.target.pid) {
-            if self.process_gone_at.is_none() && Instant::now() >= self.next_sample {
-                let (cpu, read) = process::tree_usage(pid);
+            // One read of the tree serves the usage sample and the rank scan.
+            let sample = self.process_gone_at.is_none() && Instant::now() >= self.next_sample;
+            let scan = self.process_gone_at.is_none() && (sample || self.ranks.scan_due());
+            let tree = if scan { process::tree(pid) } else { Vec::new() };
+            if scan {
+                self.ranks.discover(&tree, &self.tx, &self.stop);
+            }
+            if sample {
+                let (cpu, read) = process::usage_of(&tree);
+                self.ranks.usage_sample(cpu);
                 out.push((
                     self.now(),
                     Observation::Usage {
@@ -291,6 +307,9 @@ impl LocalObserver {
                     },
                 ));
                 self.next_sample = Instant::now() + self.sample_every;
+            }
+            if self.process_gone_at.is_none() {
+                self.ranks.check_silence(&self.tx);
             }
         }
     }
@@ -344,6 +363,11 @@ impl LocalObserver {
         if self.target.pid.is_some() && self.process_gone_at.is_none() {
             at = at.min(self.next_sample);
         }
+        let watching =
+            self.process_gone_at.is_none() && self.following.or(self.target.pid).is_some();
+        if let Some(rank_wake) = self.ranks.next_wake().filter(|_| watching) {
+            at = at.min(rank_wake);
+        }
         if self.process_gone_at.is_some() && !self.exit_reported {
             at = at.min(now + Duration::from_millis(20));
         }
@@ -382,7 +406,11 @@ impl LocalObserver {
                 }
                 self.exit_record = Some(r);
             }
-            Wake::Obs(o) => self.pending.push(o),
+            Wake::Obs(o) => {
+                if self.ranks.admit(&o) {
+                    self.pending.push(o);
+                }
+            }
             Wake::Fs => {}
         }
     }

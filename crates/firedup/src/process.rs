@@ -7,6 +7,8 @@ use std::fs;
 use std::os::fd::AsFd;
 use std::time::Duration;
 
+pub mod ending;
+
 /// Fields of `/proc/PID/stat` that firedup uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProcStat {
@@ -111,9 +113,14 @@ pub fn tree(root: u32) -> Vec<u32> {
 
 /// Cumulative CPU ticks and bytes read by the process tree under `root`.
 pub fn tree_usage(root: u32) -> (u64, u64) {
+    usage_of(&tree(root))
+}
+
+/// Cumulative CPU ticks and bytes read by the processes `pids` (a tree read by [`tree`]).
+pub fn usage_of(pids: &[u32]) -> (u64, u64) {
     let mut cpu = 0;
     let mut read = 0;
-    for pid in tree(root) {
+    for &pid in pids {
         if let Some(s) = stat(pid) {
             cpu += s.cpu_ticks;
         }

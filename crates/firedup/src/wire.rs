@@ -128,6 +128,26 @@ mod tests {
                     },
                 },
             },
+            // The live ranks reach a firedup elsewhere the same way.
+            WireEvent::Obs {
+                t: 2.5,
+                seq: 9,
+                obs: Observation::RankEnded {
+                    rank: 1,
+                    pid: 4321,
+                    exit: Some(ExitInfo::signal(9, false)),
+                },
+            },
+            WireEvent::Obs {
+                t: 2.75,
+                seq: 10,
+                obs: Observation::RankOutsideCollective {
+                    rank: 1,
+                    evidence:
+                        "rank 1 sleeps in hrtimer_nanosleep while rank 0 waits in futex_do_wait"
+                            .into(),
+                },
+            },
             WireEvent::Mark(Resume {
                 offset: 10,
                 line: 2,
