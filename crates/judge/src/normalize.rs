@@ -18,6 +18,12 @@ use std::borrow::Cow;
 
 mod dress;
 mod escapes;
+mod interleaved;
+mod records;
+mod relays;
+mod scan;
+
+pub use interleaved::next_rank_print;
 
 /// One line, normalised.
 #[derive(Debug, Clone, PartialEq, Eq)]
