@@ -9,8 +9,9 @@
 //! `]8;;url` ended by BEL or ST in text form). An orphan (no marker) is removed only when it is an
 //! SGR colour (`[` digits and `;` `m`) and the line shows it is colour: it starts the line, or the
 //! line holds an orphan reset (`[0m`, `[m`), as a colour always ends in one. So `[5m]` in a
-//! message survives. A line without any is returned borrowed, after one scan for `[` and `]`
-//! (most lines hold one or two, and only those are looked at).
+//! message survives. A line without any is returned borrowed, after a memchr for `[` and one for
+//! `]` (most lines hold none or a few, and only those are looked at, each ruled out by the byte
+//! before it or the bytes after it).
 
 use std::borrow::Cow;
 
@@ -22,30 +23,34 @@ const MARKERS: [&str; 9] = [
     "#033", "^[", "\\x1b", "\\x1B", "\\033", "\\e", "\\u001b", "\\u001B", "\u{241b}",
 ];
 
+/// Text forms of ST (ESC `\\`, which ends an OSC): each marker followed by a backslash.
+const STS: [&str; 9] = [
+    "#033\\",
+    "^[\\",
+    "\\x1b\\",
+    "\\x1B\\",
+    "\\033\\",
+    "\\e\\",
+    "\\u001b\\",
+    "\\u001B\\",
+    "\u{241b}\\",
+];
+
 /// Text forms of BEL (which ends an OSC).
 const BELS: [&str; 5] = ["#007", "^G", "\\x07", "\\a", "\\u0007"];
 
 /// `line` with the escape sequences written out as text removed; borrowed when it has none.
 pub(super) fn flatten(line: &str) -> Cow<'_, str> {
     let bytes = line.as_bytes();
-    if !bytes.contains(&b'[') && !bytes.contains(&b']') {
-        return Cow::Borrowed(line);
-    }
     let mut cuts: Vec<(usize, usize)> = Vec::new();
     let mut orphans: Vec<(usize, usize)> = Vec::new();
     let mut colour_evidence = false;
+    // CSI: each `[` (found by memchr; most lines have none or a few).
     let mut from = 0;
-    while let Some(i) = find_bracket(bytes, from) {
+    while let Some(p) = line.get(from..).and_then(|r| r.find('[')) {
+        let i = from + p;
         from = i + 1;
-        let marker = marker_before(line, i);
-        if bytes[i] == b']' {
-            if let (Some(m), Some(end)) = (marker, osc_end(line, i + 1)) {
-                cuts.push((i - m, end));
-                from = end;
-            }
-            continue;
-        }
-        match (marker, csi_end(bytes, i + 1)) {
+        match (marker_before(line, i), csi_end(bytes, i + 1)) {
             (Some(m), Some(end)) => {
                 cuts.push((i - m, end));
                 from = end;
@@ -65,13 +70,24 @@ pub(super) fn flatten(line: &str) -> Cow<'_, str> {
             _ => {}
         }
     }
+    // OSC: a `]` right after a marker.
+    let mut from = 0;
+    while let Some(p) = line.get(from..).and_then(|r| r.find(']')) {
+        let i = from + p;
+        from = i + 1;
+        let osc = marker_before(line, i).and_then(|m| Some((m, osc_end(line, i + 1)?)));
+        if let Some((m, end)) = osc {
+            cuts.push((i - m, end));
+            from = end;
+        }
+    }
     if colour_evidence {
         cuts.extend(orphans);
-        cuts.sort_unstable();
     }
     if cuts.is_empty() {
         return Cow::Borrowed(line);
     }
+    cuts.sort_unstable();
     let mut out = String::with_capacity(line.len());
     let mut at = 0;
     for (start, end) in cuts {
@@ -84,18 +100,14 @@ pub(super) fn flatten(line: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// The next `[` or `]` at or after `from`.
-fn find_bracket(bytes: &[u8], from: usize) -> Option<usize> {
-    bytes
-        .get(from..)?
-        .iter()
-        .position(|&b| b == b'[' || b == b']')
-        .map(|p| from + p)
-}
-
 /// The length of the ESC marker that ends right before byte `i`, if one does.
 fn marker_before(line: &str, i: usize) -> Option<usize> {
     let head = line.as_bytes().get(..i)?;
+    // Every marker ends in one of these bytes (`#033`, `\033`, `^[`, `\x1b`, `\x1B`, `\e`,
+    // `\u001b`, `\u001B`, and `␛`'s last byte): most brackets are ruled out by one compare.
+    if !matches!(head.last(), Some(b'3' | b'[' | b'b' | b'B' | b'e' | 0x9b)) {
+        return None;
+    }
     MARKERS
         .iter()
         .find(|m| head.ends_with(m.as_bytes()))
@@ -133,9 +145,8 @@ fn osc_end(line: &str, from: usize) -> Option<usize> {
             best = Some(best.map_or(p + bel.len(), |b| b.min(p + bel.len())));
         }
     }
-    for m in MARKERS {
-        let st = format!("{m}\\");
-        if let Some(p) = rest.find(&st) {
+    for st in STS {
+        if let Some(p) = rest.find(st) {
             best = Some(best.map_or(p + st.len(), |b| b.min(p + st.len())));
         }
     }

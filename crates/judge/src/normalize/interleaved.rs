@@ -9,7 +9,7 @@
 pub fn next_rank_print(text: &str) -> Option<usize> {
     let b = text.as_bytes();
     let mut from = 1;
-    while let Some(p) = b.get(from..)?.iter().position(|&c| c == b'[') {
+    while let Some(p) = text.get(from..)?.find('[') {
         let i = from + p;
         if is_rank_prefix(&b[i..]) {
             return Some(i);

@@ -269,6 +269,11 @@ pub(super) fn syslog_header(b: &[u8], i: usize) -> Option<Token> {
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
+    if b.get(i + 3) != Some(&b' ')
+        || !matches!(b[i], b'J' | b'F' | b'M' | b'A' | b'S' | b'O' | b'N' | b'D')
+    {
+        return None;
+    }
     let j = MONTHS.iter().find_map(|m| lit(b, i, m))?;
     let j = byte(b, j, b' ')?;
     let j = byte(b, j, b' ').unwrap_or(j);

@@ -91,6 +91,12 @@ pub(super) fn level_word(b: &[u8], i: usize) -> Option<(bool, usize)> {
         ("TRACE", false),
         ("NOTICE", false),
     ];
+    if !matches!(
+        b.get(i),
+        Some(b'C' | b'E' | b'F' | b'W' | b'I' | b'D' | b'T' | b'N')
+    ) {
+        return None;
+    }
     LEVELS.iter().find_map(|(w, error)| {
         let end = lit(b, i, w)?;
         let next = b.get(end).copied();
