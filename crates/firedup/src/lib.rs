@@ -133,7 +133,7 @@ pub use stop::{StopReport, SweepNote};
 pub use verdict::Outcome;
 
 // The pure core, re-exported under the names the shell uses.
-pub use firedup_judge::{classify, duration, judge, line_shape, lines, verdict};
+pub use firedup_judge::{classify, duration, judge, line_shape, lines, normalize, verdict};
 
 /// Profiles: the judge crate's data and parsing, plus the files this crate reads.
 pub mod profile {

@@ -46,6 +46,7 @@ mod readiness;
 mod reading;
 mod stage;
 mod traceback;
+mod wrapped;
 
 pub use crate::mode::Mode;
 pub use config::JudgeConfig;
@@ -58,6 +59,7 @@ use probes::ProbeTrack;
 use ranks::Ranks;
 use stage::Stage;
 use traceback::Tracebacks;
+use wrapped::Wraps;
 
 /// The state machine.
 #[derive(Debug)]
@@ -105,6 +107,8 @@ pub struct Judge {
     tracebacks: Tracebacks,
     /// How the ranks of a multi-process launch ended.
     ranks: Ranks,
+    /// The last line, held while it can be the first half of a hard-wrapped message.
+    wraps: Wraps,
 }
 
 impl Judge {
@@ -142,6 +146,7 @@ impl Judge {
             gpu: None,
             tracebacks: Tracebacks::default(),
             ranks: Ranks::default(),
+            wraps: Wraps::default(),
             cfg,
         }
     }

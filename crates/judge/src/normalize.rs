@@ -6,9 +6,24 @@
 //! timestamps and levels. [`normalize`] takes them off once, in one place, before classification,
 //! and says which rank the prefix named; the original text is kept for display by the caller.
 //!
-//! Pure and per line, no allocation for a line that needs no change.
+//! Order: escapes first (they glue onto the words the prefixes are recognised by), then the
+//! prefixes (`dress.rs`). A record whose level is INFO/WARNING/DEBUG keeps its header (see
+//! `dress.rs`: the catalog's anchored exception patterns must keep not matching it). Indentation
+//! after a removed prefix is kept.
+//!
+//! Pure and per line, no allocation for a line that needs no change: the prefixes are sliced
+//! off, only a line with escape text is copied.
 
 use std::borrow::Cow;
+
+mod dress;
+mod escapes;
+mod interleaved;
+mod records;
+mod relays;
+mod scan;
+
+pub use interleaved::next_rank_print;
 
 /// One line, normalised.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,12 +33,34 @@ pub struct NormalLine<'a> {
     pub text: Cow<'a, str>,
     /// The rank (or shard, worker, task) a prefix named, if any.
     pub rank: Option<u32>,
+    /// Whether the line began with a logging library's record header (a timestamp or a level).
+    /// A line without one, and without indentation, may be the continuation of a wrapped line.
+    pub record: bool,
 }
 
 /// `raw` (a line already cleaned of real escape sequences and invalid UTF-8) as a person reads it.
 pub fn normalize(raw: &str) -> NormalLine<'_> {
-    NormalLine {
-        text: Cow::Borrowed(raw),
-        rank: None,
+    match escapes::flatten(raw) {
+        Cow::Borrowed(s) => {
+            let d = dress::dress(s);
+            NormalLine {
+                text: Cow::Borrowed(&s[d.start..d.end]),
+                rank: d.rank,
+                record: d.record,
+            }
+        }
+        Cow::Owned(mut s) => {
+            let d = dress::dress(&s);
+            s.truncate(d.end);
+            s.drain(..d.start);
+            NormalLine {
+                text: Cow::Owned(s),
+                rank: d.rank,
+                record: d.record,
+            }
+        }
     }
 }
+
+#[cfg(test)]
+mod tests;

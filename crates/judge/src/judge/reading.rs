@@ -1,15 +1,24 @@
 //! Reading one log line, in order: normalise it (escape codes flattened to text, prefixes,
 //! timestamps and levels taken off; the rank a prefix named), classify the normalised text, place
 //! it in the traceback structure (a source line under a frame names nothing), read it for a
-//! launcher's report of a rank's ending, and then apply what it means (`line.rs`). The original
+//! launcher's report of a rank's ending, join it to the line before when the two are one
+//! hard-wrapped message (`wrapped.rs`), and then apply what it means (`line.rs`). The original
 //! text is what is kept and shown.
+//!
+//! A line that holds two ranks' prints (`[rank0]: foo[rank1]: RuntimeError: ...`) is read part by
+//! part, each with its own rank, and applied once; each failure hit keeps the rank (and chain) of
+//! the part that showed it.
 
 use std::time::Duration;
 
 use super::Judge;
 use super::line::LineOrigin;
 use super::output::Event;
-use crate::normalize::normalize;
+use crate::classify::{Hit, LineClass};
+use crate::normalize::{next_rank_print, normalize};
+
+/// At most this many parts are read from one line (bounded work on a pathological line).
+const MAX_PARTS: usize = 16;
 
 impl Judge {
     /// Log line `number`, as the follower read it.
@@ -21,17 +30,116 @@ impl Judge {
         events: &mut Vec<Event>,
     ) {
         let normal = normalize(&text);
+        if next_rank_print(&normal.text).is_some() {
+            drop(normal);
+            self.read_interleaved(at, number, text, events);
+            return;
+        }
         let mut class = self.cfg.classifier.classify(&normal.text);
         let role = self.tracebacks.on_line(normal.rank, &normal.text);
         role.apply(&mut class);
         self.ranks
             .on_line(at, number, normal.rank, &normal.text, &text);
+        let joined = self
+            .wraps
+            .join(&self.cfg.classifier, &normal, &class, role.source);
+        self.wraps.hold(number, &text, &normal, &class, role.source);
         let origin = LineOrigin {
             rank: normal.rank,
             chain: role.chain,
         };
         drop(normal);
+        let Some(joined) = joined else {
+            self.on_line(at, number, text, origin, &class, events);
+            self.last_class = Some(class);
+            return;
+        };
+        // A failure only the two halves together show: evidence at the first half's line.
+        class.hits.extend(joined.hits.iter().copied());
+        sort_hits(&mut class.hits);
+        let first_new = self.evidence.len();
         self.on_line(at, number, text, origin, &class, events);
+        for e in &mut self.evidence[first_new..] {
+            if joined.hits.contains(&e.hit) {
+                e.line = joined.line.clone();
+                e.rank = joined.rank;
+            }
+        }
         self.last_class = Some(class);
     }
+
+    /// Line `number`, which holds more than one rank's print: each part is normalised, classified
+    /// and placed on its own; the line is applied once, with every part's hits, its origin the
+    /// part with the most specific hit; each hit's evidence then gets its own part's origin.
+    fn read_interleaved(
+        &mut self,
+        at: Duration,
+        number: u64,
+        text: String,
+        events: &mut Vec<Event>,
+    ) {
+        let mut parts: Vec<(String, Option<u32>)> = Vec::new();
+        let first = normalize(&text);
+        let (mut rest, mut rank) = (first.text.into_owned(), first.rank);
+        while let Some(p) = next_rank_print(&rest).filter(|_| parts.len() + 1 < MAX_PARTS) {
+            parts.push((rest[..p].to_string(), rank));
+            let next = normalize(&rest[p..]);
+            let (t, r) = (next.text.into_owned(), next.rank);
+            (rest, rank) = (t, r);
+        }
+        parts.push((rest, rank));
+        let mut merged = LineClass {
+            noise: true,
+            ..LineClass::default()
+        };
+        let mut origins: Vec<(Vec<Hit>, LineOrigin)> = Vec::new();
+        for (part, rank) in &parts {
+            let mut class = self.cfg.classifier.classify(part);
+            let role = self.tracebacks.on_line(*rank, part);
+            role.apply(&mut class);
+            self.ranks.on_line(at, number, *rank, part, &text);
+            merged.hits.extend(class.hits.iter().copied());
+            merged.ready.extend(class.ready.iter().copied());
+            merged.phase = class.phase.or(merged.phase);
+            merged.progress = merged.progress.or(class.progress);
+            merged.noise &= class.noise;
+            let origin = LineOrigin {
+                rank: *rank,
+                chain: role.chain,
+            };
+            origins.push((class.hits, origin));
+        }
+        sort_hits(&mut merged.hits);
+        merged.ready.sort_unstable();
+        merged.ready.dedup();
+        let origin_of = |hit: &Hit| {
+            origins
+                .iter()
+                .find(|(hits, _)| hits.contains(hit))
+                .map(|(_, o)| *o)
+        };
+        let origin = merged
+            .strongest()
+            .and_then(|h| origin_of(&h))
+            .unwrap_or(origins[0].1);
+        self.wraps.release();
+        let first_new = self.evidence.len();
+        self.on_line(at, number, text, origin, &merged, events);
+        for e in &mut self.evidence[first_new..] {
+            if let Some(o) = origin_of(&e.hit) {
+                e.rank = o.rank;
+                e.chain = o.chain;
+            }
+        }
+        self.last_class = Some(merged);
+    }
 }
+
+/// Hits most specific first, each once.
+fn sort_hits(hits: &mut Vec<Hit>) {
+    hits.sort_by_key(|h| h.precedence());
+    hits.dedup();
+}
+
+#[cfg(test)]
+mod tests;
