@@ -9,6 +9,8 @@ use std::time::Duration;
 use super::Judge;
 use super::line::LineOrigin;
 use super::output::Event;
+use super::ranks::prefix_rank;
+use crate::classify::Strength;
 use crate::normalize::normalize;
 
 impl Judge {
@@ -22,16 +24,30 @@ impl Judge {
     ) {
         let normal = normalize(&text);
         let mut class = self.cfg.classifier.classify(&normal.text);
-        let role = self.tracebacks.on_line(normal.rank, &normal.text);
+        // PyTorch's `[rankN]:` prefix names the rank when the normaliser did not.
+        let rank = normal.rank.or_else(|| prefix_rank(&text));
+        let role = self.tracebacks.on_line(rank, &normal.text);
         role.apply(&mut class);
-        self.ranks
-            .on_line(at, number, normal.rank, &normal.text, &text);
+        let note = self
+            .ranks
+            .on_line(at, number, rank, &normal.text, &text, &class);
+        if let Some(header) = note.echo_traceback_header {
+            self.forget_echo_traceback(rank, header);
+        }
         let origin = LineOrigin {
-            rank: normal.rank,
+            rank,
             chain: role.chain,
         };
         drop(normal);
         self.on_line(at, number, text, origin, &class, events);
         self.last_class = Some(class);
+    }
+
+    /// The traceback whose header is line `header` (printed by `rank`) ended in an echo: its
+    /// header names no cause either, and leaves room for the same signature from another line.
+    fn forget_echo_traceback(&mut self, rank: Option<u32>, header: u64) {
+        self.evidence.retain(|e| {
+            !(e.line.number == header && e.rank == rank && e.hit.strength != Strength::Fatal)
+        });
     }
 }
