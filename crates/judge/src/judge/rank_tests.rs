@@ -80,6 +80,7 @@ fn torchrun_log(name: &str) -> &'static str {
     match name {
         "raise" => include_str!("../../../../tests/fixtures/torchrun/raise.log"),
         "raise_late" => include_str!("../../../../tests/fixtures/torchrun/raise_late.log"),
+        "raise_misnamed" => include_str!("../../../../tests/fixtures/torchrun/raise_misnamed.log"),
         "sigkill" => include_str!("../../../../tests/fixtures/torchrun/sigkill.log"),
         "exit3" => include_str!("../../../../tests/fixtures/torchrun/exit3.log"),
         "exit0" => include_str!("../../../../tests/fixtures/torchrun/exit0.log"),
@@ -157,6 +158,12 @@ fn recorded_torchrun_failures_name_the_first_rank_and_its_cause() {
         ),
         (
             "raise_late",
+            want(Failed, Some(PythonException), Some(1), Some(7), code(1)),
+        ),
+        // torchrun's Root Cause names rank 0 (both failed within a second), whose own error is
+        // the echo: rank 1's printed cause is the root cause.
+        (
+            "raise_misnamed",
             want(Failed, Some(PythonException), Some(1), Some(7), code(1)),
         ),
         (

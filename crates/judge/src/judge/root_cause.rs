@@ -4,9 +4,11 @@
 //!
 //! In order, once the process ended (not with 0) and a rank's ending or the launcher's own signal
 //! is known (`ranks.rs`):
-//! 1. a cause (not an echo, not a signal's line) printed by the first rank that failed, or by no
-//!    rank in particular before the launcher reported that ending, is `failed` with that cause;
-//!    lines printed after the launcher was sent a signal are its consequences;
+//! 1. a cause (not an echo, not a signal's line) printed by the first rank that failed (by any
+//!    rank when that rank's own error was an echo of a peer's end: a launcher may list a healthy
+//!    rank first), or by no rank in particular before the launcher reported that ending, is
+//!    `failed` with that cause; lines printed after the launcher was sent a signal are its
+//!    consequences;
 //! 2. the launcher sent a signal before any rank failed: `killed` with that signal's signature;
 //! 3. the first rank that failed printed only a collective error (its peer ended or stalled
 //!    first): `failed` with that echo's signature, naming the rank that was outside the
@@ -53,13 +55,17 @@ impl Judge {
             return false;
         }
         let failed = self.ranks.first_failed().cloned();
+        // The first rank reported failed is the root cause unless its own error was an echo (a
+        // peer ended first; torchrun, for one, names the lowest of ranks that failed within a
+        // second of each other): then any rank's printed cause may be it.
+        let root = failed.as_ref().filter(|f| self.echo_of(f.rank).is_none());
         let signal = self.ranks.launcher_signal.clone();
         // The launcher was signalled before any rank failed: the ranks' endings are its doing.
         let signalled_first = signal
             .as_ref()
             .filter(|s| failed.as_ref().is_none_or(|f| s.at <= f.at));
-        if let Some(cause) = self.rank_cause(failed.as_ref()) {
-            let rank = cause.rank.or(failed.as_ref().map(|f| f.rank));
+        if let Some(cause) = self.rank_cause(root, failed.as_ref()) {
+            let rank = cause.rank.or(root.map(|f| f.rank));
             let ending = rank.and_then(|r| self.ranks.ending_of(r)).cloned();
             let rank_exit = ending.as_ref().and_then(|e| e.exit).or(exit);
             let then = match (rank, &ending) {
@@ -111,10 +117,15 @@ impl Judge {
         false
     }
 
-    /// The cause the first failed rank printed: the most specific evidence that is not an echo
-    /// nor a signal's line, printed by that rank, or by no rank in particular before the
-    /// launcher reported its ending; never a line after the launcher was sent a signal.
-    fn rank_cause(&self, failed: Option<&RankEnding>) -> Option<Evidence> {
+    /// The cause the root-cause rank printed: the most specific evidence that is not an echo nor
+    /// a signal's line, printed by `root` (any rank when it is not known), or by no rank in
+    /// particular before the launcher reported the first failure (`failed`); never a line after
+    /// the launcher was sent a signal.
+    fn rank_cause(
+        &self,
+        root: Option<&RankEnding>,
+        failed: Option<&RankEnding>,
+    ) -> Option<Evidence> {
         let signal_line = self.ranks.launcher_signal.as_ref().map(|s| s.line.number);
         let counts = |e: &&Evidence| {
             if e.hit.strength == Strength::Echo
@@ -123,15 +134,14 @@ impl Judge {
             {
                 return false;
             }
-            let Some(f) = failed else {
-                return true;
-            };
-            match e.rank {
-                Some(r) => r == f.rank,
-                None => match &f.line {
+            match (e.rank, root, failed) {
+                (Some(r), Some(root), _) => r == root.rank,
+                (Some(_), None, _) => true,
+                (None, _, Some(f)) => match &f.line {
                     Some(l) => e.line.number < l.number,
                     None => e.at <= f.at,
                 },
+                (None, _, None) => true,
             }
         };
         let best = self
