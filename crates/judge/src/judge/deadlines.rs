@@ -76,6 +76,10 @@ impl Judge {
         if at < s.first_fatal_at + self.cfg.fail_settle {
             return false;
         }
+        // A launcher already reported how its ranks ended: the root cause among them.
+        if self.decide_by_ranks(at, None, "the launcher is still running", events) {
+            return true;
+        }
         self.decide_failure(at, None, events);
         true
     }

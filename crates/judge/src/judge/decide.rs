@@ -111,9 +111,11 @@ impl Judge {
 
     /// Decides `failed` at `at` for a cause named by line evidence.
     pub(super) fn decide_failed(&mut self, at: Duration, f: LineFailure, events: &mut Vec<Event>) {
+        // Echoes are not causes: not listed beside the cause either.
         let mut secondary: Vec<Signature> = self
             .evidence
             .iter()
+            .filter(|e| e.hit.strength != Strength::Echo)
             .filter_map(|e| e.hit.signature)
             .chain(f.also)
             .filter(|s| Some(*s) != f.cause.hit.signature)

@@ -32,7 +32,12 @@ impl Judge {
                 return;
             }
         }
-        if self.decide_by_ranks(at, exit, &after_ready, events) {
+        let launcher = format!(
+            "the launcher exited with {}{after_ready}",
+            exit.map(|e| e.describe())
+                .unwrap_or_else(|| "an unknown status".into())
+        );
+        if self.decide_by_ranks(at, exit, &launcher, events) {
             return;
         }
         if let Some(e) = exit {

@@ -42,13 +42,14 @@ pub(super) fn signal_signature(sig: i32, oom: bool) -> Option<Signature> {
 }
 
 impl Judge {
-    /// Decides by the ranks when the process ended with `exit` (see the module doc); false when
-    /// nothing is known of them and the ordinary rules of `exit.rs` apply.
+    /// Decides by the ranks (see the module doc): when the process ended with `exit`, or at the
+    /// end of the settle window (`exit` None); `launcher` says in words how the launcher stands.
+    /// False when nothing is known of the ranks and the ordinary rules apply.
     pub(super) fn decide_by_ranks(
         &mut self,
         at: Duration,
         exit: Option<ExitInfo>,
-        after_ready: &str,
+        launcher: &str,
         events: &mut Vec<Event>,
     ) -> bool {
         if exit.is_some_and(|e| e.code == Some(0)) || !self.ranks.any_ending() {
@@ -73,13 +74,7 @@ impl Judge {
                 (Some(r), None) => format!("on rank {r}"),
                 (None, _) => "on no rank in particular".to_string(),
             };
-            let reason = self.failure_reason(
-                &cause,
-                &format!(
-                    "{then}; the launcher exited with {}{after_ready}",
-                    describe(exit)
-                ),
-            );
+            let reason = self.failure_reason(&cause, &format!("{then}; {launcher}"));
             let also = rank_exit
                 .and_then(|e| e.effective_signal())
                 .and_then(|s| signal_signature(s, self.oom.is_some()));
@@ -94,10 +89,9 @@ impl Judge {
         }
         if let Some(s) = signalled_first {
             let reason = format!(
-                "killed: the launcher was sent {} (line {}) and shut its workers down; it exited with {}{after_ready}",
+                "killed: the launcher was sent {} (line {}) and shut its workers down; {launcher}",
                 signal_name(s.signal),
                 s.line.number,
-                describe(exit)
             );
             let d = Decision::new(Verdict::Killed, reason)
                 .signatures(signal_signature(s.signal, false), Vec::new())
@@ -108,9 +102,9 @@ impl Judge {
         }
         if let Some(f) = failed.or_else(|| self.ranks.first_clean(None).cloned()) {
             if let Some(echo) = self.echo_of(f.rank) {
-                self.decide_echo_of_peer(at, &f, echo, exit, after_ready, events);
+                self.decide_echo_of_peer(at, &f, echo, exit, launcher, events);
             } else {
-                self.decide_rank_ending(at, &f, exit, after_ready, events);
+                self.decide_rank_ending(at, &f, exit, launcher, events);
             }
             return true;
         }
@@ -176,7 +170,7 @@ impl Judge {
         f: &RankEnding,
         echo: Evidence,
         exit: Option<ExitInfo>,
-        after_ready: &str,
+        launcher: &str,
         events: &mut Vec<Event>,
     ) {
         let outside = self.ranks.outside_collective.clone();
@@ -207,11 +201,10 @@ impl Judge {
         };
         let name = signature.map(|s| format!("{s}: {}", s.hint()));
         let reason = format!(
-            "failed with {} (line {}): rank {} failed in a collective after its peer went first, and {how}; the launcher exited with {}{after_ready}",
+            "failed with {} (line {}): rank {} failed in a collective after its peer went first, and {how}; {launcher}",
             name.unwrap_or_default(),
             echo.line.number,
             f.rank,
-            describe(exit)
         );
         let f = LineFailure {
             cause: Evidence {
@@ -233,7 +226,7 @@ impl Judge {
         at: Duration,
         f: &RankEnding,
         exit: Option<ExitInfo>,
-        after_ready: &str,
+        launcher: &str,
         events: &mut Vec<Event>,
     ) {
         let seen = match &f.line {
@@ -242,7 +235,6 @@ impl Judge {
         };
         let line = f.line.clone().or_else(|| self.last_line.clone());
         let rank_exit = f.exit.or(exit);
-        let launcher = format!("the launcher exited with {}{after_ready}", describe(exit));
         if let Some(sig) = f.exit.and_then(|e| e.effective_signal()) {
             let signature = signal_signature(sig, self.oom.is_some());
             let reason = format!(
