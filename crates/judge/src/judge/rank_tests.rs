@@ -358,6 +358,13 @@ fn echoes_alone_name_the_collective_not_the_rank_that_printed_them() {
             want(Failed, Some(NcclError), None, Some(4), code(1)),
         ),
         (
+            "a peer's NCCL error after the rank's own cause",
+            "[rank1]: ValueError: rank 1 hit a bad shard: expected 4096 rows, got 4095\n\
+             [rank0]: RuntimeError: NCCL error: remote process exited or there was a network error",
+            code(1),
+            want(Failed, Some(PythonException), Some(1), Some(1), code(1)),
+        ),
+        (
             "an NCCL watchdog timeout ending in its abort",
             "[rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, NumelOut=466119168, Timeout(ms)=600000) ran for 600060 milliseconds before timing out.\n\
              terminate called after throwing an instance of 'c10::DistBackendError'\n\
