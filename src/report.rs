@@ -300,7 +300,18 @@ pub fn left_running_after_monitor_error(run_id: &str) -> String {
 
 pub fn render_final(o: &Outcome, teardown: Option<&str>) -> String {
     let mut s = String::new();
-    let sig = o.signature.map(|x| format!(" ({x})")).unwrap_or_default();
+    // The signature and, in a multi-process launch, the rank where the root cause happened.
+    let about: Vec<String> = o
+        .signature
+        .map(|x| x.to_string())
+        .into_iter()
+        .chain(o.rank.map(|r| format!("rank {r}")))
+        .collect();
+    let sig = if about.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", about.join(", "))
+    };
     s.push_str(&format!(
         "firedup: {}{sig} after {}\n",
         o.verdict.as_str().to_uppercase(),

@@ -412,9 +412,11 @@ const CASES: &[Case] = &[
         fixture: "worker_sigkill.log",
         then: "1",
         extra: JOB,
-        verdict: "failed",
+        // CONTRACT: torchrun's `exitcode: -9` is that rank's SIGKILL: `killed` (rank 0; the
+        // launcher's own traceback after it is an echo, not a secondary cause).
+        verdict: "killed",
         signature: Some("sigkill"),
-        secondary: &["python_exception"],
+        secondary: &[],
         line: Some("failed (exitcode: -9)"),
         phase: Some("training"),
         timeline: &[],

@@ -1,6 +1,7 @@
 //! Unit tests of the reports to people (report.rs): the final block, the progress display, ETAs.
 
 use super::*;
+use crate::verdict::Signature;
 
 #[test]
 fn next_names_the_host_and_only_known_fields_are_shown() {
@@ -62,6 +63,54 @@ fn next_names_the_host_and_only_known_fields_are_shown() {
             "{text}"
         );
         assert_eq!(text.contains("  log:"), !o.log.is_empty(), "{text}");
+    }
+}
+
+#[test]
+fn the_verdict_line_names_the_rank_of_the_root_cause() {
+    let o = |signature, rank| Outcome {
+        verdict: Verdict::Killed,
+        signature,
+        reason: "r".into(),
+        line: None,
+        context: Vec::new(),
+        phase: None,
+        elapsed_s: 12.0,
+        exit: None,
+        pid: None,
+        log: String::new(),
+        run_id: String::new(),
+        timeline: Vec::new(),
+        secondary: Vec::new(),
+        server_running: false,
+        probes: Vec::new(),
+        request_gap_s: None,
+        gpu: None,
+        ready_s: None,
+        host: None,
+        attached: false,
+        schema: crate::verdict::OUTCOME_SCHEMA,
+        name: None,
+        log_from_line: None,
+        rank,
+    };
+    let table = [
+        (
+            Some(Signature::Sigkill),
+            Some(1),
+            "firedup: KILLED (sigkill, rank 1) after 12.0s\n",
+        ),
+        (
+            Some(Signature::Sigkill),
+            None,
+            "firedup: KILLED (sigkill) after 12.0s\n",
+        ),
+        (None, Some(3), "firedup: KILLED (rank 3) after 12.0s\n"),
+        (None, None, "firedup: KILLED after 12.0s\n"),
+    ];
+    for (signature, rank, first) in table {
+        let text = render_final(&o(signature, rank), None);
+        assert!(text.starts_with(first), "{text}");
     }
 }
 

@@ -111,6 +111,22 @@ pub struct LineClass {
     pub noise: bool,
 }
 
+/// A line that matches an echo rule is an echo, whatever else it matches: a healthy rank's
+/// `RuntimeError: ... Connection closed by peer` is an uncaught exception by its form, but names
+/// no cause while another rank printed one (CONTRACT: the multi-process rule). A user's
+/// `--fail-line` keeps its strength (the user asked for it), and so does a signal's line (a
+/// launcher's `Signal 11 (SIGSEGV) received by PID 42` says how that rank ended).
+fn demote_echo_line(hits: &mut [Hit]) {
+    if hits.len() < 2 || !hits.iter().any(|h| h.strength == Strength::Echo) {
+        return;
+    }
+    for h in hits.iter_mut() {
+        if h.signature.is_some_and(|s| !s.is_signal_class()) {
+            h.strength = Strength::Echo;
+        }
+    }
+}
+
 impl LineClass {
     /// The most specific hit.
     pub fn strongest(&self) -> Option<Hit> {
@@ -344,7 +360,9 @@ impl Classifier {
                 Slot::Phase(p) => class.phase = Some(p),
             }
         }
+        demote_echo_line(&mut class.hits);
         class.hits.sort_by_key(Hit::precedence);
+        class.hits.dedup();
         class
     }
 

@@ -36,14 +36,18 @@ mod config;
 mod deadlines;
 mod decide;
 mod exit;
+mod launcher_report;
 mod line;
 mod observation;
 mod output;
 mod probes;
 mod progress;
+#[cfg(test)]
+mod rank_tests;
 mod ranks;
 mod readiness;
 mod reading;
+mod root_cause;
 mod stage;
 mod traceback;
 mod wrapped;

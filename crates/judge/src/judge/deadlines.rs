@@ -76,6 +76,10 @@ impl Judge {
         if at < s.first_fatal_at + self.cfg.fail_settle {
             return false;
         }
+        // A launcher already reported how its ranks ended: the root cause among them.
+        if self.decide_by_ranks(at, None, "the launcher is still running", events) {
+            return true;
+        }
         self.decide_failure(at, None, events);
         true
     }
@@ -166,16 +170,29 @@ impl Judge {
             (false, false) => "no log and no CPU use",
             (false, true) => "no log, no CPU use and no GPU memory growth",
         };
+        let outside = self.ranks.outside_collective.clone();
         let reason = format!(
-            "stalled: {what} for {}{}{}",
+            "stalled: {what} for {}{}{}{}",
             format_duration(s),
             self.phase
                 .as_ref()
                 .map(|p| format!(" in phase {p}"))
                 .unwrap_or_default(),
+            outside
+                .as_ref()
+                .map(|(rank, ev)| format!(
+                    "; rank {rank} is not inside a collective while its peers wait in one ({ev})"
+                ))
+                .unwrap_or_default(),
             self.waiting_note()
         );
-        self.decide_at_last_line(at, Verdict::Stalled, reason, events)
+        // The rank that stopped making progress while its peers waited for it is the root cause.
+        let line = self.last_line.clone();
+        let d = Decision::new(Verdict::Stalled, reason)
+            .line(line)
+            .rank(outside.map(|(rank, _)| rank));
+        self.decide(at, d, events);
+        true
     }
 
     /// The current phase ran past its budget: `timed_out`.

@@ -10,6 +10,7 @@ use super::Judge;
 use super::cause::Evidence;
 use super::output::{Event, Judgement};
 use super::stage::Stage;
+use crate::classify::Strength;
 use crate::verdict::{ExitInfo, LineRef, Signature, Verdict};
 
 /// A verdict the caller spells out (everything but a failure named by line evidence).
@@ -40,7 +41,6 @@ impl Decision {
     }
 
     /// With the rank where the root cause happened.
-    #[allow(dead_code)] // For the launcher-reported rank endings (issue 13, in progress).
     pub(super) fn rank(mut self, rank: Option<u32>) -> Decision {
         self.rank = rank;
         self
@@ -111,9 +111,11 @@ impl Judge {
 
     /// Decides `failed` at `at` for a cause named by line evidence.
     pub(super) fn decide_failed(&mut self, at: Duration, f: LineFailure, events: &mut Vec<Event>) {
+        // Echoes are not causes: not listed beside the cause either.
         let mut secondary: Vec<Signature> = self
             .evidence
             .iter()
+            .filter(|e| e.hit.strength != Strength::Echo)
             .filter_map(|e| e.hit.signature)
             .chain(f.also)
             .filter(|s| Some(*s) != f.cause.hit.signature)
@@ -132,7 +134,7 @@ impl Judge {
         let j = Judgement {
             verdict: Verdict::Failed,
             signature: f.cause.hit.signature,
-            rank: f.cause.rank,
+            rank: self.cause_rank(&f.cause),
             secondary,
             reason: f.reason,
             line: Some(f.cause.line),
@@ -147,6 +149,19 @@ impl Judge {
             ready_at: self.stage.ready_at(),
         };
         self.conclude(j, events);
+    }
+
+    /// The rank where `cause` happened. An echo's printer is not it (its peer went first): the
+    /// rank that was outside the collective, or that exited 0 under it, when known.
+    fn cause_rank(&self, cause: &Evidence) -> Option<u32> {
+        if cause.hit.strength != Strength::Echo {
+            return cause.rank;
+        }
+        self.ranks
+            .outside_collective
+            .as_ref()
+            .map(|(r, _)| *r)
+            .or_else(|| self.ranks.first_clean(None).map(|e| e.rank))
     }
 
     /// The verdict is `j`: the last stage, and the last event.

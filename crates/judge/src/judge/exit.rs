@@ -1,5 +1,6 @@
 //! What the process's exit means, in order: a shell that could not run the command (126, 127)
-//! before ready is `never_started`; a signal is `killed` (with the signal's signature: OOM,
+//! before ready is `never_started`; in a multi-process launch whose ranks' endings are known, the
+//! root cause among the ranks (`root_cause.rs`); a signal is `killed` (with the signal's signature: OOM,
 //! segfault, abort, terminated) unless lines named another cause (`failed`, then ended by the
 //! signal); otherwise lines that named a cause make it `failed`, a job's exit 0 is `succeeded`,
 //! and anything else is `exited`.
@@ -7,8 +8,11 @@
 use std::time::Duration;
 
 use super::Judge;
+use super::cause::Evidence;
 use super::decide::{Decision, LineFailure};
 use super::output::Event;
+use super::root_cause::signal_signature;
+use crate::classify::Strength;
 use crate::duration::format_duration;
 use crate::mode::Mode;
 use crate::verdict::{ExitInfo, Signature, Verdict, signal_name};
@@ -27,6 +31,16 @@ impl Judge {
                 self.decide_not_run(at, e, events);
                 return;
             }
+        }
+        let launcher = format!(
+            "the launcher exited with {}{after_ready}",
+            exit.map(|e| e.describe())
+                .unwrap_or_else(|| "an unknown status".into())
+        );
+        if self.decide_by_ranks(at, exit, &launcher, events) {
+            return;
+        }
+        if let Some(e) = exit {
             if let Some(sig) = e.effective_signal() {
                 self.decide_signal(at, e, sig, &after_ready, events);
                 return;
@@ -81,19 +95,12 @@ impl Judge {
         after_ready: &str,
         events: &mut Vec<Event>,
     ) {
-        let signal_sig = match sig {
-            9 if self.oom.is_some() => Some(Signature::OomKilled),
-            9 => Some(Signature::Sigkill),
-            11 => Some(Signature::Segfault),
-            4 => Some(Signature::IllegalInstruction),
-            6 => Some(Signature::Abort),
-            1 | 2 | 15 => Some(Signature::Terminated),
-            _ => None,
-        };
+        let signal_sig = signal_signature(sig, self.oom.is_some());
         let status = e.describe();
         if let Some(cause) = self
             .line_cause(false)
             .filter(|ev| !ev.hit.signature.is_some_and(|s| s.is_signal_class()))
+            .or_else(|| self.echo_beside_signal())
         {
             let reason =
                 self.failure_reason(&cause, &format!("then ended by {status}{after_ready}"));
@@ -136,6 +143,22 @@ impl Judge {
             .line(line)
             .exit(Some(e));
         self.decide(at, d, events);
+    }
+
+    /// An echo that names a cause where the only other lines are the signal's own (a watchdog's
+    /// collective timeout, then its `terminate called ...` abort): the first line of the most
+    /// specific one.
+    fn echo_beside_signal(&self) -> Option<Evidence> {
+        let echoes = || {
+            self.evidence.iter().filter(|e| {
+                e.hit.strength == Strength::Echo
+                    && e.hit.signature.is_some_and(|s| !s.is_signal_class())
+            })
+        };
+        let best = echoes().min_by_key(|e| e.hit.precedence())?;
+        echoes()
+            .find(|e| e.hit.signature == best.hit.signature)
+            .cloned()
     }
 
     /// Ended with a status (or an unknown one): `failed` by a line cause, a job's `succeeded`,

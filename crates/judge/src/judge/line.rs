@@ -110,7 +110,13 @@ impl Judge {
         class: &LineClass,
     ) {
         for hit in &class.hits {
-            if !self.evidence.iter().any(|e| e.hit == *hit) {
+            // One entry per hit and rank: a healthy rank's echo does not hide the same
+            // signature printed later by the rank that failed.
+            if !self
+                .evidence
+                .iter()
+                .any(|e| e.hit == *hit && e.rank == origin.rank)
+            {
                 self.evidence.push(Evidence {
                     hit: *hit,
                     line: line.clone(),

@@ -1,12 +1,37 @@
 //! Ranks of a multi-process launch (torchrun, tensor-parallel servers, TGI shards, `srun` tasks):
-//! how each rank ended, as its launcher reported it in the log (torchrun's `failed (exitcode: -9)
-//! local_rank: 1 (pid: ...)` and its `Root Cause` block) or as the shell saw it live (a process of
-//! the run with `RANK`/`LOCAL_RANK`/`SLURM_PROCID` in its environment), and which rank was outside
-//! a collective while its peers waited in one.
+//! how each rank ended, as its launcher reported it in the log (`launcher_report.rs`: torchrun's
+//! `failed (exitcode: -9) local_rank: 1 (pid: ...)` and its failure summary, TGI, vLLM, sglang,
+//! srun) or as the shell saw it live (a process of the run with `RANK`/`LOCAL_RANK`/`SLURM_PROCID`
+//! in its environment); whether the launcher itself was sent a signal; which rank was outside a
+//! collective while its peers waited in one; and which Python tracebacks end in an echo (their
+//! `Traceback (most recent call last):` header names no cause either).
+//!
+//! Only lines the classifier found to be echoes (every launcher report is one) and the few lines
+//! of a launcher's summary block are read for reports, so a healthy log costs one check a line.
 
 use std::time::Duration;
 
-use crate::verdict::{ExitInfo, LineRef};
+use super::launcher_report::{Report, report};
+use crate::classify::{LineClass, Strength};
+use crate::verdict::{ExitInfo, LineRef, Signature};
+
+/// How many lines a launcher's summary block may span (torchrun prints about 8 a failure).
+const SUMMARY_LINES: u16 = 400;
+/// How many lines after sglang's "scheduler is dead" its `Exit code: N` may come.
+const EXIT_CODE_LINES: u16 = 3;
+/// Open tracebacks remembered at once (one per rank that is printing one).
+const MAX_OPEN_TRACEBACKS: usize = 256;
+
+/// Where a rank's ending was learned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum EndingSource {
+    /// The shell saw the process end.
+    Live,
+    /// A launcher's line reported it (the first failure, or a shard, worker or task that ended).
+    Launcher,
+    /// torchrun's list of the failures other than the first (mostly the SIGTERMs it sent).
+    OtherFailure,
+}
 
 /// How one rank ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,6 +44,44 @@ pub(super) struct RankEnding {
     pub(super) line: Option<LineRef>,
     /// When it was learned.
     pub(super) at: Duration,
+    /// Where it was learned.
+    pub(super) source: EndingSource,
+}
+
+impl RankEnding {
+    /// It exited 0: not a failure by itself (it is one only when its peers still needed it).
+    pub(super) fn clean(&self) -> bool {
+        self.exit.is_some_and(|e| e.code == Some(0))
+    }
+}
+
+/// The launcher itself was sent a signal.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct LauncherSignal {
+    pub(super) signal: i32,
+    pub(super) line: LineRef,
+    pub(super) at: Duration,
+}
+
+/// A launcher's summary block being read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Block {
+    /// torchrun's summary, before its lists.
+    Head,
+    /// torchrun's list of the other failures.
+    Others,
+    /// torchrun's root cause.
+    Root,
+    /// The lines after an ending whose exit follows (sglang's `Exit code: N`).
+    ExitFollows,
+}
+
+/// What reading a line found that the judge must act on.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct RankNote {
+    /// This line (an echo) ended a traceback whose header is at this line number (printed by
+    /// the same rank): that header is an echo's too, and names no cause.
+    pub(super) echo_traceback_header: Option<u64>,
 }
 
 /// What is known of the ranks.
@@ -28,30 +91,203 @@ pub(super) struct Ranks {
     pub(super) endings: Vec<RankEnding>,
     /// A rank seen outside a collective while its peers waited in one, with the evidence.
     pub(super) outside_collective: Option<(u32, String)>,
+    /// The launcher was sent a signal (torchrun's "Received 15 death signal").
+    pub(super) launcher_signal: Option<LauncherSignal>,
+    /// The summary block being read, the rank its last `rank :` line named, lines left.
+    block: Option<(Block, Option<u32>, u16)>,
+    /// A TGI shard's signal, whose rank comes on the next "Shard N crashed".
+    shard_signal: Option<i32>,
+    /// Traceback headers whose exception line has not come yet: (rank, line number).
+    open_tracebacks: Vec<(Option<u32>, u64)>,
 }
 
 impl Ranks {
-    /// Line `number` (normalised `text`, printed by `rank` if a prefix said so), read for a
-    /// launcher's report of a rank's ending.
+    /// Line `number` (normalised `text`, `original` as read, printed by `rank` if a prefix said
+    /// so), which the classifier found to mean `class`.
     pub(super) fn on_line(
         &mut self,
-        _at: Duration,
-        _number: u64,
-        _rank: Option<u32>,
-        _text: &str,
-        _original: &str,
-    ) {
+        at: Duration,
+        number: u64,
+        rank: Option<u32>,
+        text: &str,
+        original: &str,
+        class: &LineClass,
+    ) -> RankNote {
+        let mut note = RankNote::default();
+        let echo = class.hits.iter().any(|h| h.strength == Strength::Echo);
+        if !class.hits.is_empty() {
+            note.echo_traceback_header = self.follow_traceback(number, rank, text, class, echo);
+        }
+        if !echo && self.block.is_none() {
+            return note;
+        }
+        if let Some((_, _, left)) = &mut self.block {
+            *left = left.saturating_sub(1);
+            if *left == 0 {
+                self.block = None;
+            }
+        }
+        if echo && text.contains("ChildFailedError") {
+            self.block = Some((Block::Head, None, SUMMARY_LINES));
+        }
+        let Some(r) = report(text, self.block.is_some()) else {
+            return note;
+        };
+        let line = || LineRef {
+            number,
+            text: original.to_string(),
+        };
+        match r {
+            Report::Ended { rank, exit } => {
+                let exit = exit.or_else(|| self.shard_signal.take().map(sig));
+                self.learn(rank, exit, Some(line()), at, EndingSource::Launcher);
+                if exit.is_none() {
+                    self.block = Some((Block::ExitFollows, Some(rank), EXIT_CODE_LINES + 1));
+                }
+            }
+            Report::LauncherSignal(signal) => {
+                if self.launcher_signal.is_none() {
+                    self.launcher_signal = Some(LauncherSignal {
+                        signal,
+                        line: line(),
+                        at,
+                    });
+                }
+            }
+            Report::ShardSignal(s) => self.shard_signal = Some(s),
+            Report::OtherFailures => self.enter(Block::Others),
+            Report::RootCause => self.enter(Block::Root),
+            Report::SummaryRank(r) => {
+                if let Some((_, rank, _)) = &mut self.block {
+                    *rank = Some(r);
+                }
+            }
+            Report::ExitOfLast(exit) => {
+                if let Some((block, Some(rank), _)) = self.block {
+                    let source = match block {
+                        Block::Others => EndingSource::OtherFailure,
+                        _ => EndingSource::Launcher,
+                    };
+                    self.learn(rank, Some(exit), Some(line()), at, source);
+                    if block == Block::ExitFollows {
+                        self.block = None;
+                    }
+                }
+            }
+            Report::SummaryEnd => {
+                if matches!(self.block, Some((Block::Root, _, _))) {
+                    self.block = None;
+                }
+            }
+        }
+        note
     }
 
     /// The shell saw rank `rank` end with `exit`.
     pub(super) fn on_rank_ended(&mut self, at: Duration, rank: u32, exit: Option<ExitInfo>) {
-        if !self.endings.iter().any(|e| e.rank == rank) {
-            self.endings.push(RankEnding {
-                rank,
-                exit,
-                line: None,
-                at,
-            });
-        }
+        self.learn(rank, exit, None, at, EndingSource::Live);
     }
+
+    /// The first rank that failed (not a clean exit, not one of torchrun's other failures).
+    pub(super) fn first_failed(&self) -> Option<&RankEnding> {
+        self.endings
+            .iter()
+            .find(|e| e.source != EndingSource::OtherFailure && !e.clean())
+    }
+
+    /// The first rank other than `except` that exited 0.
+    pub(super) fn first_clean(&self, except: Option<u32>) -> Option<&RankEnding> {
+        self.endings
+            .iter()
+            .find(|e| e.clean() && Some(e.rank) != except)
+    }
+
+    /// The ending of `rank`, if known.
+    pub(super) fn ending_of(&self, rank: u32) -> Option<&RankEnding> {
+        self.endings.iter().find(|e| e.rank == rank)
+    }
+
+    /// Whether anything is known of the ranks' endings or the launcher's.
+    pub(super) fn any_ending(&self) -> bool {
+        !self.endings.is_empty() || self.launcher_signal.is_some()
+    }
+
+    /// A rank's ending: the first report of a rank counts; a later one only adds its exit and
+    /// the launcher's line (a rank seen ending live, then reported by its launcher).
+    fn learn(
+        &mut self,
+        rank: u32,
+        exit: Option<ExitInfo>,
+        line: Option<LineRef>,
+        at: Duration,
+        source: EndingSource,
+    ) {
+        if let Some(e) = self.endings.iter_mut().find(|e| e.rank == rank) {
+            if e.exit.is_none() {
+                e.exit = exit;
+            }
+            if e.line.is_none() {
+                e.line = line;
+            }
+            return;
+        }
+        self.endings.push(RankEnding {
+            rank,
+            exit,
+            line,
+            at,
+            source,
+        });
+    }
+
+    /// Enters a part of torchrun's summary (also when its head line was not seen).
+    fn enter(&mut self, block: Block) {
+        let left = self.block.map(|(_, _, l)| l).unwrap_or(SUMMARY_LINES);
+        self.block = Some((block, None, left));
+    }
+
+    /// Follows Python tracebacks per rank: a header opens one, an exception line ends it. When
+    /// an echo ends it, the header's line number is returned.
+    fn follow_traceback(
+        &mut self,
+        number: u64,
+        rank: Option<u32>,
+        text: &str,
+        class: &LineClass,
+        echo: bool,
+    ) -> Option<u64> {
+        let open = self.open_tracebacks.iter().position(|(r, _)| *r == rank);
+        let header = !echo
+            && class.hits.iter().any(|h| {
+                h.signature == Some(Signature::PythonException) && h.strength == Strength::Evidence
+            })
+            && text.contains("Traceback (most recent call last)");
+        if header {
+            if let Some(i) = open {
+                self.open_tracebacks.swap_remove(i);
+            }
+            if self.open_tracebacks.len() < MAX_OPEN_TRACEBACKS {
+                self.open_tracebacks.push((rank, number));
+            }
+            return None;
+        }
+        let (_, line) = self.open_tracebacks.swap_remove(open?);
+        echo.then_some(line)
+    }
+}
+
+/// An end by signal `s`.
+fn sig(s: i32) -> ExitInfo {
+    ExitInfo::signal(s, false)
+}
+
+/// The rank a `[rankN]:` prefix (PyTorch's, on each line a rank prints) names: a fallback for
+/// when the normaliser did not say.
+pub(super) fn prefix_rank(text: &str) -> Option<u32> {
+    let rest = text.strip_prefix("[rank")?;
+    let end = rest.find(|c: char| !c.is_ascii_digit())?;
+    if end == 0 || !rest[end..].starts_with("]:") {
+        return None;
+    }
+    rest[..end].parse().ok()
 }

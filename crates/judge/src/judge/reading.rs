@@ -1,9 +1,9 @@
 //! Reading one log line, in order: normalise it (escape codes flattened to text, prefixes,
 //! timestamps and levels taken off; the rank a prefix named), classify the normalised text, place
 //! it in the traceback structure (a source line under a frame names nothing), read it for a
-//! launcher's report of a rank's ending, join it to the line before when the two are one
-//! hard-wrapped message (`wrapped.rs`), and then apply what it means (`line.rs`). The original
-//! text is what is kept and shown.
+//! launcher's report of a rank's ending (and whether a traceback ended in an echo), join it to
+//! the line before when the two are one hard-wrapped message (`wrapped.rs`), and then apply what
+//! it means (`line.rs`). The original text is what is kept and shown.
 //!
 //! A line that holds two ranks' prints (`[rank0]: foo[rank1]: RuntimeError: ...`) is read part by
 //! part, each with its own rank, and applied once; each failure hit keeps the rank (and chain) of
@@ -14,7 +14,8 @@ use std::time::Duration;
 use super::Judge;
 use super::line::LineOrigin;
 use super::output::Event;
-use crate::classify::{Hit, LineClass};
+use super::ranks::prefix_rank;
+use crate::classify::{Hit, LineClass, Strength};
 use crate::normalize::{next_rank_print, normalize};
 
 /// At most this many parts are read from one line (bounded work on a pathological line).
@@ -35,19 +36,13 @@ impl Judge {
             self.read_interleaved(at, number, text, events);
             return;
         }
-        let mut class = self.cfg.classifier.classify(&normal.text);
-        let role = self.tracebacks.on_line(normal.rank, &normal.text);
-        role.apply(&mut class);
-        self.ranks
-            .on_line(at, number, normal.rank, &normal.text, &text);
+        // PyTorch's `[rankN]:` prefix names the rank when the normaliser did not.
+        let rank = normal.rank.or_else(|| prefix_rank(&text));
+        let (mut class, origin, source) = self.read_part(at, number, &normal.text, rank, &text);
         let joined = self
             .wraps
-            .join(&self.cfg.classifier, &normal, &class, role.source);
-        self.wraps.hold(number, &text, &normal, &class, role.source);
-        let origin = LineOrigin {
-            rank: normal.rank,
-            chain: role.chain,
-        };
+            .join(&self.cfg.classifier, &normal, &class, source);
+        self.wraps.hold(number, &text, &normal, &class, source);
         drop(normal);
         let Some(joined) = joined else {
             self.on_line(at, number, text, origin, &class, events);
@@ -66,6 +61,31 @@ impl Judge {
             }
         }
         self.last_class = Some(class);
+    }
+
+    /// One part of line `number` (all of it, unless ranks' prints interleave on it): its class
+    /// as the traceback structure reads it, where it came from, and whether it is a source line.
+    /// The ranks learn from it here.
+    fn read_part(
+        &mut self,
+        at: Duration,
+        number: u64,
+        part: &str,
+        rank: Option<u32>,
+        original: &str,
+    ) -> (LineClass, LineOrigin, bool) {
+        let mut class = self.cfg.classifier.classify(part);
+        let role = self.tracebacks.on_line(rank, part);
+        role.apply(&mut class);
+        let note = self.ranks.on_line(at, number, rank, part, original, &class);
+        if let Some(header) = note.echo_traceback_header {
+            self.forget_echo_traceback(rank, header);
+        }
+        let origin = LineOrigin {
+            rank,
+            chain: role.chain,
+        };
+        (class, origin, role.source)
     }
 
     /// Line `number`, which holds more than one rank's print: each part is normalised, classified
@@ -94,19 +114,12 @@ impl Judge {
         };
         let mut origins: Vec<(Vec<Hit>, LineOrigin)> = Vec::new();
         for (part, rank) in &parts {
-            let mut class = self.cfg.classifier.classify(part);
-            let role = self.tracebacks.on_line(*rank, part);
-            role.apply(&mut class);
-            self.ranks.on_line(at, number, *rank, part, &text);
+            let (class, origin, _) = self.read_part(at, number, part, *rank, &text);
             merged.hits.extend(class.hits.iter().copied());
             merged.ready.extend(class.ready.iter().copied());
             merged.phase = class.phase.or(merged.phase);
             merged.progress = merged.progress.or(class.progress);
             merged.noise &= class.noise;
-            let origin = LineOrigin {
-                rank: *rank,
-                chain: role.chain,
-            };
             origins.push((class.hits, origin));
         }
         sort_hits(&mut merged.hits);
@@ -132,6 +145,14 @@ impl Judge {
             }
         }
         self.last_class = Some(merged);
+    }
+
+    /// The traceback whose header is line `header` (printed by `rank`) ended in an echo: its
+    /// header names no cause either, and leaves room for the same signature from another line.
+    fn forget_echo_traceback(&mut self, rank: Option<u32>, header: u64) {
+        self.evidence.retain(|e| {
+            !(e.line.number == header && e.rank == rank && e.hit.strength != Strength::Fatal)
+        });
     }
 }
 

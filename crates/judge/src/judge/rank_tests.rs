@@ -1,0 +1,411 @@
+//! The multi-process rule on simulated time: real torchrun logs (tests/fixtures/torchrun, fed
+//! line by line, then torchrun's recorded exit), the other launchers' report lines, live rank
+//! endings and a rank outside a collective. Each case: verdict, signature, rank, decisive line
+//! and the exit reported.
+
+use std::time::Duration;
+
+use super::*;
+use crate::classify::{Classifier, ClassifierSpec, builtin_catalog};
+use crate::verdict::{ExitInfo, Signature, Verdict};
+
+fn classifier() -> Classifier {
+    Classifier::new(&ClassifierSpec {
+        signatures: builtin_catalog().signatures,
+        fail_lines: Vec::new(),
+        ready_lines: Vec::new(),
+        noise: Vec::new(),
+        phases: Vec::new(),
+    })
+    .unwrap()
+}
+
+/// What a case feeds after (or between) the log's lines.
+#[derive(Debug, Clone)]
+enum Extra {
+    /// The shell saw rank R end with this exit, before line N.
+    RankEnded(u64, u32, ExitInfo),
+    /// Rank R was seen outside a collective, before line N.
+    Outside(u64, u32),
+}
+
+/// Feeds `log` (one line a millisecond, with `extra` observations where they fall), then the
+/// exit, in job mode; returns the verdict.
+fn judge(log: &str, extra: &[Extra], exit: Option<ExitInfo>) -> Judgement {
+    let mut cfg = JudgeConfig::new(Mode::UntilExit, "/tmp/torchrun.log", classifier());
+    cfg.stall = Some(Duration::from_secs(3600));
+    let mut j = Judge::new(cfg);
+    j.observe(Duration::ZERO, Observation::Started { pid: 42 });
+    let mut at = 0;
+    for (i, text) in log.lines().enumerate() {
+        let number = i as u64 + 1;
+        at += 1;
+        for e in extra {
+            match e {
+                Extra::RankEnded(n, rank, exit) if *n == number => {
+                    j.observe(
+                        Duration::from_millis(at),
+                        Observation::RankEnded {
+                            rank: *rank,
+                            pid: 100 + rank,
+                            exit: Some(*exit),
+                        },
+                    );
+                }
+                Extra::Outside(n, rank) if *n == number => {
+                    j.observe(
+                        Duration::from_millis(at),
+                        Observation::RankOutsideCollective {
+                            rank: *rank,
+                            evidence: "wchan futex_wait_queue, no collective in its stack".into(),
+                        },
+                    );
+                }
+                _ => {}
+            }
+        }
+        j.observe(
+            Duration::from_millis(at),
+            Observation::Line {
+                number,
+                text: text.to_string(),
+            },
+        );
+    }
+    j.observe(Duration::from_millis(at + 1), Observation::Exited(exit));
+    j.verdict().expect("an exit always decides").clone()
+}
+
+fn torchrun_log(name: &str) -> &'static str {
+    match name {
+        "raise" => include_str!("../../../../tests/fixtures/torchrun/raise.log"),
+        "raise_late" => include_str!("../../../../tests/fixtures/torchrun/raise_late.log"),
+        "raise_misnamed" => include_str!("../../../../tests/fixtures/torchrun/raise_misnamed.log"),
+        "sigkill" => include_str!("../../../../tests/fixtures/torchrun/sigkill.log"),
+        "exit3" => include_str!("../../../../tests/fixtures/torchrun/exit3.log"),
+        "exit0" => include_str!("../../../../tests/fixtures/torchrun/exit0.log"),
+        "hang" => include_str!("../../../../tests/fixtures/torchrun/hang.log"),
+        "launcher_sigterm" => {
+            include_str!("../../../../tests/fixtures/torchrun/launcher_sigterm.log")
+        }
+        "sigill" => include_str!("../../../../tests/fixtures/torchrun/sigill.log"),
+        "segfault" => include_str!("../../../../tests/fixtures/torchrun/segfault.log"),
+        _ => unreachable!(),
+    }
+}
+
+/// What a case must end with.
+struct Want {
+    verdict: Verdict,
+    signature: Option<Signature>,
+    rank: Option<u32>,
+    line: Option<u64>,
+    exit: Option<ExitInfo>,
+}
+
+fn want(
+    verdict: Verdict,
+    signature: Option<Signature>,
+    rank: Option<u32>,
+    line: Option<u64>,
+    exit: Option<ExitInfo>,
+) -> Want {
+    Want {
+        verdict,
+        signature,
+        rank,
+        line,
+        exit,
+    }
+}
+
+fn check(name: &str, got: &Judgement, w: &Want) {
+    let line = got.line.as_ref().map(|l| l.number);
+    assert_eq!(
+        (got.verdict, got.signature, got.rank, line, got.exit),
+        (w.verdict, w.signature, w.rank, w.line, w.exit),
+        "{name}: {}",
+        got.reason
+    );
+}
+
+const fn code(c: i32) -> Option<ExitInfo> {
+    Some(ExitInfo {
+        code: Some(c),
+        signal: None,
+        core_dumped: false,
+    })
+}
+
+const fn signal(s: i32) -> Option<ExitInfo> {
+    Some(ExitInfo {
+        code: None,
+        signal: Some(s),
+        core_dumped: false,
+    })
+}
+
+#[test]
+fn recorded_torchrun_failures_name_the_first_rank_and_its_cause() {
+    use Signature::*;
+    use Verdict::*;
+    // Line 7: rank 1's traceback; line 16: rank 0's gloo error (the echo); line 18: torchrun's
+    // `failed (exitcode: N) local_rank: R`; line 7 of launcher_sigterm: "Received 15 death signal".
+    let cases = [
+        (
+            "raise",
+            want(Failed, Some(PythonException), Some(1), Some(7), code(1)),
+        ),
+        (
+            "raise_late",
+            want(Failed, Some(PythonException), Some(1), Some(7), code(1)),
+        ),
+        // torchrun's Root Cause names rank 0 (both failed within a second), whose own error is
+        // the echo: rank 1's printed cause is the root cause.
+        (
+            "raise_misnamed",
+            want(Failed, Some(PythonException), Some(1), Some(7), code(1)),
+        ),
+        (
+            "sigkill",
+            want(Killed, Some(Sigkill), Some(1), Some(18), signal(9)),
+        ),
+        (
+            "exit3",
+            want(Failed, Some(RankExited), Some(1), Some(18), code(3)),
+        ),
+        // torchrun does not count rank 1's exit 0: it names rank 0, whose only error is the echo
+        // of its peer's exit; which peer, the log does not say.
+        (
+            "exit0",
+            want(Failed, Some(RankExited), None, Some(16), code(1)),
+        ),
+        // Rank 0's gloo collective timed out; the stalled peer is not named in the log.
+        (
+            "hang",
+            want(Failed, Some(NcclError), None, Some(16), code(1)),
+        ),
+        (
+            "launcher_sigterm",
+            want(Killed, Some(Terminated), None, Some(7), code(1)),
+        ),
+        (
+            "sigill",
+            want(
+                Killed,
+                Some(IllegalInstruction),
+                Some(1),
+                Some(18),
+                signal(4),
+            ),
+        ),
+        (
+            "segfault",
+            want(Killed, Some(Segfault), Some(1), Some(18), signal(11)),
+        ),
+    ];
+    for (name, w) in &cases {
+        let got = judge(torchrun_log(name), &[], code(1));
+        check(name, &got, w);
+    }
+}
+
+#[test]
+fn live_rank_endings_and_stacks_name_the_rank_the_log_cannot() {
+    use Signature::*;
+    use Verdict::*;
+    // Rank 1's exit 0, seen live before rank 0's echo: rank 1 ended while rank 0 needed it.
+    let got = judge(
+        torchrun_log("exit0"),
+        &[Extra::RankEnded(7, 1, ExitInfo::code(0))],
+        code(1),
+    );
+    check(
+        "exit0 live",
+        &got,
+        &want(Failed, Some(RankExited), Some(1), Some(16), code(0)),
+    );
+    // Rank 1 was outside the collective that timed out on rank 0 (torchrun then SIGTERMed it).
+    let got = judge(torchrun_log("hang"), &[Extra::Outside(7, 1)], code(1));
+    check(
+        "hang live",
+        &got,
+        &want(Failed, Some(NcclError), Some(1), Some(16), signal(15)),
+    );
+    // Rank 1 SIGKILLed, seen live before torchrun reported it: the same verdict.
+    let got = judge(
+        torchrun_log("sigkill"),
+        &[Extra::RankEnded(7, 1, ExitInfo::signal(9, false))],
+        code(1),
+    );
+    check(
+        "sigkill live",
+        &got,
+        &want(Killed, Some(Sigkill), Some(1), Some(18), signal(9)),
+    );
+}
+
+#[test]
+fn a_clean_job_whose_ranks_all_exit_0_succeeds() {
+    let log = "rank 0: done\nrank 1: done\n";
+    let got = judge(
+        log,
+        &[
+            Extra::RankEnded(2, 0, ExitInfo::code(0)),
+            Extra::RankEnded(2, 1, ExitInfo::code(0)),
+        ],
+        code(0),
+    );
+    assert_eq!(got.verdict, Verdict::Succeeded, "{}", got.reason);
+    assert_eq!(got.rank, None);
+}
+
+#[test]
+fn other_launchers_report_the_rank_that_ended() {
+    use Signature::*;
+    use Verdict::*;
+    let cases: &[(&str, &str, Option<ExitInfo>, Want)] = &[
+        (
+            "TGI shard SIGILL",
+            "2024-01-01T00:00:00.000000Z  INFO text_generation_launcher: Starting shard rank=1\n\
+             2024-01-01T00:00:05.000000Z ERROR shard-manager: text_generation_launcher: Shard complete standard error output:\n\
+             2024-01-01T00:00:05.000000Z ERROR shard-manager: text_generation_launcher: Shard process was signaled to shutdown with signal 4\n\
+             2024-01-01T00:00:05.100000Z ERROR text_generation_launcher: Shard 1 crashed\n\
+             2024-01-01T00:00:05.200000Z ERROR text_generation_launcher: Shutting down shards\n\
+             Error: ShardFailed",
+            code(1),
+            want(
+                Killed,
+                Some(IllegalInstruction),
+                Some(1),
+                Some(4),
+                signal(4),
+            ),
+        ),
+        (
+            "vLLM worker died, no cause printed",
+            "(EngineCore_DP0 pid=265) INFO 02-27 10:31:00 [gpu_model_runner.py:1000] Loading model\n\
+             (EngineCore_DP0 pid=265) ERROR 02-27 10:31:24 [multiproc_executor.py:231] Worker proc VllmWorker-1 died unexpectedly, shutting down executor.\n\
+             (EngineCore_DP0 pid=265) Traceback (most recent call last):\n\
+             (EngineCore_DP0 pid=265) vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.\n\
+             RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+            code(1),
+            want(Failed, Some(RankExited), Some(1), Some(2), code(1)),
+        ),
+        (
+            "vLLM worker printed its cause first",
+            "(VllmWorker rank=1 pid=34) ERROR 03-01 10:00:00 [multiproc_executor.py:559] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.10 GiB of which 1.06 GiB is free.\n\
+             (EngineCore_DP0 pid=265) ERROR 03-01 10:00:01 [multiproc_executor.py:231] Worker proc VllmWorker-1 died unexpectedly, shutting down executor.\n\
+             RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+            code(1),
+            want(Failed, Some(CudaOom), Some(1), Some(1), code(1)),
+        ),
+        (
+            "sglang scheduler SIGKILLed",
+            "[2026-02-27 15:27:00] Load weight begin. avail mem=78.50 GB\n\
+             [2026-02-27 15:27:12] Rank 0 scheduler is dead. Please check if there are relevant logs.\n\
+             [2026-02-27 15:27:12] Exit code: -9\n\
+             [2026-02-27 15:27:13] Received sigquit from a child process. It usually means the child failed.",
+            signal(9),
+            want(Killed, Some(Sigkill), Some(0), Some(2), signal(9)),
+        ),
+        (
+            "srun task segfault, its peer terminated",
+            "step 10 loss 2.31\n\
+             srun: error: nid003053: task 0: Segmentation fault (core dumped)\n\
+             srun: launch/slurm: _step_signal: Terminating StepId=333.0\n\
+             srun: error: nid003056: task 1: Terminated\n\
+             srun: Force Terminated StepId=333.0",
+            code(139),
+            want(
+                Killed,
+                Some(Segfault),
+                Some(0),
+                Some(2),
+                Some(ExitInfo {
+                    code: None,
+                    signal: Some(11),
+                    core_dumped: true,
+                }),
+            ),
+        ),
+        (
+            "srun task exit code",
+            "srun: error: sn30-r1-h1: task 3: Exited with exit code 7\n\
+             srun: Terminating job step 30399.0",
+            code(7),
+            want(Failed, Some(RankExited), Some(3), Some(1), code(7)),
+        ),
+    ];
+    for (name, log, exit, w) in cases {
+        let got = judge(log, &[], *exit);
+        check(name, &got, w);
+    }
+}
+
+#[test]
+fn echoes_alone_name_the_collective_not_the_rank_that_printed_them() {
+    use Signature::*;
+    use Verdict::*;
+    let cases: &[(&str, &str, Option<ExitInfo>, Want)] = &[
+        (
+            "a gloo timeout and nothing else",
+            "[rank0]: Traceback (most recent call last):\n\
+             [rank0]:   File \"/work/train.py\", line 47, in <module>\n\
+             [rank0]:     dist.all_reduce(t)\n\
+             [rank0]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 10000ms for recv operation to complete",
+            code(1),
+            want(Failed, Some(NcclError), None, Some(4), code(1)),
+        ),
+        (
+            "a peer's NCCL error after the rank's own cause",
+            "[rank1]: ValueError: rank 1 hit a bad shard: expected 4096 rows, got 4095\n\
+             [rank0]: RuntimeError: NCCL error: remote process exited or there was a network error",
+            code(1),
+            want(Failed, Some(PythonException), Some(1), Some(1), code(1)),
+        ),
+        (
+            "an NCCL watchdog timeout ending in its abort",
+            "[rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, NumelOut=466119168, Timeout(ms)=600000) ran for 600060 milliseconds before timing out.\n\
+             terminate called after throwing an instance of 'c10::DistBackendError'\n\
+             Aborted (core dumped)",
+            signal(6),
+            want(Failed, Some(NcclError), None, Some(1), signal(6)),
+        ),
+    ];
+    for (name, log, exit, w) in cases {
+        let got = judge(log, &[], *exit);
+        check(name, &got, w);
+    }
+}
+
+#[test]
+fn a_stall_names_the_rank_outside_the_collective() {
+    let mut cfg = JudgeConfig::new(Mode::UntilExit, "/tmp/torchrun.log", classifier());
+    cfg.stall = Some(Duration::from_secs(10));
+    let mut j = Judge::new(cfg);
+    j.observe(Duration::ZERO, Observation::Started { pid: 42 });
+    j.observe(
+        Duration::from_secs(1),
+        Observation::Line {
+            number: 1,
+            text: "rank 0: first all_reduce done".into(),
+        },
+    );
+    j.observe(
+        Duration::from_secs(2),
+        Observation::RankOutsideCollective {
+            rank: 1,
+            evidence: "rank 1 in time.sleep, rank 0 in all_reduce".into(),
+        },
+    );
+    j.observe(Duration::from_secs(12), Observation::Tick);
+    let got = j.verdict().expect("stalled").clone();
+    assert_eq!(got.verdict, Verdict::Stalled, "{}", got.reason);
+    assert_eq!(got.rank, Some(1));
+    assert!(
+        got.reason.contains("rank 1 is not inside a collective"),
+        "{}",
+        got.reason
+    );
+}

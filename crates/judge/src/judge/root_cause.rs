@@ -1,0 +1,276 @@
+//! The root cause of a multi-process launch that ended (CONTRACT: the multi-process rule): the
+//! first rank to fail, with the cause it printed or the signal or exit it ended with; the other
+//! ranks' collective errors, the SIGTERMs the launcher sent and its own summary are echoes.
+//!
+//! In order, once the process ended (not with 0) and a rank's ending or the launcher's own signal
+//! is known (`ranks.rs`):
+//! 1. a cause (not an echo, not a signal's line) printed by the first rank that failed (by any
+//!    rank when that rank's own error was an echo of a peer's end: a launcher may list a healthy
+//!    rank first), or by no rank in particular before the launcher reported that ending, is
+//!    `failed` with that cause; lines printed after the launcher was sent a signal are its
+//!    consequences;
+//! 2. the launcher sent a signal before any rank failed: `killed` with that signal's signature;
+//! 3. the first rank that failed printed only a collective error (its peer ended or stalled
+//!    first): `failed` with that echo's signature, naming the rank that was outside the
+//!    collective or that exited 0 under it, when known;
+//! 4. the first rank that failed ended by a signal: `killed`, with the signal's signature;
+//! 5. it exited (even with 0) while its peers still needed it: `failed` with `rank_exited`.
+//!
+//! `exit` is the root-cause rank's exit where it is known, else the process's.
+
+use std::time::Duration;
+
+use super::Judge;
+use super::cause::Evidence;
+use super::decide::{Decision, LineFailure};
+use super::output::Event;
+use super::ranks::RankEnding;
+use crate::classify::{Hit, Strength};
+use crate::verdict::{ExitInfo, Signature, Verdict, signal_name};
+
+/// The signature of an end by signal `sig` (`oom`: the kernel's OOM killer was seen).
+pub(super) fn signal_signature(sig: i32, oom: bool) -> Option<Signature> {
+    match sig {
+        9 if oom => Some(Signature::OomKilled),
+        9 => Some(Signature::Sigkill),
+        11 => Some(Signature::Segfault),
+        4 => Some(Signature::IllegalInstruction),
+        6 => Some(Signature::Abort),
+        1 | 2 | 15 => Some(Signature::Terminated),
+        _ => None,
+    }
+}
+
+impl Judge {
+    /// Decides by the ranks (see the module doc): when the process ended with `exit`, or at the
+    /// end of the settle window (`exit` None); `launcher` says in words how the launcher stands.
+    /// False when nothing is known of the ranks and the ordinary rules apply.
+    pub(super) fn decide_by_ranks(
+        &mut self,
+        at: Duration,
+        exit: Option<ExitInfo>,
+        launcher: &str,
+        events: &mut Vec<Event>,
+    ) -> bool {
+        if exit.is_some_and(|e| e.code == Some(0)) || !self.ranks.any_ending() {
+            return false;
+        }
+        let failed = self.ranks.first_failed().cloned();
+        // The first rank reported failed is the root cause unless its own error was an echo (a
+        // peer ended first; torchrun, for one, names the lowest of ranks that failed within a
+        // second of each other): then any rank's printed cause may be it.
+        let root = failed.as_ref().filter(|f| self.echo_of(f.rank).is_none());
+        let signal = self.ranks.launcher_signal.clone();
+        // The launcher was signalled before any rank failed: the ranks' endings are its doing.
+        let signalled_first = signal
+            .as_ref()
+            .filter(|s| failed.as_ref().is_none_or(|f| s.at <= f.at));
+        if let Some(cause) = self.rank_cause(root, failed.as_ref()) {
+            let rank = cause.rank.or(root.map(|f| f.rank));
+            let ending = rank.and_then(|r| self.ranks.ending_of(r)).cloned();
+            let rank_exit = ending.as_ref().and_then(|e| e.exit).or(exit);
+            let then = match (rank, &ending) {
+                (Some(r), Some(e)) => format!("rank {r} then ended with {}", describe(e.exit)),
+                (Some(r), None) => format!("on rank {r}"),
+                (None, _) => "on no rank in particular".to_string(),
+            };
+            let reason = self.failure_reason(&cause, &format!("{then}; {launcher}"));
+            let also = rank_exit
+                .and_then(|e| e.effective_signal())
+                .and_then(|s| signal_signature(s, self.oom.is_some()));
+            let f = LineFailure {
+                cause: Evidence { rank, ..cause },
+                also,
+                reason,
+                exit: rank_exit,
+            };
+            self.decide_failed(at, f, events);
+            return true;
+        }
+        if let Some(s) = signalled_first {
+            let reason = format!(
+                "killed: the launcher was sent {} (line {}) and shut its workers down; {launcher}",
+                signal_name(s.signal),
+                s.line.number,
+            );
+            let d = Decision::new(Verdict::Killed, reason)
+                .signatures(signal_signature(s.signal, false), Vec::new())
+                .line(Some(s.line.clone()))
+                .exit(exit);
+            self.decide(at, d, events);
+            return true;
+        }
+        if let Some(f) = failed.or_else(|| self.ranks.first_clean(None).cloned()) {
+            if let Some(echo) = self.echo_of(f.rank) {
+                self.decide_echo_of_peer(at, &f, echo, exit, launcher, events);
+            } else {
+                self.decide_rank_ending(at, &f, exit, launcher, events);
+            }
+            return true;
+        }
+        false
+    }
+
+    /// The cause the root-cause rank printed: the most specific evidence that is not an echo nor
+    /// a signal's line, printed by `root` (any rank when it is not known), or by no rank in
+    /// particular before the launcher reported the first failure (`failed`); never a line after
+    /// the launcher was sent a signal.
+    fn rank_cause(
+        &self,
+        root: Option<&RankEnding>,
+        failed: Option<&RankEnding>,
+    ) -> Option<Evidence> {
+        let signal_line = self.ranks.launcher_signal.as_ref().map(|s| s.line.number);
+        let counts = |e: &&Evidence| {
+            if e.hit.strength == Strength::Echo
+                || e.hit.signature.is_some_and(|s| s.is_signal_class())
+                || signal_line.is_some_and(|l| e.line.number > l)
+            {
+                return false;
+            }
+            match (e.rank, root, failed) {
+                (Some(r), Some(root), _) => r == root.rank,
+                (Some(_), None, _) => true,
+                (None, _, Some(f)) => match &f.line {
+                    Some(l) => e.line.number < l.number,
+                    None => e.at <= f.at,
+                },
+                (None, _, None) => true,
+            }
+        };
+        let best = self
+            .evidence
+            .iter()
+            .filter(counts)
+            .min_by_key(|e| e.hit.precedence())?;
+        self.evidence
+            .iter()
+            .filter(counts)
+            .find(|e| e.hit.signature == best.hit.signature)
+            .map(|first| Evidence {
+                hit: best.hit,
+                ..first.clone()
+            })
+    }
+
+    /// The most specific echo that `rank` printed (a collective error: its peer went first).
+    fn echo_of(&self, rank: u32) -> Option<Evidence> {
+        self.evidence
+            .iter()
+            .filter(|e| e.rank == Some(rank) && e.hit.strength == Strength::Echo)
+            .min_by_key(|e| e.hit.precedence())
+            .cloned()
+    }
+
+    /// The first failed rank `f` only echoed a peer's failure: `failed` with the echo, naming
+    /// the peer when it is known (outside the collective, or exited 0 under it).
+    fn decide_echo_of_peer(
+        &mut self,
+        at: Duration,
+        f: &RankEnding,
+        echo: Evidence,
+        exit: Option<ExitInfo>,
+        launcher: &str,
+        events: &mut Vec<Event>,
+    ) {
+        let outside = self.ranks.outside_collective.clone();
+        let clean = self.ranks.first_clean(Some(f.rank)).cloned();
+        let (peer, peer_exit, signature, how) = match (&outside, &clean) {
+            (Some((r, ev)), _) => (
+                Some(*r),
+                self.ranks.ending_of(*r).and_then(|e| e.exit),
+                echo.hit.signature,
+                format!("rank {r} was not inside the collective ({ev})"),
+            ),
+            (None, Some(c)) => (
+                Some(c.rank),
+                c.exit,
+                Some(Signature::RankExited),
+                format!("rank {} had exited 0 under it", c.rank),
+            ),
+            (None, None) => (
+                None,
+                None,
+                echo.hit.signature,
+                "no rank printed a cause".to_string(),
+            ),
+        };
+        let hit = Hit {
+            signature,
+            strength: Strength::Echo,
+        };
+        let name = signature.map(|s| format!("{s}: {}", s.hint()));
+        let reason = format!(
+            "failed with {} (line {}): rank {} failed in a collective after its peer went first, and {how}; {launcher}",
+            name.unwrap_or_default(),
+            echo.line.number,
+            f.rank,
+        );
+        let f = LineFailure {
+            cause: Evidence {
+                hit,
+                rank: peer,
+                ..echo
+            },
+            also: None,
+            reason,
+            exit: peer_exit.or(exit),
+        };
+        self.decide_failed(at, f, events);
+    }
+
+    /// The first failed rank `f` printed no cause: `killed` by its signal, or `failed` with
+    /// `rank_exited` for its exit.
+    fn decide_rank_ending(
+        &mut self,
+        at: Duration,
+        f: &RankEnding,
+        exit: Option<ExitInfo>,
+        launcher: &str,
+        events: &mut Vec<Event>,
+    ) {
+        let seen = match &f.line {
+            Some(l) => format!("as the launcher reported (line {})", l.number),
+            None => "as seen live".to_string(),
+        };
+        let line = f.line.clone().or_else(|| self.last_line.clone());
+        let rank_exit = f.exit.or(exit);
+        if let Some(sig) = f.exit.and_then(|e| e.effective_signal()) {
+            let signature = signal_signature(sig, self.oom.is_some());
+            let reason = format!(
+                "killed: rank {} was killed by {} {seen}, and no rank printed a cause before it{}; {launcher}",
+                f.rank,
+                signal_name(sig),
+                signature
+                    .map(|s| format!(": {}", s.hint()))
+                    .unwrap_or_default()
+            );
+            let d = Decision::new(Verdict::Killed, reason)
+                .signatures(signature, Vec::new())
+                .line(line)
+                .exit(rank_exit)
+                .rank(Some(f.rank));
+            self.decide(at, d, events);
+            return;
+        }
+        let s = Signature::RankExited;
+        let reason = format!(
+            "failed with {s}: rank {} ended with {} {seen} while its peers still needed it, and printed no cause: {}; {launcher}",
+            f.rank,
+            describe(f.exit),
+            s.hint()
+        );
+        let d = Decision::new(Verdict::Failed, reason)
+            .signatures(Some(s), Vec::new())
+            .line(line)
+            .exit(rank_exit)
+            .rank(Some(f.rank));
+        self.decide(at, d, events);
+    }
+}
+
+/// `exit code 1`, `signal 9 (SIGKILL)`, or `an unknown status`.
+fn describe(exit: Option<ExitInfo>) -> String {
+    exit.map(|e| e.describe())
+        .unwrap_or_else(|| "an unknown status".into())
+}
