@@ -1,7 +1,7 @@
 //! Which line evidence names the cause of a failure. Every distinct failure hit is kept with the
 //! first line that showed it; when the watch ends badly, the most specific hit wins (a named
 //! signature over a `--fail-line`, the catalog's precedence order, fatal over evidence), and its
-//! first line is the decisive line.
+//! first line is the decisive line. The hits of one traceback chain compete as one failure.
 
 use std::time::Duration;
 
@@ -25,11 +25,14 @@ pub(super) struct Evidence {
 
 impl Judge {
     /// The line evidence that names the cause: the most specific hit. With `fatal_only`, evidence
-    /// lines (a bare traceback) do not count.
+    /// lines (a bare traceback) do not count alone.
     ///
     /// Evidence only counts up to the first fatal line: what comes on or before it can be the
     /// cause ("could not access the configuration file: Permission denied"), what comes after is a
-    /// consequence (a launcher's own traceback after its worker was killed).
+    /// consequence (a launcher's own traceback after its worker was killed). Except inside a
+    /// traceback chain (or one line): a chain is one failure, so when one of its hits counts, all
+    /// of them do, and the most specific wins whatever its strength (a fatal `compile_error` wrapper line
+    /// does not beat the `graph_capture` or `disk_full` it wraps).
     pub(super) fn line_cause(&self, fatal_only: bool) -> Option<Evidence> {
         let first_fatal = self
             .evidence
@@ -37,11 +40,34 @@ impl Judge {
             .filter(|e| e.hit.strength == Strength::Fatal)
             .map(|e| e.line.number)
             .min();
+        let counts_alone = |e: &Evidence| {
+            e.hit.strength == Strength::Fatal
+                || (!fatal_only && first_fatal.is_none_or(|n| e.line.number <= n))
+        };
+        // The chains with a hit that counts (few: the evidence holds distinct hits only).
+        let mut chains: Vec<u32> = self
+            .evidence
+            .iter()
+            .filter(|e| counts_alone(e))
+            .filter_map(|e| e.chain)
+            .collect();
+        chains.sort_unstable();
+        chains.dedup();
+        // A line is one failure too: "InternalTorchDynamoError: RuntimeError: ... during CUDA
+        // graph capture" names the capture whatever the wrapper's strength.
+        let mut lines: Vec<u64> = self
+            .evidence
+            .iter()
+            .filter(|e| counts_alone(e))
+            .map(|e| e.line.number)
+            .collect();
+        lines.sort_unstable();
+        lines.dedup();
         let mut best: Option<&Evidence> = None;
         for e in &self.evidence {
-            let counts = e.hit.strength == Strength::Fatal
-                || (!fatal_only && first_fatal.is_none_or(|n| e.line.number <= n));
-            if !counts {
+            let in_counted_chain = e.chain.is_some_and(|c| chains.binary_search(&c).is_ok());
+            let on_counted_line = lines.binary_search(&e.line.number).is_ok();
+            if !(counts_alone(e) || in_counted_chain || on_counted_line) {
                 continue;
             }
             let better = match best {
@@ -57,7 +83,8 @@ impl Judge {
         let best = best?;
         self.evidence
             .iter()
-            .find(|e| e.hit.signature == best.hit.signature)
+            .filter(|e| e.hit.signature == best.hit.signature)
+            .min_by_key(|e| e.line.number)
             .map(|first| Evidence {
                 hit: best.hit,
                 line: first.line.clone(),
@@ -65,6 +92,18 @@ impl Judge {
                 rank: first.rank,
                 chain: first.chain,
             })
+    }
+
+    /// Line `line`, read at `at`, is the exception line of the traceback whose header was line
+    /// `header`: the python_exception evidence the header showed is shown by the exception line
+    /// (what a person reads as the error), so it becomes its first line.
+    pub(super) fn exception_line_shown(&mut self, header: u64, line: LineRef, at: Duration) {
+        for e in &mut self.evidence {
+            if e.line.number == header && e.hit.signature == Some(Signature::PythonException) {
+                e.line = line.clone();
+                e.at = at;
+            }
+        }
     }
 
     /// "failed with SIGNATURE: hint (line N); THEN".

@@ -1,6 +1,7 @@
 //! Reading one log line, in order: normalise it (escape codes flattened to text, prefixes,
 //! timestamps and levels taken off; the rank a prefix named), classify the normalised text, place
-//! it in the traceback structure (a source line under a frame names nothing), read it for a
+//! it in the traceback structure (a source line under a frame names nothing; an exception line takes
+//! over its header's python_exception evidence), read it for a
 //! launcher's report of a rank's ending, and then apply what it means (`line.rs`). The original
 //! text is what is kept and shown.
 
@@ -10,6 +11,7 @@ use super::Judge;
 use super::line::LineOrigin;
 use super::output::Event;
 use crate::normalize::normalize;
+use crate::verdict::LineRef;
 
 impl Judge {
     /// Log line `number`, as the follower read it.
@@ -22,7 +24,9 @@ impl Judge {
     ) {
         let normal = normalize(&text);
         let mut class = self.cfg.classifier.classify(&normal.text);
-        let role = self.tracebacks.on_line(normal.rank, &normal.text);
+        let role = self
+            .tracebacks
+            .on_line(number, normal.rank, &normal.text, &text, &class);
         role.apply(&mut class);
         self.ranks
             .on_line(at, number, normal.rank, &normal.text, &text);
@@ -31,7 +35,12 @@ impl Judge {
             chain: role.chain,
         };
         drop(normal);
+        // An exception line takes over the python_exception evidence of its traceback's header.
+        let exception = role.exception_of.map(|header| (header, text.clone()));
         self.on_line(at, number, text, origin, &class, events);
+        if let Some((header, text)) = exception {
+            self.exception_line_shown(header, LineRef { number, text }, at);
+        }
         self.last_class = Some(class);
     }
 }
