@@ -63,10 +63,7 @@ fn roles_of_lines_in_real_tracebacks() {
                     n,
                     r#"    raise (RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB") if oom"#,
                 ),
-                (
-                    n,
-                    "ValueError: batch size 3 is not divisible by the number of ranks",
-                ),
+                (n, "ValueError: batch of 3 rows has no labels"),
                 (n, "after"),
             ],
             vec!["c0", "s0", "s0", "x0", "c0"],
@@ -80,7 +77,7 @@ fn roles_of_lines_in_real_tracebacks() {
                 (n, "         ^^^^^^^^^^"),
                 (
                     n,
-                    "PermissionError: [Errno 13] Permission denied: '/tmp/secret/config.json'",
+                    "PermissionError: [Errno 13] Permission denied: '/tmp/secret/settings.json'",
                 ),
                 (n, ""),
                 (
@@ -92,11 +89,11 @@ fn roles_of_lines_in_real_tracebacks() {
                 (n, r#"  File "/tmp/perm.py", line 11, in load"#),
                 (
                     n,
-                    r#"    raise ConfigLoadError(f"could not load the model config {path}") from e"#,
+                    r#"    raise ConfigLoadError(f"could not read settings from {path}") from e"#,
                 ),
                 (
                     n,
-                    "ConfigLoadError: could not load the model config /tmp/secret/config.json",
+                    "ConfigLoadError: could not read settings from /tmp/secret/settings.json",
                 ),
                 (n, ""),
                 (n, "Traceback (most recent call last):"),
@@ -154,10 +151,10 @@ fn roles_of_lines_in_real_tracebacks() {
             vec![
                 (n, "Traceback (most recent call last):"),
                 (n, r#"  File "/tmp/during.py", line 7, in <module>"#),
-                (n, r#"    load_weights("/nonexistent/model.pt")"#),
+                (n, r#"    load_weights("/nonexistent/state.pt")"#),
                 (
                     n,
-                    "FileNotFoundError: [Errno 2] No such file or directory: '/nonexistent/model.pt'",
+                    "FileNotFoundError: [Errno 2] No such file or directory: '/nonexistent/state.pt'",
                 ),
                 (n, ""),
                 (
@@ -270,7 +267,7 @@ fn exception_lines_are_told_from_other_lines() {
         "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:",
         "KeyboardInterrupt",
         "torch._inductor.exc.InductorError: OSError: [Errno 28] No space left on device",
-        "ConfigLoadError: could not load the model config /tmp/secret/config.json",
+        "ConfigLoadError: could not read settings from /tmp/secret/settings.json",
     ] {
         assert!(is_exception_line(yes), "{yes}");
     }
@@ -352,26 +349,26 @@ Exception: Capture cuda graph failed: Cannot call CUDAGeneratorImpl::current_see
 
 /// Recorded: `tests/fixtures/tracebacks/source_line_valueerror.log`.
 const SOURCE_LINE: &str = r#"Traceback (most recent call last):
-  File "/tmp/tmp.971nOEXhCX/source_line.py", line 7, in <module>
+  File "/tmp/tmp.7dRAT01Mi7/source_line.py", line 7, in <module>
     check_batch(torch.zeros(3, 4), oom=False)
-  File "/tmp/tmp.971nOEXhCX/source_line.py", line 4, in check_batch
+  File "/tmp/tmp.7dRAT01Mi7/source_line.py", line 4, in check_batch
     raise (RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB") if oom
-ValueError: batch size 3 is not divisible by the number of ranks
+ValueError: batch of 3 rows has no labels
 "#;
 
 /// Recorded: `tests/fixtures/tracebacks/during_handling.log` (shortened).
 const DURING_HANDLING: &str = r#"Traceback (most recent call last):
-  File "/tmp/tmp.971nOEXhCX/during.py", line 7, in <module>
-    load_weights("/nonexistent/model.pt")
+  File "/tmp/tmp.7dRAT01Mi7/during.py", line 7, in <module>
+    load_weights("/nonexistent/state.pt")
   File "/work/torchvenv/lib/python3.11/site-packages/torch/serialization.py", line 777, in __init__
     super().__init__(open(name, mode))  # noqa: SIM115
                      ^^^^^^^^^^^^^^^^
-FileNotFoundError: [Errno 2] No such file or directory: '/nonexistent/model.pt'
+FileNotFoundError: [Errno 2] No such file or directory: '/nonexistent/state.pt'
 
 During handling of the above exception, another exception occurred:
 
 Traceback (most recent call last):
-  File "/tmp/tmp.971nOEXhCX/during.py", line 9, in <module>
+  File "/tmp/tmp.7dRAT01Mi7/during.py", line 9, in <module>
     torch.zeros(2, 3) @ torch.zeros(2, 3)
     ~~~~~~~~~~~~~~~~~~^~~~~~~~~~~~~~~~~~~
 RuntimeError: mm: mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)
@@ -379,24 +376,24 @@ RuntimeError: mm: mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)
 
 /// Recorded: `tests/fixtures/tracebacks/chained_permission.log`.
 const CHAINED_PERMISSION: &str = r#"Traceback (most recent call last):
-  File "/tmp/tmp.971nOEXhCX/perm.py", line 8, in load
+  File "/tmp/tmp.7dRAT01Mi7/perm.py", line 8, in load
     with open(path) as f:
          ^^^^^^^^^^
-PermissionError: [Errno 13] Permission denied: '/tmp/tmp.971nOEXhCX/secret/config.json'
+PermissionError: [Errno 13] Permission denied: '/tmp/tmp.7dRAT01Mi7/secret/settings.json'
 
 The above exception was the direct cause of the following exception:
 
 Traceback (most recent call last):
-  File "/tmp/tmp.971nOEXhCX/perm.py", line 13, in <module>
+  File "/tmp/tmp.7dRAT01Mi7/perm.py", line 13, in <module>
     load(sys.argv[1])
-  File "/tmp/tmp.971nOEXhCX/perm.py", line 11, in load
-    raise ConfigLoadError(f"could not load the model config {path}") from e
-ConfigLoadError: could not load the model config /tmp/tmp.971nOEXhCX/secret/config.json
+  File "/tmp/tmp.7dRAT01Mi7/perm.py", line 11, in load
+    raise ConfigLoadError(f"could not read settings from {path}") from e
+ConfigLoadError: could not read settings from /tmp/tmp.7dRAT01Mi7/secret/settings.json
 "#;
 
 /// Recorded: `tests/fixtures/tracebacks/inductor_enospc.log` (frames shortened).
 const INDUCTOR_ENOSPC: &str = r#"Traceback (most recent call last):
-  File "/tmp/tmp.971nOEXhCX/enospc.py", line 7, in <module>
+  File "/tmp/tmp.7dRAT01Mi7/enospc.py", line 7, in <module>
     print(f(torch.randn(64)).sum())
           ^^^^^^^^^^^^^^^^^^
   File "/work/torchvenv/lib/python3.11/site-packages/torch/_inductor/compile_fx.py", line 1369, in _compile_fx_inner
@@ -468,7 +465,7 @@ fn the_cause_of_a_traceback_chain_is_its_most_specific_hit_on_its_first_line() {
             1,
             Signature::PythonException,
             6,
-            "ValueError: batch size 3",
+            "ValueError: batch of 3 rows",
         ),
         (
             "During handling: the first exception line is decisive, not the header",
