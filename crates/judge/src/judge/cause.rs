@@ -95,11 +95,17 @@ impl Judge {
     }
 
     /// Line `line`, read at `at`, is the exception line of the traceback whose header was line
-    /// `header`: the python_exception evidence the header showed is shown by the exception line
-    /// (what a person reads as the error), so it becomes its first line.
+    /// `header`: the python_exception evidence a bare `Traceback (most recent call last):` showed
+    /// is shown by the exception line (what a person reads as the error), so it becomes its first
+    /// line. A fatal hit on the header stays there: it names what failed ("Scheduler hit an
+    /// exception: Traceback ...", "Initialization failed. warmup error: Traceback ..."), as
+    /// "EngineCore failed to start." does on a line of its own.
     pub(super) fn exception_line_shown(&mut self, header: u64, line: LineRef, at: Duration) {
         for e in &mut self.evidence {
-            if e.line.number == header && e.hit.signature == Some(Signature::PythonException) {
+            if e.line.number == header
+                && e.hit.signature == Some(Signature::PythonException)
+                && e.hit.strength == Strength::Evidence
+            {
                 e.line = line.clone();
                 e.at = at;
             }

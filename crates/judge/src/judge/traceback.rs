@@ -10,9 +10,9 @@
 //! - then every indented line is a frame or its source (statements over several lines, `^^^^`
 //!   and `~~~~` markers, "[Previous line repeated ...]"): its hits are dropped;
 //! - the first non-indented line that reads as an exception (`pkg.Name: message`, `Name`) is the
-//!   exception line: it carries the `python_exception` hit, and the header's python_exception
+//!   exception line: it carries the `python_exception` hit, and a bare header's python_exception
 //!   evidence moves to it (the decisive line of a generic failure is the exception, not the
-//!   header);
+//!   header; a fatal "Scheduler hit an exception: Traceback ..." stays where it is);
 //! - the message goes on over the next lines ("BackendCompilerFailed: backend='inductor'
 //!   raised:" then "RuntimeError: ... during CUDA graph capture") until a blank line, a new
 //!   traceback, a chain marker or a line that starts a new log record; they are in the chain;

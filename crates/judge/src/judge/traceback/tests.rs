@@ -405,6 +405,13 @@ torch._inductor.exc.InductorError: OSError: [Errno 28] No space left on device
 Set TORCHDYNAMO_VERBOSE=1 for the full Dynamo stack trace (please do this especially if you're reporting a bug to PyTorch). For even more developer context, set TORCH_LOGS="+dynamo"
 "#;
 
+/// sglang's scheduler header names what failed (a fatal python_exception): it stays decisive.
+const SCHEDULER_VALUE_ERROR: &str = r#"[2025-04-01 07:08:56 DP0 TP0] Scheduler hit an exception: Traceback (most recent call last):
+  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2255, in run_scheduler_process
+    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, pp_rank, dp_rank)
+ValueError: batch of 3 rows has no labels
+"#;
+
 /// A fatal wrapper line printed alone, then a separate traceback (a later, unrelated chain) that
 /// mentions CUDA graph capture: evidence after the first fatal line outside its chain is a
 /// consequence, not the cause.
@@ -474,6 +481,14 @@ fn the_cause_of_a_traceback_chain_is_its_most_specific_hit_on_its_first_line() {
             Signature::PythonException,
             7,
             "FileNotFoundError: [Errno 2]",
+        ),
+        (
+            "a fatal header that names what failed stays decisive",
+            SCHEDULER_VALUE_ERROR,
+            1,
+            Signature::PythonException,
+            1,
+            "[2025-04-01 07:08:56 DP0 TP0] Scheduler hit an exception:",
         ),
         (
             "evidence after the first fatal line, outside its chain, does not count",
