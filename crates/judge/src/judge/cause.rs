@@ -29,10 +29,11 @@ impl Judge {
     ///
     /// Evidence only counts up to the first fatal line: what comes on or before it can be the
     /// cause ("could not access the configuration file: Permission denied"), what comes after is a
-    /// consequence (a launcher's own traceback after its worker was killed). Except inside a
-    /// traceback chain (or one line): a chain is one failure, so when one of its hits counts, all
-    /// of them do, and the most specific wins whatever its strength (a fatal `compile_error` wrapper line
-    /// does not beat the `graph_capture` or `disk_full` it wraps).
+    /// consequence (a launcher's own traceback after its worker was killed). Except in the
+    /// winner's own traceback chain, and on its own line: that is one failure, so all its hits
+    /// compete, and the most specific wins whatever its strength (a fatal `compile_error` wrapper
+    /// does not beat the `graph_capture` or `disk_full` it wraps). Another chain (another rank's
+    /// traceback) does not join in.
     pub(super) fn line_cause(&self, fatal_only: bool) -> Option<Evidence> {
         let first_fatal = self
             .evidence
@@ -44,43 +45,15 @@ impl Judge {
             e.hit.strength == Strength::Fatal
                 || (!fatal_only && first_fatal.is_none_or(|n| e.line.number <= n))
         };
-        // The chains with a hit that counts (few: the evidence holds distinct hits only).
-        let mut chains: Vec<u32> = self
-            .evidence
-            .iter()
-            .filter(|e| counts_alone(e))
-            .filter_map(|e| e.chain)
-            .collect();
-        chains.sort_unstable();
-        chains.dedup();
-        // A line is one failure too: "InternalTorchDynamoError: RuntimeError: ... during CUDA
-        // graph capture" names the capture whatever the wrapper's strength.
-        let mut lines: Vec<u64> = self
-            .evidence
-            .iter()
-            .filter(|e| counts_alone(e))
-            .map(|e| e.line.number)
-            .collect();
-        lines.sort_unstable();
-        lines.dedup();
-        let mut best: Option<&Evidence> = None;
-        for e in &self.evidence {
-            let in_counted_chain = e.chain.is_some_and(|c| chains.binary_search(&c).is_ok());
-            let on_counted_line = lines.binary_search(&e.line.number).is_ok();
-            if !(counts_alone(e) || in_counted_chain || on_counted_line) {
-                continue;
-            }
-            let better = match best {
-                None => true,
-                Some(b) => rank(&e.hit) < rank(&b.hit),
-            };
-            if better {
-                best = Some(e);
-            }
-        }
+        let winner = self.most_specific(counts_alone)?;
+        let (chain, line) = (winner.chain, winner.line.number);
+        let best = self
+            .most_specific(|e| {
+                counts_alone(e) || e.line.number == line || (chain.is_some() && e.chain == chain)
+            })
+            .unwrap_or(winner);
         // The decisive line is the first line that showed the winning cause (a server often logs
         // the cause, "could not bind ...: Address already in use", before its fatal summary line).
-        let best = best?;
         self.evidence
             .iter()
             .filter(|e| e.hit.signature == best.hit.signature)
@@ -92,6 +65,17 @@ impl Judge {
                 rank: first.rank,
                 chain: first.chain,
             })
+    }
+
+    /// The most specific of the hits that `count`, the first of equals.
+    fn most_specific(&self, count: impl Fn(&Evidence) -> bool) -> Option<&Evidence> {
+        let mut best: Option<&Evidence> = None;
+        for e in self.evidence.iter().filter(|e| count(e)) {
+            if best.is_none_or(|b| rank(&e.hit) < rank(&b.hit)) {
+                best = Some(e);
+            }
+        }
+        best
     }
 
     /// Line `line`, read at `at`, is the exception line of the traceback whose header was line

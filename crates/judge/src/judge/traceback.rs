@@ -293,7 +293,8 @@ fn strip_gutter(text: &str) -> (&str, bool) {
     (text, false)
 }
 
-/// Whether `line` reads as a Python exception line: a dotted name, then `:` or the end
+/// Whether `line` reads as a Python exception line: a dotted name ending in a CamelCase class,
+/// then `:` or the end
 /// (`ValueError: bad`, `torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:`,
 /// `KeyboardInterrupt`).
 fn is_exception_line(line: &str) -> bool {
@@ -305,8 +306,13 @@ fn is_exception_line(line: &str) -> bool {
         .chars()
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+    // The class name is CamelCase (`OSError`, `torch.OutOfMemoryError`); a log line's level
+    // (`INFO:`) or a function (`main: loading model`) is not.
+    let class = name.rsplit('.').next().unwrap_or("");
+    let camel = class.starts_with(|c: char| c.is_ascii_uppercase())
+        && class.contains(|c: char| c.is_ascii_lowercase());
     let rest = line[name_end..].trim_end();
-    starts_well && !name.ends_with('.') && (rest.is_empty() || rest.starts_with(':'))
+    starts_well && camel && (rest.is_empty() || rest.starts_with(':'))
 }
 
 /// Whether a line as printed starts a log record: a timestamp, a level, glog's `I0301`.

@@ -277,6 +277,9 @@ fn exception_lines_are_told_from_other_lines() {
         "[2025-05-15 10:00:01] Received sigquit",
         "E       RuntimeError: x",
         "torch.",
+        "INFO:     Started server process [4242]",
+        "main: loading model",
+        "ERROR:    Traceback (most recent call last):",
         "100%|██████████| 7/7",
     ] {
         assert!(!is_exception_line(no), "{no}");
@@ -422,6 +425,19 @@ Traceback (most recent call last):
 RuntimeError: Cannot call CUDAGeneratorImpl::current_seed during CUDA graph capture.
 "#;
 
+/// Two tracebacks not linked by a chain marker: the second one's evidence is not part of the first
+/// one's failure.
+const TWO_CHAINS: &str = r#"Traceback (most recent call last):
+  File "/tmp/a.py", line 3, in <module>
+    compile()
+torch._inductor.exc.CppCompileError: C++ compile error
+
+Traceback (most recent call last):
+  File "/tmp/b.py", line 3, in <module>
+    capture()
+RuntimeError: Cannot call CUDAGeneratorImpl::current_seed during CUDA graph capture.
+"#;
+
 #[test]
 fn the_cause_of_a_traceback_chain_is_its_most_specific_hit_on_its_first_line() {
     // (what, log, exit code, signature, decisive line number, decisive line starts with)
@@ -496,6 +512,14 @@ fn the_cause_of_a_traceback_chain_is_its_most_specific_hit_on_its_first_line() {
             1,
             Signature::CompileError,
             1,
+            "torch._inductor.exc.CppCompileError",
+        ),
+        (
+            "another chain's evidence does not join the winner's chain",
+            TWO_CHAINS,
+            1,
+            Signature::CompileError,
+            4,
             "torch._inductor.exc.CppCompileError",
         ),
     ];
