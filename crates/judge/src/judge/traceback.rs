@@ -59,11 +59,14 @@ impl LineRole {
 /// Where one rank is in its traceback.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
-    /// Reading frames and source after the header on line `header`; `foreign` lines seen since
-    /// that are neither (another process's print).
+    /// Reading frames and source after the header on line `header`, indented by `indent` (a
+    /// logger may indent a whole traceback: frames and source are indented further, the
+    /// exception line is not); `foreign` lines seen since that are neither (another process's
+    /// print).
     Frames {
         chain: u32,
         header: u64,
+        indent: u8,
         foreign: u8,
     },
     /// After the exception line: its message may go on. `lines` so far; `record` whether the
@@ -122,7 +125,8 @@ impl Tracebacks {
         let Some(slot) = slot else {
             if maybe_header {
                 let chain = self.new_chain();
-                self.set(rank, None, frames(chain, number));
+                let indent = indent_of(strip_gutter(text).0);
+                self.set(rank, None, frames(chain, number, indent));
                 return in_chain(chain);
             }
             return LineRole::default();
@@ -137,7 +141,7 @@ impl Tracebacks {
                 State::Frames { chain, .. } | State::Message { chain, .. } if gutter => chain,
                 _ => self.new_chain(),
             };
-            self.set(rank, Some(slot), frames(chain, number));
+            self.set(rank, Some(slot), frames(chain, number, indent_of(content)));
             return in_chain(chain);
         }
         // A gutter line with nothing after it (`+-+---- 1 ----`) is part of the group, not a
@@ -148,20 +152,21 @@ impl Tracebacks {
             State::Frames {
                 chain,
                 header,
+                indent,
                 foreign,
             } => {
                 if marker {
                     (Some(State::Linked { chain }), in_chain(chain))
                 } else if blank {
                     (Some(state), LineRole::default())
-                } else if content.trim().is_empty() || content.starts_with(char::is_whitespace) {
+                } else if content.trim().is_empty() || indent_of(content) > indent {
                     let role = LineRole {
                         source: true,
                         chain: Some(chain),
                         exception_of: None,
                     };
                     (Some(state), role)
-                } else if is_exception_line(content) {
+                } else if is_exception_line(content.trim_start()) {
                     let message = State::Message {
                         chain,
                         lines: 0,
@@ -179,6 +184,7 @@ impl Tracebacks {
                     let state = State::Frames {
                         chain,
                         header,
+                        indent,
                         foreign: foreign + 1,
                     };
                     (Some(state), LineRole::default())
@@ -262,12 +268,19 @@ impl Tracebacks {
     }
 }
 
-fn frames(chain: u32, header: u64) -> State {
+fn frames(chain: u32, header: u64, indent: u8) -> State {
     State::Frames {
         chain,
         header,
+        indent,
         foreign: 0,
     }
+}
+
+/// How far `text` is indented (capped).
+fn indent_of(text: &str) -> u8 {
+    let lead = text.len() - text.trim_start().len();
+    u8::try_from(lead).unwrap_or(u8::MAX)
 }
 
 fn in_chain(chain: u32) -> LineRole {

@@ -214,6 +214,16 @@ fn roles_of_lines_in_real_tracebacks() {
             ],
         ),
         (
+            "a traceback indented as a whole by its logger",
+            vec![
+                (n, "    Traceback (most recent call last):"),
+                (n, r#"      File "/app/server.py", line 12, in start"#),
+                (n, r#"        raise RuntimeError("CUDA out of memory")"#),
+                (n, "    ValueError: bad config"),
+            ],
+            vec!["c0", "s0", "s0", "x0"],
+        ),
+        (
             "pytest's E lines are not a traceback",
             vec![
                 (
