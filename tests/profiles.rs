@@ -170,7 +170,14 @@ const CASES: &[Case] = &[
         secondary: &[],
         line: Some("Connected"),
         phase: Some("ready"),
-        timeline: &["download", "start_shards", "webserver", "warmup", "ready"],
+        timeline: &[
+            "download",
+            "start_shards",
+            "webserver",
+            "warmup",
+            "capture_cuda_graph",
+            "ready",
+        ],
     },
     Case {
         // `Connected` comes before the bind: a failed bind right after it is a failure.

@@ -31,6 +31,9 @@ pub struct PhaseSpec {
     pub name: String,
     /// The regex of the line that begins it.
     pub pattern: String,
+    /// Real lines that begin it (checked: each must begin this phase).
+    #[serde(default)]
+    pub examples: Vec<String>,
 }
 
 /// A probe that can count towards readiness.

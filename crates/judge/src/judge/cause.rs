@@ -1,7 +1,7 @@
 //! Which line evidence names the cause of a failure. Every distinct failure hit is kept with the
 //! first line that showed it; when the watch ends badly, the most specific hit wins (a named
 //! signature over a `--fail-line`, the catalog's precedence order, fatal over evidence), and its
-//! first line is the decisive line.
+//! first line is the decisive line. The hits of one traceback chain compete as one failure.
 
 use std::time::Duration;
 
@@ -25,11 +25,15 @@ pub(super) struct Evidence {
 
 impl Judge {
     /// The line evidence that names the cause: the most specific hit. With `fatal_only`, evidence
-    /// lines (a bare traceback) do not count.
+    /// lines (a bare traceback) do not count alone.
     ///
     /// Evidence only counts up to the first fatal line: what comes on or before it can be the
     /// cause ("could not access the configuration file: Permission denied"), what comes after is a
-    /// consequence (a launcher's own traceback after its worker was killed).
+    /// consequence (a launcher's own traceback after its worker was killed). Except in the
+    /// winner's own traceback chain, and on its own line: that is one failure, so all its hits
+    /// compete, and the most specific wins whatever its strength (a fatal `compile_error` wrapper
+    /// does not beat the `graph_capture` or `disk_full` it wraps). Another chain (another rank's
+    /// traceback) does not join in.
     pub(super) fn line_cause(&self, fatal_only: bool) -> Option<Evidence> {
         let first_fatal = self
             .evidence
@@ -37,27 +41,23 @@ impl Judge {
             .filter(|e| e.hit.strength == Strength::Fatal)
             .map(|e| e.line.number)
             .min();
-        let mut best: Option<&Evidence> = None;
-        for e in &self.evidence {
-            let counts = e.hit.strength == Strength::Fatal
-                || (!fatal_only && first_fatal.is_none_or(|n| e.line.number <= n));
-            if !counts {
-                continue;
-            }
-            let better = match best {
-                None => true,
-                Some(b) => rank(&e.hit) < rank(&b.hit),
-            };
-            if better {
-                best = Some(e);
-            }
-        }
+        let counts_alone = |e: &Evidence| {
+            e.hit.strength == Strength::Fatal
+                || (!fatal_only && first_fatal.is_none_or(|n| e.line.number <= n))
+        };
+        let winner = self.most_specific(counts_alone)?;
+        let (chain, line) = (winner.chain, winner.line.number);
+        let best = self
+            .most_specific(|e| {
+                counts_alone(e) || e.line.number == line || (chain.is_some() && e.chain == chain)
+            })
+            .unwrap_or(winner);
         // The decisive line is the first line that showed the winning cause (a server often logs
         // the cause, "could not bind ...: Address already in use", before its fatal summary line).
-        let best = best?;
         self.evidence
             .iter()
-            .find(|e| e.hit.signature == best.hit.signature)
+            .filter(|e| e.hit.signature == best.hit.signature)
+            .min_by_key(|e| e.line.number)
             .map(|first| Evidence {
                 hit: best.hit,
                 line: first.line.clone(),
@@ -65,6 +65,35 @@ impl Judge {
                 rank: first.rank,
                 chain: first.chain,
             })
+    }
+
+    /// The most specific of the hits that `count`, the first of equals.
+    fn most_specific(&self, count: impl Fn(&Evidence) -> bool) -> Option<&Evidence> {
+        let mut best: Option<&Evidence> = None;
+        for e in self.evidence.iter().filter(|e| count(e)) {
+            if best.is_none_or(|b| rank(&e.hit) < rank(&b.hit)) {
+                best = Some(e);
+            }
+        }
+        best
+    }
+
+    /// Line `line`, read at `at`, is the exception line of the traceback whose header was line
+    /// `header`: the python_exception evidence a bare `Traceback (most recent call last):` showed
+    /// is shown by the exception line (what a person reads as the error), so it becomes its first
+    /// line. A fatal hit on the header stays there: it names what failed ("Scheduler hit an
+    /// exception: Traceback ...", "Initialization failed. warmup error: Traceback ..."), as
+    /// "EngineCore failed to start." does on a line of its own.
+    pub(super) fn exception_line_shown(&mut self, header: u64, line: LineRef, at: Duration) {
+        for e in &mut self.evidence {
+            if e.line.number == header
+                && e.hit.signature == Some(Signature::PythonException)
+                && e.hit.strength == Strength::Evidence
+            {
+                e.line = line.clone();
+                e.at = at;
+            }
+        }
     }
 
     /// "failed with SIGNATURE: hint (line N); THEN".

@@ -1,6 +1,7 @@
 //! Reading one log line, in order: normalise it (escape codes flattened to text, prefixes,
 //! timestamps and levels taken off; the rank a prefix named), classify the normalised text, place
-//! it in the traceback structure (a source line under a frame names nothing), read it for a
+//! it in the traceback structure (a source line under a frame names nothing; an exception line
+//! takes over its header's python_exception evidence), read it for a
 //! launcher's report of a rank's ending (and whether a traceback ended in an echo), join it to
 //! the line before when the two are one hard-wrapped message (`wrapped.rs`), and then apply what
 //! it means (`line.rs`). The original text is what is kept and shown.
@@ -15,8 +16,10 @@ use super::Judge;
 use super::line::LineOrigin;
 use super::output::Event;
 use super::ranks::prefix_rank;
+use super::traceback::LineRole;
 use crate::classify::{Hit, LineClass, Strength};
 use crate::normalize::{next_rank_print, normalize};
+use crate::verdict::LineRef;
 
 /// At most this many parts are read from one line (bounded work on a pathological line).
 const MAX_PARTS: usize = 16;
@@ -38,14 +41,19 @@ impl Judge {
         }
         // PyTorch's `[rankN]:` prefix names the rank when the normaliser did not.
         let rank = normal.rank.or_else(|| prefix_rank(&text));
-        let (mut class, origin, source) = self.read_part(at, number, &normal.text, rank, &text);
+        let (mut class, origin, role) = self.read_part(at, number, &normal.text, rank, &text);
         let joined = self
             .wraps
-            .join(&self.cfg.classifier, &normal, &class, source);
-        self.wraps.hold(number, &text, &normal, &class, source);
+            .join(&self.cfg.classifier, &normal, &class, role.source);
+        self.wraps.hold(number, &text, &normal, &class, role.source);
         drop(normal);
         let Some(joined) = joined else {
+            // An exception line takes over the python_exception evidence of its traceback's header.
+            let exception = role.exception_of.map(|header| (header, text.clone()));
             self.on_line(at, number, text, origin, &class, events);
+            if let Some((header, text)) = exception {
+                self.exception_line_shown(header, LineRef { number, text }, at);
+            }
             self.last_class = Some(class);
             return;
         };
@@ -64,7 +72,7 @@ impl Judge {
     }
 
     /// One part of line `number` (all of it, unless ranks' prints interleave on it): its class
-    /// as the traceback structure reads it, where it came from, and whether it is a source line.
+    /// as the traceback structure reads it, where it came from, and its role in a traceback.
     /// The ranks learn from it here.
     fn read_part(
         &mut self,
@@ -73,9 +81,11 @@ impl Judge {
         part: &str,
         rank: Option<u32>,
         original: &str,
-    ) -> (LineClass, LineOrigin, bool) {
+    ) -> (LineClass, LineOrigin, LineRole) {
         let mut class = self.cfg.classifier.classify(part);
-        let role = self.tracebacks.on_line(rank, part);
+        let role = self
+            .tracebacks
+            .on_line(number, rank, part, original, &class);
         role.apply(&mut class);
         let note = self.ranks.on_line(at, number, rank, part, original, &class);
         if let Some(header) = note.echo_traceback_header {
@@ -85,7 +95,7 @@ impl Judge {
             rank,
             chain: role.chain,
         };
-        (class, origin, role.source)
+        (class, origin, role)
     }
 
     /// Line `number`, which holds more than one rank's print: each part is normalised, classified
@@ -113,8 +123,10 @@ impl Judge {
             ..LineClass::default()
         };
         let mut origins: Vec<(Vec<Hit>, LineOrigin)> = Vec::new();
+        let mut exceptions = Vec::new();
         for (part, rank) in &parts {
-            let (class, origin, _) = self.read_part(at, number, part, *rank, &text);
+            let (class, origin, role) = self.read_part(at, number, part, *rank, &text);
+            exceptions.extend(role.exception_of);
             merged.hits.extend(class.hits.iter().copied());
             merged.ready.extend(class.ready.iter().copied());
             merged.phase = class.phase.or(merged.phase);
@@ -137,12 +149,19 @@ impl Judge {
             .unwrap_or(origins[0].1);
         self.wraps.release();
         let first_new = self.evidence.len();
+        let shown = LineRef {
+            number,
+            text: text.clone(),
+        };
         self.on_line(at, number, text, origin, &merged, events);
         for e in &mut self.evidence[first_new..] {
             if let Some(o) = origin_of(&e.hit) {
                 e.rank = o.rank;
                 e.chain = o.chain;
             }
+        }
+        for header in exceptions {
+            self.exception_line_shown(header, shown.clone(), at);
         }
         self.last_class = Some(merged);
     }

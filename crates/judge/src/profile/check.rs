@@ -1,6 +1,7 @@
 //! Checking a profile file: parsing it and everything that can be checked without running it
-//! (names, regexes, durations, `until`, phases, probes and their endpoint, detect examples, and
-//! that each signature example resolves to its signature). Errors name the line and the field.
+//! (names, regexes, durations, `until`, phases, probes and their endpoint, detect examples, that
+//! each signature example resolves to its signature and that each phase example begins its
+//! phase). Errors name the line and the field.
 
 use regex::Regex;
 
@@ -179,12 +180,28 @@ fn validate(p: &Profile, text: &str) -> std::result::Result<(), String> {
             );
         }
     }
-    // Signature examples must resolve to their signature.
+    // Signature examples must resolve to their signature, phase examples begin their phase.
     let c = crate::classify::Classifier::new(&crate::classify::ClassifierSpec {
         signatures: p.signatures.clone(),
+        phases: p
+            .phases
+            .iter()
+            .map(|x| (x.name.clone(), x.pattern.clone()))
+            .collect(),
         ..Default::default()
     })
     .map_err(|e| e.to_string())?;
+    for (i, ph) in p.phases.iter().enumerate() {
+        for ex in &ph.examples {
+            if c.classify(ex).phase != Some(i) {
+                return err(
+                    format!("phase {}: examples", ph.name),
+                    ex,
+                    format!("example '{ex}' does not begin phase {}", ph.name),
+                );
+            }
+        }
+    }
     for s in &p.signatures {
         for ex in &s.examples {
             let got = c.classify(ex).strongest().and_then(|h| h.signature);

@@ -126,6 +126,22 @@ fn profile_examples_resolve_to_their_signature() {
 }
 
 #[test]
+fn every_builtin_phase_has_a_real_example() {
+    // The check (`parse_checked`) proves each example begins its phase; this proves there is one,
+    // so that a server's new wording shows up as a failing example, not as a stall with no phase.
+    for p in builtin_profiles() {
+        for ph in &p.phases {
+            assert!(
+                !ph.examples.is_empty(),
+                "{}: phase {} has no example line",
+                p.name,
+                ph.name
+            );
+        }
+    }
+}
+
+#[test]
 fn unknown_profile_names_the_known_ones() {
     let err = by_name("nope").unwrap_err().to_string();
     assert!(err.contains("generic") && err.contains("redis"), "{err}");
@@ -207,6 +223,10 @@ fn check_names_line_and_field() {
         (
             "name = \"x\"\ndescription = \"d\"\n[[signature]]\nname = \"disk_full\"\nstrength = \"fatal\"\npatterns = ['ENOSPC']\nexamples = ['no space']\n",
             "7: field signature disk_full: examples: example 'no space' does not match",
+        ),
+        (
+            "name = \"x\"\ndescription = \"d\"\n[[phase]]\nname = \"load\"\npattern = 'Load weight begin'\nexamples = ['Loading weights']\n",
+            "6: field phase load: examples: example 'Loading weights' does not begin phase load",
         ),
     ];
     for (text, want) in table {
