@@ -113,6 +113,9 @@ pub struct Judge {
     ranks: Ranks,
     /// The last line, held while it can be the first half of a hard-wrapped message.
     wraps: Wraps,
+    /// The rank of the last log record that began with a header or a rank prefix: the rank of
+    /// the lines that continue it without one (see `reading.rs`).
+    record_rank: Option<u32>,
 }
 
 impl Judge {
@@ -151,6 +154,7 @@ impl Judge {
             tracebacks: Tracebacks::default(),
             ranks: Ranks::default(),
             wraps: Wraps::default(),
+            record_rank: None,
             cfg,
         }
     }

@@ -39,8 +39,23 @@ impl Judge {
             self.read_interleaved(at, number, text, events);
             return;
         }
-        // PyTorch's `[rankN]:` prefix names the rank when the normaliser did not.
-        let rank = normal.rank.or_else(|| prefix_rank(&text));
+        // PyTorch's `[rankN]:` prefix names the rank when the normaliser did not. A bare line
+        // (neither a rank prefix nor a record header) inside a traceback that a rank's record
+        // opened continues it: sglang's `[time TP1] ` heads only a record's first line, its
+        // traceback follows bare.
+        let rank = match normal.rank.or_else(|| prefix_rank(&text)) {
+            Some(r) => Some(r),
+            None if !normal.record
+                && self.record_rank.is_some()
+                && self.tracebacks.is_open(self.record_rank) =>
+            {
+                self.record_rank
+            }
+            None => None,
+        };
+        if rank.is_some() || normal.record {
+            self.record_rank = rank;
+        }
         let (mut class, origin, role) = self.read_part(at, number, &normal.text, rank, &text);
         let joined = self
             .wraps

@@ -104,6 +104,11 @@ pub(super) struct Tracebacks {
 }
 
 impl Tracebacks {
+    /// Whether a traceback printed by `rank` is open (its frames or message are being read).
+    pub(super) fn is_open(&self, rank: Option<u32>) -> bool {
+        self.open.iter().any(|(r, _)| *r == rank)
+    }
+
     /// The role of line `number`, `text` (normalised; `original` as printed), printed by `rank`;
     /// `class` is what the classifier made of `text`.
     pub(super) fn on_line(
