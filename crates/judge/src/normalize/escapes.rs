@@ -9,9 +9,9 @@
 //! `]8;;url` ended by BEL or ST in text form). An orphan (no marker) is removed only when it is an
 //! SGR colour (`[` digits and `;` `m`) and the line shows it is colour: it starts the line, or the
 //! line holds an orphan reset (`[0m`, `[m`), as a colour always ends in one. So `[5m]` in a
-//! message survives. A line without any is returned borrowed, after a memchr for `[` and one for
-//! `]` (most lines hold none or a few, and only those are looked at, each ruled out by the byte
-//! before it or the bytes after it).
+//! message survives. A line without any is returned borrowed, after one vectorised scan for `[`
+//! and `]` (most lines hold none or a few, and only those are looked at, each ruled out by the
+//! byte before it or the bytes after it).
 
 use std::borrow::Cow;
 
@@ -45,40 +45,48 @@ pub(super) fn flatten(line: &str) -> Cow<'_, str> {
     let mut cuts: Vec<(usize, usize)> = Vec::new();
     let mut orphans: Vec<(usize, usize)> = Vec::new();
     let mut colour_evidence = false;
-    // CSI: each `[` (found by memchr; most lines have none or a few).
+    // Each `[` (a CSI) and `]` (an OSC), in one vectorised pass; most lines hold none or a few.
     let mut from = 0;
-    while let Some(p) = line.get(from..).and_then(|r| r.find('[')) {
-        let i = from + p;
-        from = i + 1;
-        match (marker_before(line, i), csi_end(bytes, i + 1)) {
-            (Some(m), Some(end)) => {
+    for i in memchr::memchr2_iter(b'[', b']', bytes) {
+        if i < from {
+            continue;
+        }
+        if bytes[i] == b']' {
+            let osc = marker_before(line, i).and_then(|m| Some((m, osc_end(line, i + 1)?)));
+            if let Some((m, end)) = osc {
                 cuts.push((i - m, end));
                 from = end;
             }
-            (None, Some(end))
-                if bytes[end - 1] == b'm'
-                    && is_sgr(&bytes[i + 1..end - 1])
-                    && bytes.get(end) != Some(&b']') =>
-            {
-                let params = &bytes[i + 1..end - 1];
-                if i == 0 || params.is_empty() || params.iter().all(|&b| b == b'0') {
-                    colour_evidence = true;
-                }
-                orphans.push((i, end));
-                from = end;
-            }
-            _ => {}
+            continue;
         }
-    }
-    // OSC: a `]` right after a marker.
-    let mut from = 0;
-    while let Some(p) = line.get(from..).and_then(|r| r.find(']')) {
-        let i = from + p;
-        from = i + 1;
-        let osc = marker_before(line, i).and_then(|m| Some((m, osc_end(line, i + 1)?)));
-        if let Some((m, end)) = osc {
-            cuts.push((i - m, end));
-            from = end;
+        match marker_before(line, i) {
+            Some(m) => {
+                if let Some(end) = csi_end(bytes, i + 1) {
+                    cuts.push((i - m, end));
+                    from = end;
+                }
+            }
+            None => {
+                // An orphan SGR: `[`, digits and `;`, `m` (and not `[5m]`).
+                let params = bytes[i + 1..]
+                    .iter()
+                    .take(17)
+                    .take_while(|b| b.is_ascii_digit() || **b == b';')
+                    .count();
+                let end = i + 1 + params + 1;
+                if params <= 16
+                    && bytes.get(end - 1) == Some(&b'm')
+                    && bytes.get(end) != Some(&b']')
+                    && !bytes[i + 1..end - 1].starts_with(b";;")
+                {
+                    let params = &bytes[i + 1..end - 1];
+                    if i == 0 || params.is_empty() || params.iter().all(|&b| b == b'0') {
+                        colour_evidence = true;
+                    }
+                    orphans.push((i, end));
+                    from = end;
+                }
+            }
         }
     }
     if colour_evidence {
@@ -126,13 +134,6 @@ fn csi_end(bytes: &[u8], from: usize) -> Option<usize> {
     }
     let last = *bytes.get(j)?;
     (0x40..=0x7e).contains(&last).then_some(j + 1)
-}
-
-/// Whether `params` are those of an SGR colour: digits separated by `;`, short.
-fn is_sgr(params: &[u8]) -> bool {
-    params.len() <= 16
-        && params.iter().all(|b| b.is_ascii_digit() || *b == b';')
-        && !params.starts_with(b";;")
 }
 
 /// The end (exclusive) of an OSC whose text starts at `from`: up to and including a BEL or an

@@ -5,18 +5,12 @@
 //! each part is read with its own rank.
 
 /// The byte offset, after the first byte, where a `[rankN]: ` print starts inside `text`.
-/// Cost: one scan for `[` (most lines hold none or one).
+/// Cost: one vectorised scan for `[` (most lines hold none or one).
 pub fn next_rank_print(text: &str) -> Option<usize> {
     let b = text.as_bytes();
-    let mut from = 1;
-    while let Some(p) = text.get(from..)?.find('[') {
-        let i = from + p;
-        if is_rank_prefix(&b[i..]) {
-            return Some(i);
-        }
-        from = i + 1;
-    }
-    None
+    memchr::memchr_iter(b'[', b.get(1..)?)
+        .map(|p| p + 1)
+        .find(|&i| is_rank_prefix(&b[i..]))
 }
 
 /// Whether `b` starts with `[rank` digits `]:`.
