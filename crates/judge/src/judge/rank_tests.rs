@@ -149,22 +149,22 @@ const fn signal(s: i32) -> Option<ExitInfo> {
 fn recorded_torchrun_failures_name_the_first_rank_and_its_cause() {
     use Signature::*;
     use Verdict::*;
-    // Line 7: rank 1's traceback; line 16: rank 0's gloo error (the echo); line 18: torchrun's
+    // Line 10: rank 1's exception line (its traceback opens on line 7); line 16: rank 0's gloo error (the echo); line 18: torchrun's
     // `failed (exitcode: N) local_rank: R`; line 7 of launcher_sigterm: "Received 15 death signal".
     let cases = [
         (
             "raise",
-            want(Failed, Some(PythonException), Some(1), Some(7), code(1)),
+            want(Failed, Some(PythonException), Some(1), Some(10), code(1)),
         ),
         (
             "raise_late",
-            want(Failed, Some(PythonException), Some(1), Some(7), code(1)),
+            want(Failed, Some(PythonException), Some(1), Some(10), code(1)),
         ),
         // torchrun's Root Cause names rank 0 (both failed within a second), whose own error is
         // the echo: rank 1's printed cause is the root cause.
         (
             "raise_misnamed",
-            want(Failed, Some(PythonException), Some(1), Some(7), code(1)),
+            want(Failed, Some(PythonException), Some(1), Some(10), code(1)),
         ),
         (
             "sigkill",

@@ -186,18 +186,16 @@ mod tests {
     fn a_wrapped_failure_is_matched_whole_on_its_first_line() {
         // vLLM's KV cache check (vllm/v1/core/kv_cache_utils.py), cut inside a word.
         let got = pair(
-            "ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cach",
-            "e is needed, which is larger than the available KV cache memory (9.43 GiB). Try increasing `gpu_memory_utilization`.",
+            "ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is needed, which is larger than the available KV cach",
+            "e memory (9.43 GiB). Try increasing `gpu_memory_utilization`.",
         );
         assert_eq!(got, Some((vec![Some(Signature::CudaOom)], 7)));
-        // Cut by a terminal at 160 columns, behind a compose prefix (compose pads the service
-        // names to one width; the padding here puts the cut inside "cache" at column 160), and
-        // a line cut exactly at the width that begins with a capital.
+        // Cut inside a word behind a compose prefix, and a line cut exactly at a terminal's
+        // width (160 columns; compose pads the service names to one width) that begins with a
+        // capital.
         let msg = "(EngineCore_0 pid=12) ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is needed, which is larger than the available KV cache memory (9.43 GiB).";
-        let cut = msg.find("cache is").unwrap() + 2;
-        let pad = 160 - cut - "vllm-1| ".len();
-        let first = format!("vllm-1{}| {}", " ".repeat(pad), &msg[..cut]);
-        assert_eq!(first.len(), 160);
+        let cut = msg.find("cache memory").unwrap() + 2;
+        let first = format!("vllm-1  | {}", &msg[..cut]);
         let got = pair(&first, &msg[cut..]);
         assert_eq!(got.map(|g| g.0), Some(vec![Some(Signature::CudaOom)]));
         let cut = msg.find("KV cache is").unwrap();

@@ -168,11 +168,11 @@ fn prefixed_lines_fail_as_bare_ones_with_the_rank_they_name() {
 #[test]
 fn a_wrapped_kv_cache_message_is_cuda_oom_on_its_first_line() {
     // vLLM's check (vllm/v1/core/kv_cache_utils.py), cut by a terminal inside "cache".
-    let first = "(EngineCore_0 pid=12) ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cach";
+    let first = "(EngineCore_0 pid=12) ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is needed, which is larger than the available KV cach";
     let lines = [
         "(EngineCore_0 pid=12) INFO 03-01 10:00:00 [gpu_worker.py:276] Available KV cache memory: 9.43 GiB",
         first,
-        "e is needed, which is larger than the available KV cache memory (9.43 GiB). Based on the available memory, the estimated maximum model length is 77248. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+        "e memory (9.43 GiB). Based on the available memory, the estimated maximum model length is 77248. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
     ];
     let v = judge(&lines, Some(ExitInfo::code(1)));
     assert_eq!(v.verdict, Verdict::Failed);
@@ -180,7 +180,9 @@ fn a_wrapped_kv_cache_message_is_cuda_oom_on_its_first_line() {
     let line = v.line.expect("a decisive line");
     assert_eq!((line.number, line.text.as_str()), (2, first));
     assert!(
-        v.context.iter().any(|c| c.starts_with("e is needed")),
+        v.context
+            .iter()
+            .any(|c| c.starts_with("e memory (9.43 GiB)")),
         "{:?}",
         v.context
     );
