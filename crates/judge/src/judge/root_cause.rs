@@ -56,10 +56,17 @@ impl Judge {
             return false;
         }
         let failed = self.ranks.first_failed().cloned();
-        // The first rank reported failed is the root cause unless its own error was an echo (a
-        // peer ended first; torchrun, for one, names the lowest of ranks that failed within a
-        // second of each other): then any rank's printed cause may be it.
-        let root = failed.as_ref().filter(|f| self.echo_of(f.rank).is_none());
+        // The first rank to fail is the one whose failure the log shows first (a fatal line or a
+        // traceback's exception line that is no echo): the log orders the ranks' prints finer than
+        // a launcher does (torchrun stamps failures in whole seconds and names the lowest rank of
+        // those within one). Without one, the first rank the launcher reported failed, unless its
+        // own error was an echo (a peer ended first): then any rank's printed cause may be it.
+        let printed_first = self
+            .first_printed_failure_rank()
+            .and_then(|r| self.ranks.ending_of(r))
+            .cloned();
+        let reported = failed.as_ref().filter(|f| self.echo_of(f.rank).is_none());
+        let root = printed_first.as_ref().or(reported);
         let signal = self.ranks.launcher_signal.clone();
         // The launcher was signalled before any rank failed: the ranks' endings are its doing.
         let signalled_first = signal
@@ -151,6 +158,21 @@ impl Judge {
                 hit: best.hit,
                 ..first.clone()
             })
+    }
+
+    /// The rank whose failure the log shows first: the earliest fatal line or traceback line
+    /// with a cause (not an echo, not a signal's line) that a rank printed.
+    fn first_printed_failure_rank(&self) -> Option<u32> {
+        self.evidence
+            .iter()
+            .filter(|e| {
+                e.rank.is_some()
+                    && e.hit.strength != Strength::Echo
+                    && !e.hit.signature.is_some_and(|s| s.is_signal_class())
+                    && (e.hit.strength == Strength::Fatal || e.chain.is_some())
+            })
+            .min_by_key(|e| e.line.number)
+            .and_then(|e| e.rank)
     }
 
     /// The most specific echo that `rank` printed (a collective error: its peer went first).
