@@ -129,8 +129,12 @@ impl Judge {
     }
 }
 
-/// Sort key of a hit: echoes last, named signatures first, in precedence order, fatal before
-/// evidence.
-fn rank(hit: &Hit) -> (bool, bool, Option<Signature>, bool) {
-    hit.precedence()
+/// Sort key of a hit: named signatures first, in precedence order, fatal before evidence;
+/// echoes after them, and last a line that only confirms how a process ended (`terminate called
+/// after throwing`, `Segmentation fault`): when the exit was no such signal, that line is what
+/// the real cause (even an echo, a watchdog's collective timeout) led to.
+fn rank(hit: &Hit) -> (bool, (bool, bool, Option<Signature>, bool)) {
+    let ending_line =
+        hit.signature.is_some_and(|s| s.is_signal_class()) && hit.strength != Strength::Fatal;
+    (ending_line, hit.precedence())
 }

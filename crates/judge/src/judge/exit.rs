@@ -1,5 +1,6 @@
 //! What the process's exit means, in order: a shell that could not run the command (126, 127)
-//! before ready is `never_started`; in a multi-process launch whose ranks' endings are known, the
+//! before ready is `never_started`, unless a named fatal cause was printed first (the loader's
+//! "error while loading shared libraries" exits 127); in a multi-process launch whose ranks' endings are known, the
 //! root cause among the ranks (`root_cause.rs`); a signal is `killed` (with the signal's signature: OOM,
 //! segfault, abort, terminated) unless lines named another cause (`failed`, then ended by the
 //! signal); otherwise lines that named a cause make it `failed`, a job's exit 0 is `succeeded`,
@@ -27,7 +28,16 @@ impl Judge {
     ) {
         let after_ready = self.after_ready(at);
         if let Some(e) = exit {
-            if self.stage.ready_at().is_none() && matches!(e.code, Some(126) | Some(127)) {
+            // A shell's 126/127: the command never ran, unless it printed a named fatal cause
+            // first (the dynamic loader's "error while loading shared libraries" exits 127: the
+            // program was found, and the line says what it lacked).
+            let printed_cause = self
+                .line_cause(true)
+                .is_some_and(|c| c.hit.signature.is_some_and(|s| !s.is_signal_class()));
+            if self.stage.ready_at().is_none()
+                && matches!(e.code, Some(126) | Some(127))
+                && !printed_cause
+            {
                 self.decide_not_run(at, e, events);
                 return;
             }

@@ -266,6 +266,33 @@ fn other_launchers_report_the_rank_that_ended() {
     use Verdict::*;
     let cases: &[(&str, &str, Option<ExitInfo>, Want)] = &[
         (
+            // The shard's signal line carries its span's `rank=0` (TGI issue #1627, as pasted):
+            // that launcher line names the shard, it is no collective error of shard 0.
+            "TGI shard SIGILL, the rank on the signal line",
+            "2024-03-06T17:53:22.336246Z  INFO shard-manager: text_generation_launcher: Starting shard rank=0
+             2024-03-06T17:53:31.052367Z ERROR shard-manager: text_generation_launcher: Shard complete standard error output:
+              rank=0
+             2024-03-06T17:53:31.052444Z ERROR shard-manager: text_generation_launcher: Shard process was signaled to shutdown with signal 4 rank=0
+             Error: ShardCannotStart
+             2024-03-06T17:53:31.149443Z ERROR text_generation_launcher: Shard 0 failed to start",
+            code(1),
+            want(
+                Killed,
+                Some(IllegalInstruction),
+                Some(0),
+                Some(4),
+                signal(4),
+            ),
+        ),
+        (
+            // Both ranks fail the same way (NCCL, one GPU, recorded on an H200: rank 1 printed
+            // first); torchrun's Root Cause names the lowest rank of a tie within a second.
+            "two ranks fail alike: the first to print is the root cause",
+            include_str!("../../../../tests/fixtures/gpu2/torchrun_nccl_duplicate_gpu.log"),
+            code(1),
+            want(Failed, Some(NcclError), Some(1), Some(14), code(1)),
+        ),
+        (
             "TGI shard SIGILL",
             "2024-01-01T00:00:00.000000Z  INFO text_generation_launcher: Starting shard rank=1\n\
              2024-01-01T00:00:05.000000Z ERROR shard-manager: text_generation_launcher: Shard complete standard error output:\n\

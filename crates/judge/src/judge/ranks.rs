@@ -99,9 +99,20 @@ pub(super) struct Ranks {
     shard_signal: Option<i32>,
     /// Traceback headers whose exception line has not come yet: (rank, line number).
     open_tracebacks: Vec<(Option<u32>, u64)>,
+    /// The lines read as a launcher's report (the last [`MAX_REPORT_LINES`]): what they say is
+    /// the launcher's, even where a prefix tags them with a rank (TGI's shard spans do).
+    report_lines: Vec<u64>,
 }
 
+/// How many report lines are remembered.
+const MAX_REPORT_LINES: usize = 64;
+
 impl Ranks {
+    /// Whether line `number` was read as a launcher's report.
+    pub(super) fn is_report_line(&self, number: u64) -> bool {
+        self.report_lines.contains(&number)
+    }
+
     /// Line `number` (normalised `text`, `original` as read, printed by `rank` if a prefix said
     /// so), which the classifier found to mean `class`.
     pub(super) fn on_line(
@@ -132,6 +143,18 @@ impl Ranks {
         }
         let Some(r) = report(text, self.block.is_some()) else {
             return note;
+        };
+        if self.report_lines.len() == MAX_REPORT_LINES {
+            self.report_lines.remove(0);
+        }
+        self.report_lines.push(number);
+        // A rank the line's prefix named (TGI's `rank=N` span) is the shard the report is of.
+        let r = match (r, rank) {
+            (Report::ShardSignal(s), Some(rank)) => Report::Ended {
+                rank,
+                exit: Some(ExitInfo::signal(s, false)),
+            },
+            (r, _) => r,
         };
         let line = || LineRef {
             number,

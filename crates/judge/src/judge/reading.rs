@@ -16,7 +16,7 @@ use super::Judge;
 use super::line::LineOrigin;
 use super::output::Event;
 use super::ranks::prefix_rank;
-use super::traceback::LineRole;
+use super::traceback::{LineRole, is_raise_statement};
 use crate::classify::{Hit, LineClass, Strength};
 use crate::normalize::{next_rank_print, normalize};
 use crate::verdict::LineRef;
@@ -98,9 +98,12 @@ impl Judge {
         original: &str,
     ) -> (LineClass, LineOrigin, LineRole) {
         let mut class = self.cfg.classifier.classify(part);
-        let role = self
+        let mut role = self
             .tracebacks
             .on_line(number, rank, part, original, &class);
+        if !class.hits.is_empty() && is_raise_statement(part) {
+            role.source = true;
+        }
         role.apply(&mut class);
         let note = self.ranks.on_line(at, number, rank, part, original, &class);
         if let Some(header) = note.echo_traceback_header {

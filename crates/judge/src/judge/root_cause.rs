@@ -179,7 +179,11 @@ impl Judge {
     fn echo_of(&self, rank: u32) -> Option<Evidence> {
         self.evidence
             .iter()
-            .filter(|e| e.rank == Some(rank) && e.hit.strength == Strength::Echo)
+            .filter(|e| {
+                e.rank == Some(rank)
+                    && e.hit.strength == Strength::Echo
+                    && !self.ranks.is_report_line(e.line.number)
+            })
             .min_by_key(|e| e.hit.precedence())
             .cloned()
     }

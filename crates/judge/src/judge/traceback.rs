@@ -103,6 +103,15 @@ pub(super) struct Tracebacks {
     next_chain: u32,
 }
 
+/// Whether `text` is a Python `raise` statement: source code shown under a frame, never the
+/// error itself, even where the frame and its indentation were lost (a log that starts inside a
+/// traceback, a paste that dropped leading spaces).
+pub(super) fn is_raise_statement(text: &str) -> bool {
+    text.trim_start()
+        .strip_prefix("raise ")
+        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
+}
+
 impl Tracebacks {
     /// Whether a traceback printed by `rank` is open (its frames or message are being read).
     pub(super) fn is_open(&self, rank: Option<u32>) -> bool {

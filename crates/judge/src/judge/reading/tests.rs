@@ -205,3 +205,79 @@ fn interleaved_ranks_are_read_each_with_its_own_rank() {
     let line = "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB.[rank0]: step 3 done";
     assert_eq!(failed(&["starting", line]).3, Some(1));
 }
+
+/// Lines a person reads past: a `raise` statement is source code even where the traceback's
+/// header and indentation were lost (a paste that starts inside a traceback, a paste that dropped
+/// leading spaces); a shell's 127 after the loader named the missing library is that cause; a
+/// watchdog's collective timeout, even an echo, names the failure before the `terminate called`
+/// line it led to.
+#[test]
+fn lines_a_person_reads_past() {
+    use Signature::*;
+    // (what, lines, exit, verdict, signature, decisive line)
+    let cases: &[(&str, &[&str], ExitInfo, Verdict, Option<Signature>, u64)] = &[
+        (
+            "vLLM, the paste starts inside the traceback (vllm issue, docker compose)",
+            &[
+                "vllm-1  | ERROR 11-18 18:07:28 engine.py:366]   File \"/usr/local/lib/python3.12/dist-packages/vllm/worker/worker.py\", line 493, in raise_if_cache_size_invalid",
+                "vllm-1  | ERROR 11-18 18:07:28 engine.py:366]     raise ValueError(\"No available memory for the cache blocks. \"",
+                "vllm-1  | ERROR 11-18 18:07:28 engine.py:366] ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.",
+            ],
+            ExitInfo::code(1),
+            Verdict::Failed,
+            Some(CudaOom),
+            3,
+        ),
+        (
+            "sglang, the raise pasted at column 0",
+            &[
+                "  File \"/usr/local/lib/python3.10/dist-packages/sglang/srt/distributed/device_communicators/pynccl_wrapper.py\", line 300, in NCCL_CHECK",
+                "raise RuntimeError(f\"NCCL error: {error_str}\")",
+                "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)",
+            ],
+            ExitInfo::code(1),
+            Verdict::Failed,
+            Some(NcclError),
+            3,
+        ),
+        (
+            "the loader's missing library, then the shell's 127",
+            &[
+                "/app/llama-server: error while loading shared libraries: libllama-common.so.0: cannot open shared object file: No such file or directory",
+            ],
+            ExitInfo::code(127),
+            Verdict::Failed,
+            Some(ImportError),
+            1,
+        ),
+        (
+            "a shell that did not find the command: 127 is never_started",
+            &["sh: 1: llama-server: not found"],
+            ExitInfo::code(127),
+            Verdict::NeverStarted,
+            None,
+            1,
+        ),
+        (
+            "NCCL watchdog timeout, then terminate called (sglang, exit 1)",
+            &[
+                "[2025-03-01 10:00:00 TP5] Scheduler hit an exception",
+                "terminate called after throwing an instance of 'c10::DistBackendError'",
+                "  what():  [PG 3 Rank 5] Process group watchdog thread terminated with exception: [Rank 5] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.",
+            ],
+            ExitInfo::code(1),
+            Verdict::Failed,
+            Some(NcclError),
+            3,
+        ),
+    ];
+    for (what, lines, exit, verdict, signature, decisive) in cases {
+        let v = judge(lines, Some(*exit));
+        assert_eq!(
+            (v.verdict, v.signature, v.line.as_ref().map(|l| l.number)),
+            (*verdict, *signature, Some(*decisive)),
+            "{what}: {}",
+            v.reason
+        );
+    }
+}
