@@ -156,11 +156,8 @@ fn percent(right: usize, of: usize) -> String {
     }
 }
 
-// Ignored until the issue-13 work (normalised lines, traceback structure, echoes and ranks, the
-// catalog's wording families) is merged: the lead un-ignores it then. Run it with
-// `cargo test --release --test pasted_logs -- --ignored --nocapture` for the table.
+// `cargo test --release --test pasted_logs -- --nocapture` prints the table.
 #[test]
-#[ignore]
 fn pasted_logs_get_the_verdict_signature_decisive_line_and_rank_a_reader_names() {
     let env = Env::new();
     let expected = expectations();

@@ -59,7 +59,8 @@ pub(super) fn kubectl(b: &[u8], i: usize) -> Option<Token> {
 /// `(RayWorkerWrapper pid=1, ip=10.0.0.1) ` and `(pid=1) `.
 ///
 /// The rank: `rank=N`, or the `TP` index in a worker's name (`Worker_TP1`, `Worker_PP0_TP1`:
-/// the TP rank, as for sglang); an engine's `_DP0` is a replica, not a rank.
+/// the TP rank, as for sglang), else its `PP` index (`Worker_PP1`); an engine's `_DP0` is a
+/// replica, not a rank.
 pub(super) fn process_tag(b: &[u8], i: usize) -> Option<Token> {
     let n = b
         .get(i + 1..)?
@@ -80,7 +81,7 @@ pub(super) fn process_tag(b: &[u8], i: usize) -> Option<Token> {
                 && !w.is_empty()
                 && w.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') =>
             {
-                rank = w.rfind("TP").and_then(|p| w[p + 2..].parse().ok());
+                rank = worker_rank(w);
             }
             None => return None,
         }
@@ -89,6 +90,14 @@ pub(super) fn process_tag(b: &[u8], i: usize) -> Option<Token> {
         return None;
     }
     strip(space(b, close), rank, false)
+}
+
+/// The rank in a vLLM worker's name: its `TP` index (`Worker_TP1`, `Worker_PP0_TP1`), else
+/// its `PP` index (`Worker_PP1`: vLLM names the TP index only when there are several, so a
+/// pipeline stage alone is the rank).
+fn worker_rank(name: &str) -> Option<u32> {
+    let index = |tag: &str| name.rfind(tag).and_then(|p| name[p + 2..].parse().ok());
+    index("TP").or_else(|| name.starts_with("Worker").then(|| index("PP")).flatten())
 }
 
 /// A `key=value` field of a process tag.

@@ -89,6 +89,17 @@ const SHAPES: &[(&str, &str, Option<u32>)] = &[
         "ValueError: bad",
         Some(2),
     ),
+    // Pipeline stages alone (vllm-windows issue #72, as pasted): the stage is the rank.
+    (
+        "(Worker_PP1 pid=23220) ValueError: bad",
+        "ValueError: bad",
+        Some(1),
+    ),
+    (
+        "(EngineCore_PP1 pid=12) ValueError: bad",
+        "ValueError: bad",
+        None,
+    ),
     (
         "(RayWorkerWrapper pid=1, ip=10.0.0.1) ValueError: bad",
         "ValueError: bad",
