@@ -977,7 +977,7 @@ fn cases() -> Vec<Case> {
         ("HUP", 1, Some("terminated")),
         ("INT", 2, Some("terminated")),
         ("QUIT", 3, None),
-        ("ILL", 4, None),
+        ("ILL", 4, Some("illegal_instruction")),
         ("ABRT", 6, Some("abort")),
         ("FPE", 8, None),
         ("KILL", 9, Some("sigkill")),
