@@ -130,8 +130,15 @@ fn the_first_rank_to_die_is_observed_with_its_signal() {
         1,
         "{ranks:?}\n{explain}"
     );
-    assert_ne!(json["verdict"], "succeeded", "{explain}");
-    assert_ne!(json["verdict"], "stalled", "{explain}");
+    assert_eq!(
+        (&json["verdict"], &json["signature"], &json["rank"]),
+        (
+            &serde_json::json!("killed"),
+            &serde_json::json!("sigkill"),
+            &serde_json::json!(1)
+        ),
+        "{explain}"
+    );
 }
 
 /// Whether the kernel shows where a sleeping process waits (its wait channel or kernel stack),
@@ -172,6 +179,10 @@ fn the_silent_rank_outside_the_collective_is_named() {
     let (json, events, explain) =
         run_ranks(&env, &python, "time.sleep(100000)", &["--stall", "20s"]);
     assert_eq!(json["verdict"], "stalled", "{explain}");
+    assert_eq!(
+        json["rank"], 1,
+        "the stall names the rank outside the collective\n{explain}"
+    );
     let outside = of_kind(&events, "rank_outside_collective");
     assert!(
         !outside.is_empty(),

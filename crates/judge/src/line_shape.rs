@@ -16,32 +16,48 @@ pub const MIN_HEX_ID: usize = 6;
 /// The shape of `text` (see the module doc).
 pub fn line_shape(text: &str) -> String {
     let mut shape = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(c) = rest.chars().next() {
-        if c.is_ascii_alphanumeric() {
-            let len = token_len(rest.as_bytes());
-            let token = &rest[..len];
-            if !is_id(token) {
-                shape.extend(token.chars().filter(|c| !c.is_ascii_digit()));
-            }
-            rest = &rest[len..];
-        } else {
-            if !c.is_whitespace() {
-                shape.push(c);
-            }
-            rest = &rest[c.len_utf8()..];
-        }
-    }
+    // Every piece is valid UTF-8: whole characters, or ASCII letters of a token.
+    shape_pieces(text, |piece| {
+        shape.push_str(std::str::from_utf8(piece).unwrap_or_default())
+    });
     shape
 }
 
 /// A hash of the shape of `text`: what the judge keeps per line (a set of seen shapes, the shape of
-/// the last context line) instead of the shape itself.
+/// the last context line) instead of the shape itself. The same value as hashing
+/// [`line_shape`]'s string, without building it: the hasher takes the pieces as they are found
+/// (SipHash's `write` gives one answer however the bytes are split), then `str`'s terminator.
 pub(crate) fn shape_hash(text: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
+    use std::hash::Hasher;
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    line_shape(text).hash(&mut h);
+    shape_pieces(text, |piece| h.write(piece));
+    h.write_u8(0xff);
     h.finish()
+}
+
+/// Calls `emit` with the pieces of `text`'s shape, in order: runs of a word token's non-digit
+/// bytes, and each kept character (see the module doc). No allocation.
+fn shape_pieces(text: &str, mut emit: impl FnMut(&[u8])) {
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if c.is_ascii_alphanumeric() {
+            let len = token_len(rest.as_bytes());
+            let token = &rest.as_bytes()[..len];
+            if !is_id(token) {
+                for run in token.split(|b| b.is_ascii_digit()) {
+                    if !run.is_empty() {
+                        emit(run);
+                    }
+                }
+            }
+            rest = &rest[len..];
+        } else {
+            if !c.is_whitespace() {
+                emit(&rest.as_bytes()[..c.len_utf8()]);
+            }
+            rest = &rest[c.len_utf8()..];
+        }
+    }
 }
 
 /// Length of the token at the start of `b`: a run of ASCII letters and digits, continued over a
@@ -66,17 +82,17 @@ fn token_len(b: &[u8]) -> usize {
 }
 
 /// Whether a token is an id (hex run with a digit, long enough; or a `0x` number).
-fn is_id(token: &str) -> bool {
+fn is_id(token: &[u8]) -> bool {
     if let Some(hex) = token
-        .strip_prefix("0x")
-        .or_else(|| token.strip_prefix("0X"))
+        .strip_prefix(b"0x")
+        .or_else(|| token.strip_prefix(b"0X"))
     {
-        return !hex.is_empty() && hex.bytes().all(|c| c.is_ascii_hexdigit());
+        return !hex.is_empty() && hex.iter().all(|c| c.is_ascii_hexdigit());
     }
-    let hex: Vec<u8> = token.bytes().filter(|c| *c != b'-').collect();
-    hex.len() >= MIN_HEX_ID
-        && hex.iter().all(|c| c.is_ascii_hexdigit())
-        && hex.iter().any(|c| c.is_ascii_digit())
+    let hex = || token.iter().filter(|c| **c != b'-');
+    hex().count() >= MIN_HEX_ID
+        && hex().all(|c| c.is_ascii_hexdigit())
+        && hex().any(|c| c.is_ascii_digit())
 }
 
 #[cfg(test)]
@@ -125,6 +141,23 @@ mod tests {
         ];
         for (a, b) in different {
             assert_ne!(line_shape(a), line_shape(b), "{a:?} vs {b:?}");
+        }
+    }
+
+    #[test]
+    fn the_hash_is_the_hash_of_the_shape() {
+        use std::hash::{Hash, Hasher};
+        for text in [
+            "req 3fa9c1e2 waiting",
+            "2025-01-01 12:00:01 tick 41 fp16 a100",
+            "uuid 123e4567-e89b-12d3-a456-426614174000. 0xdeadbeef",
+            "épоch 1/10 ✓ Capturing batches (bs=160 avail_mem=68.50 GB):  45%|████▌",
+            "",
+            "   ",
+        ] {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            line_shape(text).hash(&mut h);
+            assert_eq!(shape_hash(text), h.finish(), "{text:?}");
         }
     }
 
