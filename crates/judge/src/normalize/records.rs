@@ -56,21 +56,7 @@ pub(super) fn c10_header(b: &[u8], i: usize) -> Option<Token> {
         j = clock(b, byte(b, e, b' ')?)?;
     }
     let j = byte(b, j, b' ')?;
-    let n = b
-        .get(j..)?
-        .iter()
-        .take(128)
-        .take_while(|c| is_name_byte(**c) || **c == b'/')
-        .count();
-    let j = digits(b, byte(b, j + n, b':')?, 1, 7)?.1;
-    let j = byte(b, j, b']')?;
-    if !error {
-        return Some(Token::KeepLevel {
-            rank: None,
-            end: b.len(),
-        });
-    }
-    strip(space(b, j), None, true)
+    source_location_then_message(b, j, 128, error)
 }
 
 /// `[ERROR] `, `[INFO]` after a timestamp.
@@ -247,10 +233,17 @@ pub(super) fn glog_header(b: &[u8], i: usize) -> Option<Token> {
     let j = spaces(b, j);
     let j = digits(b, j, 1, 10)?.1;
     let j = byte(b, j, b' ')?;
+    source_location_then_message(b, j, 160, error)
+}
+
+/// The end of a c10 or glog header, from `j`: the source location `path/file.cc:LINE]`, at most
+/// `max_name` bytes of path; then an error record's header is taken off, any other record's kept
+/// (see `dress.rs`, levels).
+fn source_location_then_message(b: &[u8], j: usize, max_name: usize, error: bool) -> Option<Token> {
     let n = b
         .get(j..)?
         .iter()
-        .take(160)
+        .take(max_name)
         .take_while(|c| is_name_byte(**c) || **c == b'/')
         .count();
     let j = digits(b, byte(b, j + n, b':')?, 1, 7)?.1;
