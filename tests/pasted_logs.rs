@@ -86,20 +86,7 @@ fn expectations() -> Vec<Expected> {
 fn replay(env: &Env, expected: &Expected) -> Scored {
     let log = fixture(&format!("pasted/{}", expected.file));
     let exit = expected.exit.to_string();
-    let r = env.cmd_json(
-        &[
-            "run",
-            "--json",
-            "--until",
-            "exit",
-            "--",
-            "sh",
-            &fixture("replay.sh"),
-            &log,
-            &exit,
-        ],
-        &[],
-    );
+    let r = env.replay(&log, &exit);
     let verdict = r.verdict().to_string();
     let signature = r.signature().map(String::from);
     let line = r.json["line"]["text"].as_str().unwrap_or("").to_string();

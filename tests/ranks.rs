@@ -158,13 +158,10 @@ fn check(case: &Case, r: &Run, live: bool) {
 #[test]
 fn recorded_torchrun_failures_name_the_root_cause_rank() {
     let env = Env::new();
-    let replay = fixture("replay.sh");
     for case in CASES {
         let log = fixture(&format!("torchrun/{}.log", case.mode));
         let code = case.code.to_string();
-        let r = env.firedup(&[
-            "run", "--until", "exit", "--json", "--", "sh", &replay, &log, &code,
-        ]);
+        let r = env.replay(&log, &code);
         check(case, &r, false);
     }
 }

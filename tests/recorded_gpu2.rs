@@ -94,26 +94,12 @@ const CASES: &[(&str, &str, &str, Option<u64>)] = &[
 #[test]
 fn second_recorded_set_names_signature_decisive_line_and_rank() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/gpu2");
-    let replay = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/replay.sh");
     let env = Env::new();
     let mut wrong = Vec::new();
     for (name, signature, decisive, rank) in CASES {
         let log = format!("{dir}/{name}.log");
         let code = std::fs::read_to_string(format!("{dir}/{name}.code")).unwrap();
-        let r = env.cmd_json(
-            &[
-                "run",
-                "--json",
-                "--until",
-                "exit",
-                "--",
-                "sh",
-                replay,
-                &log,
-                code.trim(),
-            ],
-            &[],
-        );
+        let r = env.replay(&log, code.trim());
         let line = r.json["line"]["text"].as_str().unwrap_or("").to_string();
         let got = (
             r.verdict().to_string(),

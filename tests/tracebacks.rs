@@ -70,15 +70,9 @@ fn replayed_tracebacks_name_their_cause_on_the_right_line() {
         ),
     ];
     let env = Env::new();
-    let replay = fixture("replay.sh");
     for (file, status, signature, number, starts) in cases {
         let log = fixture(&format!("tracebacks/{file}"));
-        let r = env.cmd_json(
-            &[
-                "run", "--json", "--until", "exit", "--", "sh", &replay, &log, status,
-            ],
-            &[],
-        );
+        let r = env.replay(&log, status);
         assert_eq!(
             (r.verdict(), r.signature()),
             ("failed", Some(signature)),

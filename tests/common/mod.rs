@@ -109,6 +109,19 @@ pub fn file_text(p: &Path) -> String {
 }
 
 impl Env {
+    /// `firedup run --json --until exit -- sh tests/fixtures/replay.sh LOG EXIT`: a recorded log
+    /// printed as a command's output, which then exits with `exit` (a number, or `hang`).
+    #[allow(dead_code)] // Not every test binary that includes `common` replays logs.
+    pub fn replay(&self, log: &str, exit: &str) -> Run {
+        let replay = fixture("replay.sh");
+        self.cmd_json(
+            &[
+                "run", "--json", "--until", "exit", "--", "sh", &replay, log, exit,
+            ],
+            &[],
+        )
+    }
+
     /// Like `firedup`, with extra environment variables for firedup (and so for the command).
     pub fn cmd_json(&self, args: &[&str], vars: &[(&str, &str)]) -> Run {
         let started = Instant::now();
