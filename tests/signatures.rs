@@ -157,19 +157,7 @@ fn benign_lines_name_no_cause_through_the_binary() {
     let log = env.path("benign.log");
     std::fs::write(&log, benign.join("\n") + "\n").unwrap();
     for (exit, want) in [("1", "exited"), ("0", "succeeded")] {
-        let r = env.cmd_json(
-            &[
-                "run",
-                "--json",
-                "--until",
-                "exit",
-                "--",
-                "sh",
-                "-c",
-                "cat \"$BENIGN\"; exit \"$EXIT\"",
-            ],
-            &[("BENIGN", log.to_str().unwrap()), ("EXIT", exit)],
-        );
+        let r = env.replay(log.to_str().unwrap(), exit);
         assert_eq!(
             (r.verdict(), r.signature()),
             (want, None),
@@ -221,20 +209,10 @@ fn evidence_families_name_their_cause_when_the_process_fails() {
     ];
     let env = Env::new();
     let mut failures = Vec::new();
-    for (lines, want, decisive) in cases {
-        let r = env.cmd_json(
-            &[
-                "run",
-                "--json",
-                "--until",
-                "exit",
-                "--",
-                "sh",
-                "-c",
-                "printf '%s\\n' \"$LINES\"; exit 2",
-            ],
-            &[("LINES", &lines.join("\n"))],
-        );
+    for (i, (lines, want, decisive)) in cases.iter().enumerate() {
+        let log = env.path(&format!("evidence-{i}.log"));
+        std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+        let r = env.replay(log.to_str().unwrap(), "2");
         if (r.verdict(), r.signature()) != ("failed", Some(*want))
             || r.json["line"]["text"] != *decisive
         {
