@@ -34,8 +34,10 @@ use crate::rundir::ExitRecord;
 use crate::target::Target;
 use crate::verdict::ExitInfo;
 
+mod oom_evidence;
 mod rank_watch;
 mod wake_sources;
+use oom_evidence::OomWitness;
 use rank_watch::RankWatch;
 use wake_sources::{rearm, spawn_exit_report, spawn_exit_watch, spawn_notify};
 
@@ -87,7 +89,7 @@ pub(crate) struct LocalObserver {
     following: Option<u32>,
     /// The pid whose tree the prober checks (the launched one, then the followed daemon).
     watched: Arc<AtomicU32>,
-    oom_baseline: Option<(String, u64)>,
+    oom: OomWitness,
     pending: Vec<Observation>,
     process_gone_at: Option<Instant>,
     /// The exit record, once the supervisor's pipe has brought it.
@@ -174,7 +176,7 @@ impl LocalObserver {
         }
         LocalObserver {
             start,
-            oom_baseline: target.pid.and_then(process::cgroup_oom_kills),
+            oom: OomWitness::new(target.pid),
             target: target.clone(),
             rx,
             follower,
@@ -297,6 +299,7 @@ impl LocalObserver {
                 self.ranks.discover(&tree, &self.tx, &self.stop);
             }
             if sample {
+                self.oom.sample();
                 let (cpu, read) = process::usage_of(&tree);
                 self.ranks.usage_sample(cpu);
                 out.push((
@@ -325,7 +328,7 @@ impl LocalObserver {
             }
         }
         if exit.and_then(|e| e.effective_signal()) == Some(9) {
-            if let Some(evidence) = oom_evidence(&self.oom_baseline, self.target.pid) {
+            if let Some(evidence) = self.oom.evidence() {
                 out.push((now, Observation::OomEvidence(evidence)));
             }
         }
@@ -431,28 +434,6 @@ fn follow_observation(ev: FollowEvent) -> Observation {
         },
         FollowEvent::State(s) => Observation::Log(s),
     }
-}
-
-fn oom_evidence(baseline: &Option<(String, u64)>, pid: Option<u32>) -> Option<String> {
-    if let Some((path, before)) = baseline {
-        if let Some(after) = process::cgroup_oom_kills_at(path) {
-            if after > *before {
-                return Some(format!("{path} counted {} OOM kill(s)", after - before));
-            }
-        }
-    }
-    // The kernel log names the victim.
-    let pid = pid?;
-    let text = std::process::Command::new("dmesg")
-        .arg("--notime")
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&text.stdout);
-    let needle = format!("Killed process {pid} ");
-    text.lines()
-        .rev()
-        .find(|l| l.contains(&needle))
-        .map(|l| l.trim().to_string())
 }
 
 /// A log state change, in words, for the progress display.
