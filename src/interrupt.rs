@@ -209,6 +209,7 @@ fn end(e: RunEnding, sig: i32) -> ! {
         name: e.spec.name.clone(),
         log_from_line: None,
         rank: None,
+        job: None,
     });
     outcome.server_running = running;
     crate::history::record_interrupted(&e.spec, &e.spec_hash, &outcome, &teardown);

@@ -241,6 +241,7 @@ pub(crate) fn transport_verdict(json: bool, host: Option<&str>, reason: String) 
         host: host.map(String::from),
         log_from_line: None,
         rank: None,
+        job: None,
     };
     print_outcome(json, &o, None, None);
     o.verdict.exit_code()

@@ -40,6 +40,7 @@ fn outcome(run_id: &str, verdict: Verdict, signature: Option<Signature>) -> Outc
         host: None,
         log_from_line: None,
         rank: None,
+        job: None,
     }
 }
 

@@ -257,6 +257,7 @@ pub fn outcome(mut j: Judgement, target: &Target) -> Outcome {
         host: None,
         log_from_line: target.log_start.map(|s| s.line),
         rank: j.rank,
+        job: j.job,
     }
 }
 
@@ -305,6 +306,7 @@ fn write_observation(w: &mut dyn Write, at: Duration, obs: &Observation) {
         Observation::OomEvidence(e) => {
             serde_json::json!({"t": t, "kind": "oom_evidence", "text": e})
         }
+        Observation::Job(s) => serde_json::json!({"t": t, "kind": "job", "job": s}),
         Observation::MonitorFault(r) => {
             serde_json::json!({"t": t, "kind": "monitor_fault", "reason": r})
         }

@@ -98,6 +98,8 @@ pub struct Judge {
     alive: bool,
     exited: bool,
     oom: Option<String>,
+    /// The batch scheduler's last reading of the job, when the run is one.
+    job: Option<crate::job::JobSnapshot>,
     /// The launcher exited 0 and the run went on in this daemon (said in every verdict's reason).
     followed: Option<String>,
     probes: Vec<ProbeTrack>,
@@ -145,6 +147,7 @@ impl Judge {
             alive: false,
             exited: false,
             oom: None,
+            job: None,
             followed: None,
             probes: ProbeTrack::for_config(&cfg),
             timeout_at: cfg.timeout,
@@ -262,6 +265,8 @@ impl Judge {
             Observation::RankOutsideCollective { rank, evidence } => {
                 self.ranks.outside_collective = Some((rank, evidence));
             }
+            // What a scheduler's job state means is judge/job_state.rs's (issue 14, in progress).
+            Observation::Job(snapshot) => self.job = Some(snapshot),
             Observation::Tick => {}
         }
         if self.verdict().is_none() {

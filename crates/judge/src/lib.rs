@@ -10,6 +10,7 @@
 
 pub mod classify;
 pub mod duration;
+pub mod job;
 pub mod judge;
 pub mod line_shape;
 pub mod lines;
@@ -22,6 +23,7 @@ pub mod verdict;
 
 // The main types, by name: what a shell needs to configure a judge, feed it and read its verdict.
 pub use classify::{Classifier, ClassifierSpec, LineClass, PatternError, ReadyLine};
+pub use job::{JobSnapshot, JobSummary};
 pub use judge::{Event, Judge, JudgeConfig, Judgement, LogState, Observation, Status};
 pub use mode::Mode;
 pub use notify_message::NotifyMessage;

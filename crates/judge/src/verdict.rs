@@ -297,6 +297,10 @@ pub struct Outcome {
     /// else null (additive field).
     #[serde(default)]
     pub rank: Option<u32>,
+    /// For a batch scheduler's job: its scheduler, id, last state, nodes and pending reason
+    /// (additive field).
+    #[serde(default)]
+    pub job: Option<crate::job::JobSummary>,
 }
 
 /// The version of the JSON verdict's format: additive fields keep it, a change that breaks

@@ -86,9 +86,15 @@ fn catalog_covers_every_log_level_signature() {
     for sig in Signature::ALL {
         if matches!(
             sig,
-            Signature::Sigkill | Signature::Terminated | Signature::RankExited
+            Signature::Sigkill
+                | Signature::Terminated
+                | Signature::RankExited
+                | Signature::NodeFail
+                | Signature::Preempted
+                | Signature::Cancelled
         ) {
-            continue; // only ever from how the process (or a rank) ended
+            // Only ever from how the process (or a rank) ended, or from the scheduler's state.
+            continue;
         }
         assert!(
             cat.signatures.iter().any(|s| s.name == sig.as_str()),

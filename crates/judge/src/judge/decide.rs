@@ -105,6 +105,7 @@ impl Judge {
             gpu: self.gpu.clone(),
             ready_at: self.stage.ready_at(),
             rank: d.rank,
+            job: self.job.as_ref().map(Into::into),
         };
         self.conclude(j, events);
     }
@@ -135,6 +136,7 @@ impl Judge {
             verdict: Verdict::Failed,
             signature: f.cause.hit.signature,
             rank: self.cause_rank(&f.cause),
+            job: self.job.as_ref().map(Into::into),
             secondary,
             reason: f.reason,
             line: Some(f.cause.line),

@@ -2,6 +2,7 @@
 //! Serializable, because the remote agent streams them over SSH exactly as the local observer
 //! makes them (a log line travels as its number and text: the judge classifies it).
 
+use crate::job::JobSnapshot;
 use crate::notify_message::NotifyMessage;
 use crate::probe_outcome::ProbeOutcome;
 use crate::profile::ProbeKind;
@@ -101,6 +102,8 @@ pub enum Observation {
         /// What showed it, in words (the stack or wait channel seen).
         evidence: String,
     },
+    /// A batch scheduler's reading of the job, each time it changes (see [`crate::job`]).
+    Job(JobSnapshot),
     /// Nothing new; the deadline asked for has come.
     Tick,
 }

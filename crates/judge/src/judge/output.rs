@@ -38,6 +38,8 @@ pub struct Judgement {
     pub ready_at: Option<Duration>,
     /// In a multi-process launch, the rank (shard, worker, task) where the root cause happened.
     pub rank: Option<u32>,
+    /// For a batch scheduler's job, its last reading (the JSON verdict's `job`).
+    pub job: Option<crate::job::JobSummary>,
 }
 
 /// Output of one step.

@@ -54,11 +54,20 @@ pub enum Signature {
     Abort,
     /// SIGTERM, SIGINT or SIGHUP: asked to stop.
     Terminated,
+    /// A batch scheduler ended the job at its time limit (Slurm TIMEOUT).
+    TimeLimit,
+    /// The job's node failed under the scheduler (Slurm NODE_FAIL).
+    NodeFail,
+    /// The scheduler preempted the job (Slurm PREEMPTED).
+    Preempted,
+    /// The job was cancelled through the scheduler by someone other than firedup (Slurm
+    /// CANCELLED).
+    Cancelled,
 }
 
 impl Signature {
     /// Every signature, in precedence order.
-    pub const ALL: [Signature; 23] = [
+    pub const ALL: [Signature; 27] = [
         Signature::CudaOom,
         Signature::HostOom,
         Signature::GraphCapture,
@@ -82,6 +91,10 @@ impl Signature {
         Signature::IllegalInstruction,
         Signature::Abort,
         Signature::Terminated,
+        Signature::TimeLimit,
+        Signature::NodeFail,
+        Signature::Preempted,
+        Signature::Cancelled,
     ];
 
     /// The signature's name, as in the JSON verdict object and the catalog.
@@ -110,6 +123,10 @@ impl Signature {
             Signature::IllegalInstruction => "illegal_instruction",
             Signature::Abort => "abort",
             Signature::Terminated => "terminated",
+            Signature::TimeLimit => "time_limit",
+            Signature::NodeFail => "node_fail",
+            Signature::Preempted => "preempted",
+            Signature::Cancelled => "cancelled",
         }
     }
 
@@ -128,6 +145,10 @@ impl Signature {
                 | Signature::IllegalInstruction
                 | Signature::Abort
                 | Signature::Terminated
+                | Signature::TimeLimit
+                | Signature::NodeFail
+                | Signature::Preempted
+                | Signature::Cancelled
         )
     }
 
@@ -185,6 +206,16 @@ impl Signature {
             }
             Signature::Abort => "it aborted (SIGABRT)",
             Signature::Terminated => "someone else sent it SIGTERM/SIGINT/SIGHUP",
+            Signature::TimeLimit => {
+                "the scheduler ended the job at its time limit: ask for more time (--time) or make it start faster"
+            }
+            Signature::NodeFail => "the job's node failed: resubmit, and tell the cluster's admins",
+            Signature::Preempted => {
+                "the scheduler preempted the job for another one: resubmit, or use a partition or QOS that is not preempted"
+            }
+            Signature::Cancelled => {
+                "someone else cancelled the job through the scheduler (scancel)"
+            }
         }
     }
 }
