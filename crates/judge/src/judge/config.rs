@@ -21,6 +21,9 @@ pub struct JudgeConfig {
     pub stall: Option<Duration>,
     /// Not ready after this long (from the start of the watch): `timed_out` (`None`: never).
     pub timeout: Option<Duration>,
+    /// A batch job still waiting in its scheduler's queue after this long is `timed_out`
+    /// (`None`: never). Time spent queued counts toward neither `stall` nor `timeout`.
+    pub queue_timeout: Option<Duration>,
     /// How long a missing log may stay missing while no process is known.
     pub log_grace: Duration,
     /// How long the log may stay unreadable before `monitor_error`.
@@ -58,6 +61,7 @@ impl JudgeConfig {
             classifier,
             stall: None,
             timeout: None,
+            queue_timeout: None,
             log_grace: Duration::from_secs(30),
             unreadable_grace: Duration::from_secs(2),
             fail_settle: Duration::from_millis(1500),
