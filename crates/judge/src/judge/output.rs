@@ -39,7 +39,7 @@ pub struct Judgement {
     /// In a multi-process launch, the rank (shard, worker, task) where the root cause happened.
     pub rank: Option<u32>,
     /// For a batch scheduler's job, its last reading (the JSON verdict's `job`).
-    pub job: Option<crate::job::JobSummary>,
+    pub job: Option<crate::verdict::JobSummary>,
 }
 
 /// Output of one step.
