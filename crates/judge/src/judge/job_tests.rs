@@ -718,6 +718,21 @@ fn a_requeued_job_is_judged_on_and_says_so() {
             want(Succeeded, None, 58).reason(&["requeued twice"]),
         ),
         (
+            "suspended and resumed: a wait, not a requeue",
+            cfg(UntilExit),
+            vec![
+                Job(0, running()),
+                Line(1, "training"),
+                Job(5, job("SUSPENDED")),
+                // 100 s suspended: the stall window waits.
+                Job(105, running()),
+                Line(106, "resumed training"),
+                Job(108, ended("COMPLETED", "0:0")),
+            ],
+            want(Succeeded, None, 108)
+                .reason(&["(Slurm job 42 COMPLETED on node07, ExitCode 0:0)"]),
+        ),
+        (
             "requeued inside the hold: the ready server went away",
             with_hold(quiet(UntilReady), 60),
             vec![

@@ -55,8 +55,11 @@ impl Judge {
         let stage = stage_of(&s.state);
         let previous = self.job.last.replace(s.clone());
         let restarts_grew = previous.as_ref().is_some_and(|p| s.restarts > p.restarts);
-        let back_in_queue =
-            stage == JobStage::Queued && self.alive && self.job.queued_since.is_none();
+        // Suspended is a wait (its time counts toward no window), not a requeue.
+        let back_in_queue = stage == JobStage::Queued
+            && self.alive
+            && self.job.queued_since.is_none()
+            && !s.state.starts_with("SUSPENDED");
         let requeued = restarts_grew || back_in_queue;
         self.job.requeues = self.job.requeues.max(s.restarts);
         if requeued {
