@@ -7,6 +7,7 @@
 //! the judge decides what they mean.
 
 use crate::verdict::ExitInfo;
+pub use crate::verdict::JobSummary;
 
 /// One reading of a job's state.
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -51,21 +52,6 @@ pub fn exit_from_slurm(text: &str) -> Option<ExitInfo> {
             core_dumped: false,
         },
     })
-}
-
-/// The JSON verdict's `job` field: `scheduler`, `id`, `state`, `nodes`, `reason`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct JobSummary {
-    /// The scheduler: `"slurm"`.
-    pub scheduler: String,
-    /// The job's id.
-    pub id: String,
-    /// The scheduler's last state.
-    pub state: String,
-    /// The nodes it ran on.
-    pub nodes: Vec<String>,
-    /// The pending reason, or null.
-    pub reason: Option<String>,
 }
 
 impl From<&JobSnapshot> for JobSummary {

@@ -3,7 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+mod job_summary;
 mod signature;
+pub use job_summary::JobSummary;
 pub use signature::Signature;
 
 /// How a watch ended. Exactly one per watch.
@@ -300,7 +302,7 @@ pub struct Outcome {
     /// For a batch scheduler's job: its scheduler, id, last state, nodes and pending reason
     /// (additive field).
     #[serde(default)]
-    pub job: Option<crate::job::JobSummary>,
+    pub job: Option<JobSummary>,
 }
 
 /// The version of the JSON verdict's format: additive fields keep it, a change that breaks
