@@ -718,6 +718,24 @@ fn a_requeued_job_is_judged_on_and_says_so() {
             want(Succeeded, None, 58).reason(&["requeued twice"]),
         ),
         (
+            "requeued while a fatal line settles: that failure is the verdict",
+            {
+                let mut c = cfg(UntilExit);
+                c.fail_settle = s(2);
+                c
+            },
+            vec![
+                Job(0, running()),
+                Line(
+                    1,
+                    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+                ),
+                Job(2, restarted(pending("BeginTime", None), 1)),
+                Tick(100),
+            ],
+            want(Failed, Some(Signature::CudaOom), 3).reason(&["requeued once"]),
+        ),
+        (
             "suspended and resumed: a wait, not a requeue",
             cfg(UntilExit),
             vec![

@@ -70,7 +70,10 @@ impl Judge {
             if self.requeued_after_ready(at, events) {
                 return;
             }
-            self.fresh_attempt();
+            // A fatal line being settled was this attempt's failure: the settle window decides.
+            if self.stage.settling().is_none() {
+                self.fresh_attempt();
+            }
             events.push(Event::Job {
                 note: format!("requeued {} by the scheduler", times(self.job.requeues)),
                 at,
