@@ -1,5 +1,5 @@
-//! The JSON verdict's `job` field: what a batch scheduler last said about the job (built from a
-//! [`crate::job::JobSnapshot`]).
+//! The JSON verdict's `job` field (docs/contract.md): a batch scheduler's job as the verdict
+//! reports it. The judge fills it from its last reading of the job.
 
 /// The JSON verdict's `job` field: `scheduler`, `id`, `state`, `nodes`, `reason`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
