@@ -73,6 +73,19 @@ pub struct RunMeta {
     /// firedup): a reader finds it again after a rotation (see [`crate::launched_log`]).
     #[serde(default)]
     pub log_file: Option<crate::launched_log::FileId>,
+    /// The batch job the run was submitted as (`run --slurm`): `stop`, `watch`, `ps` and the
+    /// history find the job by it.
+    #[serde(default)]
+    pub job: Option<JobRecord>,
+}
+
+/// A run's batch job.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct JobRecord {
+    /// The scheduler: `"slurm"`.
+    pub scheduler: String,
+    /// The job's id, as the scheduler gave it.
+    pub id: String,
 }
 
 /// What the supervisor records once the command runs.
