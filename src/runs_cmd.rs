@@ -46,6 +46,13 @@ pub(crate) fn pass_through(host: &SshHost, args: &[&str]) -> Result<i32> {
 
 /// A run's live state, in words.
 fn run_state(run: &RunDir) -> String {
+    if let Some(job) = run.meta().ok().and_then(|m| m.job) {
+        return match firedup::slurm::Slurm.show_job(&job.id) {
+            Ok(Some(info)) => format!("slurm job {}: {}", job.id, info.state),
+            Ok(None) => format!("slurm job {}: ended (no longer known)", job.id),
+            Err(e) => format!("slurm job {}: unknown ({e})", job.id),
+        };
+    }
     if let Some(e) = run.exit() {
         return match (e.spawn_error, e.exit) {
             (Some(err), _) => format!("never started: {err}"),
@@ -77,7 +84,7 @@ pub(crate) fn ps(json: bool, all: bool) -> Result<i32> {
             .filter_map(|r| {
                 let m = r.meta().ok()?;
                 Some(serde_json::json!({
-                    "run_id": r.id, "name": m.name, "state": run_state(r), "pid": r.process().map(|p| p.pid),
+                    "run_id": r.id, "name": m.name, "state": run_state(r), "job": m.job.as_ref().map(|j| j.id.clone()), "pid": r.process().map(|p| p.pid),
                     "command": crate::secrets::redact_args(&m.command), "log": m.log, "profile": m.profile, "started_at": m.started_at,
                 }))
             })

@@ -47,6 +47,12 @@ pub trait Host: std::fmt::Debug + Send + Sync {
     /// The SSH destination as the user wrote it; `None` for this machine.
     fn name(&self) -> Option<&str>;
 
+    /// Whether a run here has a process firedup watches (false for a batch job: its end comes
+    /// from the scheduler's state, and the judge must not expect a process).
+    fn watches_process(&self) -> bool {
+        true
+    }
+
     /// Checks, before anything is launched, what can be checked from here (the command, its
     /// working directory and the log path, on this machine).
     fn check_launch(

@@ -172,6 +172,15 @@ fn error_line(program: &str, stderr: &[u8], stdout: &[u8]) -> String {
     }
 }
 
+/// Whether job `id` is still queued or running; true when Slurm cannot be asked (it may be).
+pub fn job_active(id: &str) -> bool {
+    match Slurm.show_job(id) {
+        Ok(Some(info)) => !info.is_terminal(),
+        Ok(None) => false,
+        Err(_) => true,
+    }
+}
+
 /// Whether `node` (as Slurm names it) is this machine.
 pub fn is_this_host(node: &str) -> bool {
     let Ok(name) = std::fs::read_to_string("/proc/sys/kernel/hostname") else {

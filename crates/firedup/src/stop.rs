@@ -41,6 +41,8 @@ pub struct JobStop {
     pub state: Option<String>,
     /// The job has ended: a terminal state, or the queue no longer lists it.
     pub ended: bool,
+    /// `scancel` was sent (false: the job had already ended).
+    pub cancelled: bool,
     /// What was checked, in words (`squeue -j 12: not listed`, ...).
     pub checked: Vec<String>,
 }
@@ -111,7 +113,9 @@ impl StopReport {
 
     fn describe_job(&self, job: &JobStop) -> String {
         let state = job.state.as_deref().unwrap_or("no longer known to Slurm");
-        let head = if job.ended {
+        let head = if job.ended && !job.cancelled {
+            format!("Slurm job {} had already ended ({state})", job.id)
+        } else if job.ended {
             format!("cancelled Slurm job {} ({state})", job.id)
         } else {
             format!("Slurm job {} did not end after scancel: {state}", job.id)

@@ -215,6 +215,10 @@ impl Host for SlurmHost {
         None
     }
 
+    fn watches_process(&self) -> bool {
+        false
+    }
+
     fn check_launch(
         &self,
         command: &[String],
@@ -371,9 +375,13 @@ impl SlurmHost {
         targeted.sort_unstable();
         targeted.dedup();
         let active = matches!(&before, Ok(Some(i)) if !i.is_terminal());
+        let mut cancelled = false;
         if active {
             match self.slurm.cancel(job) {
-                Ok(()) => checked.push(format!("scancel {job}")),
+                Ok(()) => {
+                    cancelled = true;
+                    checked.push(format!("scancel {job}"));
+                }
                 Err(e) => checked.push(format!("scancel {job} failed: {e}")),
             }
         } else {
@@ -455,6 +463,7 @@ impl SlurmHost {
                 id: job.to_string(),
                 state,
                 ended,
+                cancelled,
                 checked,
             }),
         }
