@@ -132,6 +132,7 @@ pub fn judge_loop(
             match e {
                 Event::Phase { phase, at } => progress.phase(&phase, at),
                 Event::Ready { at } => progress.ready(at, plan.judge.hold),
+                Event::Job { note, at } => progress.note(&note, at),
                 Event::Verdict(_) => {}
             }
         }
@@ -343,6 +344,9 @@ fn write_event(w: &mut dyn Write, e: &Event) {
             serde_json::json!({"t": at.as_secs_f64(), "kind": "phase", "phase": phase})
         }
         Event::Ready { at } => serde_json::json!({"t": at.as_secs_f64(), "kind": "ready"}),
+        Event::Job { note, at } => {
+            serde_json::json!({"t": at.as_secs_f64(), "kind": "job", "note": note})
+        }
         Event::Verdict(j) => {
             serde_json::json!({"t": j.at.as_secs_f64(), "kind": "verdict", "verdict": j.verdict, "signature": j.signature, "reason": j.reason})
         }

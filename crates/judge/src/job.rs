@@ -35,6 +35,24 @@ pub struct JobSnapshot {
     pub cancel_requested: bool,
 }
 
+/// Slurm's `ExitCode=CODE:SIGNAL` (`3:0`, `0:53`, `0:125`) as an [`ExitInfo`]: a signal when
+/// SIGNAL is not 0 (with CODE too when that is not 0 either), else the exit code. `None` when
+/// the text is not two numbers.
+pub fn exit_from_slurm(text: &str) -> Option<ExitInfo> {
+    let (code, signal) = text.trim().split_once(':')?;
+    let code: i32 = code.parse().ok()?;
+    let signal: i32 = signal.parse().ok()?;
+    Some(match (code, signal) {
+        (c, 0) => ExitInfo::code(c),
+        (0, s) => ExitInfo::signal(s, false),
+        (c, s) => ExitInfo {
+            code: Some(c),
+            signal: Some(s),
+            core_dumped: false,
+        },
+    })
+}
+
 /// The JSON verdict's `job` field: `scheduler`, `id`, `state`, `nodes`, `reason`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct JobSummary {
@@ -58,6 +76,36 @@ impl From<&JobSnapshot> for JobSummary {
             state: s.state.clone(),
             nodes: s.nodes.clone(),
             reason: s.reason.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slurm_exit_codes_read_as_exits() {
+        let cases: &[(&str, Option<ExitInfo>)] = &[
+            ("0:0", Some(ExitInfo::code(0))),
+            ("3:0", Some(ExitInfo::code(3))),
+            ("143:0", Some(ExitInfo::code(143))),
+            ("0:53", Some(ExitInfo::signal(53, false))),
+            ("0:125", Some(ExitInfo::signal(125, false))),
+            (
+                "1:9",
+                Some(ExitInfo {
+                    code: Some(1),
+                    signal: Some(9),
+                    core_dumped: false,
+                }),
+            ),
+            ("", None),
+            ("3", None),
+            ("a:b", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(exit_from_slurm(text), *want, "{text}");
         }
     }
 }

@@ -23,7 +23,8 @@
 //! fed), `output` (what it says), `stage` (where the watch stands), `line` (what a log line
 //! changes), `cause` (which line evidence names the failure), `readiness`, `probes`, `progress`
 //! (phases, progress evidence, usage), `deadlines` (the windows and their ends), `exit` (what an
-//! exit means) and `decide` (turning a decision into the verdict).
+//! exit means), `decide` (turning a decision into the verdict), and for a batch scheduler's job
+//! `job_state` (what its words mean), `job_watch` (queued, running, requeued) and `job_end`.
 
 use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
@@ -36,6 +37,11 @@ mod config;
 mod deadlines;
 mod decide;
 mod exit;
+mod job_end;
+mod job_state;
+#[cfg(test)]
+mod job_tests;
+mod job_watch;
 mod launcher_report;
 mod line;
 mod observation;
@@ -59,6 +65,7 @@ pub use output::{Event, Judgement, Status};
 
 use cause::Evidence;
 use decide::Decision;
+use job_watch::JobTrack;
 use probes::ProbeTrack;
 use ranks::Ranks;
 use stage::Stage;
@@ -98,8 +105,8 @@ pub struct Judge {
     alive: bool,
     exited: bool,
     oom: Option<String>,
-    /// The batch scheduler's last reading of the job, when the run is one.
-    job: Option<crate::job::JobSnapshot>,
+    /// The batch scheduler's job, when the run is one (see `job_watch.rs`).
+    job: JobTrack,
     /// The launcher exited 0 and the run went on in this daemon (said in every verdict's reason).
     followed: Option<String>,
     probes: Vec<ProbeTrack>,
@@ -147,7 +154,7 @@ impl Judge {
             alive: false,
             exited: false,
             oom: None,
-            job: None,
+            job: JobTrack::default(),
             followed: None,
             probes: ProbeTrack::for_config(&cfg),
             timeout_at: cfg.timeout,
@@ -204,6 +211,7 @@ impl Judge {
             waiting_for: self.waiting_for(),
             notify_status: self.notify_status.clone(),
             gpu_mib: self.gpu.as_ref().map(|g| g.last_mib),
+            job: self.job_status(),
         }
     }
 
@@ -265,8 +273,7 @@ impl Judge {
             Observation::RankOutsideCollective { rank, evidence } => {
                 self.ranks.outside_collective = Some((rank, evidence));
             }
-            // What a scheduler's job state means is judge/job_state.rs's (issue 14, in progress).
-            Observation::Job(snapshot) => self.job = Some(snapshot),
+            Observation::Job(snapshot) => self.on_job(at, snapshot, &mut events),
             Observation::Tick => {}
         }
         if self.verdict().is_none() {

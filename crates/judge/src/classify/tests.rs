@@ -86,14 +86,9 @@ fn catalog_covers_every_log_level_signature() {
     for sig in Signature::ALL {
         if matches!(
             sig,
-            Signature::Sigkill
-                | Signature::Terminated
-                | Signature::RankExited
-                | Signature::NodeFail
-                | Signature::Preempted
-                | Signature::Cancelled
+            Signature::Sigkill | Signature::Terminated | Signature::RankExited
         ) {
-            // Only ever from how the process (or a rank) ended, or from the scheduler's state.
+            // Only ever from how the process (or a rank) ended.
             continue;
         }
         assert!(

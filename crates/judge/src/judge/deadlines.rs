@@ -2,7 +2,8 @@
 //! window after a fatal line (`failed`), the log unreadable too long (`monitor_error`), the
 //! confirmation window or hold after ready (`ready`); and while not ready: nothing started within
 //! the log grace (`never_started`), no progress within the stall window (`stalled`), a phase over
-//! its budget and the start deadline (`timed_out`). [`Judge::next_deadline`] says when the next
+//! its budget and the start deadline (`timed_out`); while a batch job waits in its queue, only
+//! `--queue-timeout` (`timed_out`). [`Judge::next_deadline`] says when the next
 //! one ends, so the shell ticks the judge then.
 
 use std::time::Duration;
@@ -30,7 +31,12 @@ impl Judge {
             }
             Stage::Starting => {}
         }
-        if self.stage.ready_at().is_none() {
+        // While a batch job waits in its queue, only --queue-timeout runs (see `job_watch.rs`).
+        let queued = self.queued();
+        if queued {
+            d.extend(self.queue_deadline());
+        }
+        if self.stage.ready_at().is_none() && !queued {
             if let Some(t) = self.timeout_at {
                 d.push(t);
             }
@@ -41,7 +47,7 @@ impl Judge {
                 d.push(self.watch_from + self.cfg.log_grace);
             }
         }
-        if let Some(s) = self.stall_window() {
+        if let Some(s) = self.stall_window().filter(|_| !queued) {
             d.push(self.last_progress_at + s);
         }
         if let Some((since, _)) = &self.unreadable_since {
@@ -60,6 +66,10 @@ impl Judge {
         }
         // Once ready, the deadlines of starting are over.
         if self.stage.ready_at().is_some() {
+            return;
+        }
+        if self.queued() {
+            self.queue_timed_out(at, events);
             return;
         }
         let _ = self.nothing_started(at, events)

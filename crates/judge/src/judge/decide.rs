@@ -105,7 +105,7 @@ impl Judge {
             gpu: self.gpu.clone(),
             ready_at: self.stage.ready_at(),
             rank: d.rank,
-            job: self.job.as_ref().map(Into::into),
+            job: self.job.last.as_ref().map(Into::into),
         };
         self.conclude(j, events);
     }
@@ -136,7 +136,7 @@ impl Judge {
             verdict: Verdict::Failed,
             signature: f.cause.hit.signature,
             rank: self.cause_rank(&f.cause),
-            job: self.job.as_ref().map(Into::into),
+            job: self.job.last.as_ref().map(Into::into),
             secondary,
             reason: f.reason,
             line: Some(f.cause.line),
@@ -167,7 +167,8 @@ impl Judge {
     }
 
     /// The verdict is `j`: the last stage, and the last event.
-    fn conclude(&mut self, j: Judgement, events: &mut Vec<Event>) {
+    fn conclude(&mut self, mut j: Judgement, events: &mut Vec<Event>) {
+        self.note_job(&mut j);
         events.push(Event::Verdict(Box::new(j.clone())));
         self.stage = Stage::Decided(Box::new(j));
     }

@@ -61,7 +61,7 @@ impl Judge {
 
     /// " 2.0s after becoming ready" when the exit came after the ready condition held. Inside the
     /// confirmation window the server was never reported ready: only its ready condition had held.
-    fn after_ready(&self, at: Duration) -> String {
+    pub(super) fn after_ready(&self, at: Duration) -> String {
         let became = if self.cfg.hold.is_some() {
             "becoming ready"
         } else {

@@ -15,6 +15,9 @@ use crate::verdict::ExitInfo;
 pub(super) enum Report {
     /// A rank ended; `exit` is how, when the line says.
     Ended { rank: u32, exit: Option<ExitInfo> },
+    /// A task ended by the OOM killer under the scheduler's memory limit (srun's `task 1: Out Of
+    /// Memory`; srun names only the first task it learned of).
+    OutOfMemory { rank: u32 },
     /// The launcher itself was sent this signal.
     LauncherSignal(i32),
     /// A shard ended by this signal; its rank is on the next "Shard N crashed" line (TGI).
@@ -152,7 +155,8 @@ fn sglang(text: &str) -> Option<Report> {
 }
 
 /// srun: `srun: error: NODE: task 1: Exited with exit code 7`, `tasks 0-3: Killed`,
-/// `task 0: Segmentation fault (core dumped)`. Several tasks on one line: the first is named.
+/// `task 0: Segmentation fault (core dumped)`, `task 3: Out Of Memory`. Several tasks on one
+/// line: the first is named.
 fn srun(text: &str) -> Option<Report> {
     let at = text.find("srun: error: ")?;
     let rest = &text[at + 13..];
@@ -161,6 +165,9 @@ fn srun(text: &str) -> Option<Report> {
     let rest = rest.strip_prefix('s').unwrap_or(rest).strip_prefix(' ')?;
     let rank = u32::try_from(leading_number(rest)?).ok()?;
     let how = rest.split_once(": ")?.1.trim();
+    if how == "Out Of Memory" {
+        return Some(Report::OutOfMemory { rank });
+    }
     let exit = if let Some(code) = how.strip_prefix("Exited with exit code ") {
         Some(ExitInfo::code(i32::try_from(leading_number(code)?).ok()?))
     } else {
@@ -354,6 +361,11 @@ mod tests {
                 "srun: error: nid003056: task 1: Terminated",
                 false,
                 ended(1, sig(15)),
+            ),
+            (
+                "srun: error: nic5-w052: task 13: Out Of Memory",
+                false,
+                Some(Report::OutOfMemory { rank: 13 }),
             ),
             (
                 "srun: error: Unable to create step for job 20192207: Invalid generic resource",

@@ -57,6 +57,14 @@ pub enum Event {
         /// When they first held.
         at: Duration,
     },
+    /// What a batch scheduler said of the job, in words: it is queued (with its pending reason
+    /// and place in the queue), it began running (on which nodes), it was requeued.
+    Job {
+        /// The note.
+        note: String,
+        /// When it was learned.
+        at: Duration,
+    },
     /// The verdict: the last event of a watch.
     Verdict(Box<Judgement>),
 }
@@ -86,4 +94,7 @@ pub struct Status {
     pub notify_status: Option<String>,
     /// GPU memory of the tree at the last sample (MiB).
     pub gpu_mib: Option<u64>,
+    /// A batch job's standing in words (`queued: Priority, 3rd in the queue`, `running on
+    /// node07`), when the run is one.
+    pub job: Option<String>,
 }

@@ -82,6 +82,8 @@ pub(super) struct RankNote {
     /// This line (an echo) ended a traceback whose header is at this line number (printed by
     /// the same rank): that header is an echo's too, and names no cause.
     pub(super) echo_traceback_header: Option<u64>,
+    /// This line reported a task ended by the OOM killer (srun's `Out Of Memory`).
+    pub(super) oom: bool,
 }
 
 /// What is known of the ranks.
@@ -167,6 +169,11 @@ impl Ranks {
                 if exit.is_none() {
                     self.block = Some((Block::ExitFollows, Some(rank), EXIT_CODE_LINES + 1));
                 }
+            }
+            Report::OutOfMemory { rank } => {
+                let exit = Some(ExitInfo::signal(9, false));
+                self.learn(rank, exit, Some(line()), at, EndingSource::Launcher);
+                note.oom = true;
             }
             Report::LauncherSignal(signal) => {
                 if self.launcher_signal.is_none() {

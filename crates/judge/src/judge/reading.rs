@@ -109,6 +109,9 @@ impl Judge {
         if let Some(header) = note.echo_traceback_header {
             self.forget_echo_traceback(rank, header);
         }
+        if note.oom {
+            self.oom.get_or_insert_with(|| original.to_string());
+        }
         let origin = LineOrigin {
             rank,
             chain: role.chain,
