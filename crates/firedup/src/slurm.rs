@@ -187,7 +187,7 @@ pub fn is_this_host(node: &str) -> bool {
         return false;
     };
     let name = name.trim();
-    let short = name.split('.').next().unwrap_or(&name);
+    let short = name.split('.').next().unwrap_or(name);
     node == name || node == short || node.split('.').next() == Some(short)
 }
 

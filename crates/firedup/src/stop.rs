@@ -28,7 +28,7 @@ pub struct StopReport {
     pub swept: Option<SweepNote>,
     /// A batch job's cancel, when the run was one: what the scheduler said and what was checked.
     #[serde(default)]
-    pub job: Option<JobStop>,
+    pub job: Option<Box<JobStop>>,
 }
 
 /// How a batch job's cancel went (`scancel`, then the checks).

@@ -459,13 +459,13 @@ impl SlurmHost {
             survivors: left.into_iter().map(|p| (p, process::cmdline(p))).collect(),
             took: began.elapsed(),
             swept: None,
-            job: Some(JobStop {
+            job: Some(Box::new(JobStop {
                 id: job.to_string(),
                 state,
                 ended,
                 cancelled,
                 checked,
-            }),
+            })),
         }
     }
 }
