@@ -73,10 +73,18 @@ fn run_state(run: &RunDir) -> String {
     }
 }
 
+/// Whether a run lives: its process, or for a batch job, what the scheduler says.
+fn live(run: &RunDir) -> bool {
+    match run.meta().ok().and_then(|m| m.job) {
+        Some(job) => run.is_live() && firedup::slurm::job_active(&job.id),
+        None => run.is_live(),
+    }
+}
+
 pub(crate) fn ps(json: bool, all: bool) -> Result<i32> {
     let runs: Vec<RunDir> = RunDir::list()
         .into_iter()
-        .filter(|r| all || r.is_live())
+        .filter(|r| all || live(r))
         .collect();
     if json {
         let v: Vec<serde_json::Value> = runs

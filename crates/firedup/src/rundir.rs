@@ -283,9 +283,9 @@ impl RunDir {
     /// Whether the run's command is still running (it has no exit record and its process lives).
     pub fn is_live(&self) -> bool {
         let Some(p) = self.process() else {
-            // A batch job has no process record: it lives while its scheduler says so.
-            let job = self.meta().ok().and_then(|m| m.job);
-            return self.exit().is_none() && job.is_some_and(|j| crate::slurm::job_active(&j.id));
+            // A batch job has no process record: it lives until its end is recorded (its watch,
+            // or its stop, writes `exit.json`); `ps` asks the scheduler too.
+            return self.exit().is_none() && self.meta().is_ok_and(|m| m.job.is_some());
         };
         match self.exit() {
             None => crate::process::is_alive(p.pid, Some(p.start_ticks).filter(|t| *t != 0)),

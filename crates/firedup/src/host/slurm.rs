@@ -390,10 +390,12 @@ impl SlurmHost {
         let deadline = Instant::now() + CANCEL_WAIT + grace;
         let mut state = None;
         let mut ended = false;
+        let mut exit = None;
         loop {
             match self.slurm.show_job(job) {
                 Ok(Some(i)) => {
                     ended = i.is_terminal();
+                    exit = i.exit();
                     state = Some(i.state);
                 }
                 Ok(None) => ended = true,
@@ -453,6 +455,16 @@ impl SlurmHost {
         left.sort_unstable();
         left.dedup();
         left.retain(|p| process::is_alive(*p, None));
+        // The end, for `ps` and a later `watch` (the watch, when one runs, records it first).
+        if let (Some(run), true) = (run, ended) {
+            if run.exit().is_none() {
+                let _ = run.write_exit(&ExitRecord {
+                    exit,
+                    spawn_error: None,
+                    ended_at: now_unix(),
+                });
+            }
+        }
         StopReport {
             targeted,
             escalated: false,
