@@ -49,7 +49,10 @@ fn run_state(run: &RunDir) -> String {
     if let Some(job) = run.meta().ok().and_then(|m| m.job) {
         return match firedup::slurm::Slurm.show_job(&job.id) {
             Ok(Some(info)) => format!("slurm job {}: {}", job.id, info.state),
-            Ok(None) => format!("slurm job {}: ended (no longer known)", job.id),
+            Ok(None) => match run.exit().and_then(|e| e.exit) {
+                Some(x) => format!("slurm job {}: ended: {}", job.id, x.describe()),
+                None => format!("slurm job {}: ended (no longer known)", job.id),
+            },
             Err(e) => format!("slurm job {}: unknown ({e})", job.id),
         };
     }
