@@ -14,7 +14,7 @@ use crate::judge_args::JudgeArgs;
 use crate::profiles_cmd::ProfilesAction;
 use crate::remote::HostSpec;
 use crate::verdict::USAGE_EXIT_CODE;
-use firedup::host::{Host, LocalHost, LogFrom, SshHost};
+use firedup::host::{Host, LocalHost, LogFrom, SlurmHost, SshHost};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -99,6 +99,19 @@ pub enum Command {
         /// Grace between SIGTERM and SIGKILL when stopping the server.
         #[arg(long, value_name = "DURATION", default_value = "10s")]
         grace: String,
+        /// Submit COMMAND as a Slurm batch job (`sbatch`) and watch it: its log, its state in the
+        /// queue (the phase `queued`), how the scheduler ended it. A COMMAND that is a script
+        /// with `#SBATCH` lines is submitted as it is; any other is wrapped in one.
+        #[arg(long)]
+        slurm: bool,
+        /// An argument for sbatch (repeatable), e.g. --sbatch-arg=--mem=16G --sbatch-arg=-N2.
+        #[arg(
+            long = "sbatch-arg",
+            value_name = "ARG",
+            requires = "slurm",
+            allow_hyphen_values = true
+        )]
+        sbatch_arg: Vec<String>,
         /// A name for the run ([A-Za-z0-9._-], unique among live runs): `stop`, `logs`,
         /// `watch`, `show` and `compare` take it where a RUN_ID goes (the newest run of a name).
         #[arg(long, value_name = "NAME")]
@@ -121,6 +134,10 @@ pub enum Command {
         /// The process to watch.
         #[arg(long)]
         pid: Option<u32>,
+        /// A Slurm job submitted some other way (plain sbatch): follow its output file
+        /// (StdOut=) and its state to a verdict.
+        #[arg(long = "slurm-job", value_name = "JOBID", conflicts_with_all = ["run_id", "log", "pid"])]
+        slurm_job: Option<String>,
         /// With --log: judge only lines written from now on.
         #[arg(long = "from-end", conflicts_with = "from_start")]
         from_end: bool,
@@ -132,7 +149,8 @@ pub enum Command {
         remote: RemoteArgs,
     },
     /// Stop a run: SIGTERM to its group and to every process carrying its FIREDUP_RUN_ID,
-    /// grace, SIGKILL, then verify nothing of it is left.
+    /// grace, SIGKILL, then verify nothing of it is left. A Slurm run (`run --slurm`) is
+    /// cancelled with scancel, then checked: its job ended, and none of its processes is left.
     Stop {
         /// A run id or name.
         run_id: String,
@@ -256,6 +274,28 @@ pub fn main() -> i32 {
     }
 }
 
+/// The host a command about run `run_id` acts on: `--host`, else Slurm for a run submitted with
+/// `run --slurm` (its record names the job) or `--slurm-job`, else this machine.
+fn run_host(remote: &RemoteArgs, run_id: Option<&str>, slurm_job: bool) -> Result<Arc<dyn Host>> {
+    if remote.host.is_some() {
+        if slurm_job {
+            anyhow::bail!(
+                "--host with --slurm-job is not supported yet: run firedup on the login node"
+            );
+        }
+        return remote.host();
+    }
+    let submitted = run_id
+        .and_then(|id| crate::rundir::RunDir::open(id).ok())
+        .and_then(|r| r.meta().ok())
+        .is_some_and(|m| m.job.is_some());
+    Ok(if submitted || slurm_job {
+        Arc::new(SlurmHost::default())
+    } else {
+        Arc::new(LocalHost)
+    })
+}
+
 fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Run {
@@ -267,12 +307,24 @@ fn dispatch(cli: Cli) -> Result<i32> {
             keep,
             notify,
             grace,
+            slurm,
+            sbatch_arg,
             name,
             remote,
             command,
         } => {
             if let Some(n) = &name {
                 crate::rundir::check_name(n)?;
+            }
+            if slurm {
+                if remote.host.is_some() {
+                    anyhow::bail!(
+                        "--host with --slurm is not supported yet: run firedup on the login node"
+                    );
+                }
+                if notify {
+                    firedup::host::slurm::refuse_with("--notify")?;
+                }
             }
             let args = crate::run_cmd::RunArgs {
                 log,
@@ -285,19 +337,26 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 name,
                 command,
             };
-            crate::run_cmd::run(remote.host()?, &judge, args)
+            let host: Arc<dyn Host> = if slurm {
+                Arc::new(SlurmHost::new(sbatch_arg))
+            } else {
+                remote.host()?
+            };
+            crate::run_cmd::run(host, &judge, args)
         }
         Command::Watch {
             judge,
             run_id,
             log,
             pid,
+            slurm_job,
             from_end,
             from_start,
             remote,
         } => crate::watch_cmd::watch(
-            remote.host()?.as_ref(),
+            run_host(&remote, run_id.as_deref(), slurm_job.is_some())?.as_ref(),
             &judge,
+            slurm_job,
             run_id,
             log,
             pid,
@@ -310,7 +369,11 @@ fn dispatch(cli: Cli) -> Result<i32> {
             run_id,
             grace,
             remote,
-        } => crate::runs_cmd::stop(remote.host()?.as_ref(), &run_id, &grace),
+        } => crate::runs_cmd::stop(
+            run_host(&remote, Some(&run_id), false)?.as_ref(),
+            &run_id,
+            &grace,
+        ),
         Command::Ps { json, all, remote } => match remote.ssh_host()? {
             Some(host) => {
                 let mut args = vec!["ps"];

@@ -81,6 +81,10 @@ pub struct JudgeArgs {
     /// server's port cannot be reached from here).
     #[arg(long = "no-probe")]
     pub no_probe: bool,
+    /// A batch job (--slurm, --slurm-job) still waiting in the queue after this long is
+    /// `timed_out`. Time queued counts toward neither --timeout nor --stall.
+    #[arg(long = "queue-timeout", value_name = "DURATION")]
+    pub queue_timeout: Option<String>,
     /// Write an NDJSON stream of observations and phase changes to this file (`-` for stderr).
     #[arg(long, value_name = "PATH")]
     pub events: Option<PathBuf>,
@@ -105,6 +109,7 @@ impl JudgeArgs {
             notify: false,
             no_probe: self.no_probe,
             phase_timeouts: self.phase_timeout.clone(),
+            queue_timeout: self.queue_timeout.clone(),
             env: Vec::new(),
         }
     }

@@ -85,7 +85,12 @@ pub(crate) fn run(host: Arc<dyn Host>, judge: &JudgeArgs, a: RunArgs) -> Result<
         outcome: None,
         then_child: None,
     });
-    let mut plan = plan::resolve(&opts, &a.command, &target.log.display().to_string(), true)?;
+    let mut plan = plan::resolve(
+        &opts,
+        &a.command,
+        &target.log.display().to_string(),
+        host.watches_process(),
+    )?;
     if let Some(h) = host.name() {
         plan.judge.probe_origin = format!("remote {h}");
     }

@@ -46,6 +46,16 @@ pub(crate) fn pass_through(host: &SshHost, args: &[&str]) -> Result<i32> {
 
 /// A run's live state, in words.
 fn run_state(run: &RunDir) -> String {
+    if let Some(job) = run.meta().ok().and_then(|m| m.job) {
+        return match firedup::slurm::Slurm.show_job(&job.id) {
+            Ok(Some(info)) => format!("slurm job {}: {}", job.id, info.state),
+            Ok(None) => match run.exit().and_then(|e| e.exit) {
+                Some(x) => format!("slurm job {}: ended: {}", job.id, x.describe()),
+                None => format!("slurm job {}: ended (no longer known)", job.id),
+            },
+            Err(e) => format!("slurm job {}: unknown ({e})", job.id),
+        };
+    }
     if let Some(e) = run.exit() {
         return match (e.spawn_error, e.exit) {
             (Some(err), _) => format!("never started: {err}"),
@@ -66,10 +76,18 @@ fn run_state(run: &RunDir) -> String {
     }
 }
 
+/// Whether a run lives: its process, or for a batch job, what the scheduler says.
+fn live(run: &RunDir) -> bool {
+    match run.meta().ok().and_then(|m| m.job) {
+        Some(job) => run.is_live() && firedup::slurm::job_active(&job.id),
+        None => run.is_live(),
+    }
+}
+
 pub(crate) fn ps(json: bool, all: bool) -> Result<i32> {
     let runs: Vec<RunDir> = RunDir::list()
         .into_iter()
-        .filter(|r| all || r.is_live())
+        .filter(|r| all || live(r))
         .collect();
     if json {
         let v: Vec<serde_json::Value> = runs
@@ -77,7 +95,7 @@ pub(crate) fn ps(json: bool, all: bool) -> Result<i32> {
             .filter_map(|r| {
                 let m = r.meta().ok()?;
                 Some(serde_json::json!({
-                    "run_id": r.id, "name": m.name, "state": run_state(r), "pid": r.process().map(|p| p.pid),
+                    "run_id": r.id, "name": m.name, "state": run_state(r), "job": m.job.as_ref().map(|j| j.id.clone()), "pid": r.process().map(|p| p.pid),
                     "command": crate::secrets::redact_args(&m.command), "log": m.log, "profile": m.profile, "started_at": m.started_at,
                 }))
             })

@@ -16,7 +16,7 @@ use crate::launch::LaunchSpec;
 use crate::plan::{self, WatchOptions};
 use crate::report;
 use crate::run_cmd::{print_outcome, transport_verdict};
-use firedup::host::{Host, HostError, LogFrom};
+use firedup::host::{Host, HostError, LogFrom, SlurmHost};
 
 /// The hold given to the judge when re-attaching to a run that has already ended: longer than
 /// anything the exit record can take to be read, so the exit always decides.
@@ -26,6 +26,7 @@ pub(crate) const ENDED_RUN_HOLD: Duration = Duration::from_secs(24 * 3600);
 pub(crate) fn watch(
     host: &dyn Host,
     judge: &JudgeArgs,
+    slurm_job: Option<String>,
     run_id: Option<String>,
     log: Option<PathBuf>,
     pid: Option<u32>,
@@ -37,7 +38,22 @@ pub(crate) fn watch(
         );
     }
     let mut note = |text: String| eprintln!("firedup: {text}");
+    // `--slurm-job`: the host that attached knows the job.
+    let mut attached_job: Option<SlurmHost> = None;
     let (mut target, found, command, from_end) = match (&run_id, &log) {
+        _ if slurm_job.is_some() => {
+            let mut h = SlurmHost::default();
+            match h.attach_job(slurm_job.as_deref().unwrap_or_default(), &mut note) {
+                Ok(a) => {
+                    attached_job = Some(h);
+                    (a.target, None, a.command, a.from_end)
+                }
+                Err(HostError::Unreachable(reason)) => {
+                    return Ok(transport_verdict(judge.json, host.name(), reason));
+                }
+                Err(HostError::Failed(e)) => return Err(e.into()),
+            }
+        }
         (Some(id), None) => match host.find_run(id) {
             Ok(found) => {
                 let mut target = found.target.clone();
@@ -58,6 +74,10 @@ pub(crate) fn watch(
         (None, None) => {
             bail!("nothing to watch: give a RUN_ID or --log PATH (with --pid PID if you know it)")
         }
+    };
+    let host: &dyn Host = match &attached_job {
+        Some(h) => h,
+        None => host,
     };
     let attached = found.is_none();
     if attached {
@@ -93,7 +113,7 @@ pub(crate) fn watch(
         &opts,
         &command,
         &target.log.display().to_string(),
-        target.pid.is_some() || !attached,
+        (target.pid.is_some() || !attached) && host.watches_process(),
     )?;
     let on_host = host.name().map(|h| format!(" on {h}")).unwrap_or_default();
     if let Some(h) = host.name() {
@@ -171,6 +191,7 @@ fn overlay(recorded: WatchOptions, now: WatchOptions) -> WatchOptions {
         notify: false,
         no_probe: now.no_probe || recorded.no_probe,
         phase_timeouts: vec_or(now.phase_timeouts, recorded.phase_timeouts),
+        queue_timeout: now.queue_timeout.or(recorded.queue_timeout),
         env: now.env,
     }
 }

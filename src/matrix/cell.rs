@@ -43,6 +43,7 @@ fn watch_options(m: &Matrix, env: &[(String, String)]) -> WatchOptions {
         notify: false,
         no_probe: b.no_probe,
         phase_timeouts: b.phase_timeouts.clone(),
+        queue_timeout: None,
         env: env.to_vec(),
     }
 }

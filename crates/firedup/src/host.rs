@@ -6,6 +6,7 @@
 //! - [`LocalHost`]: this machine (the supervisor, `LocalObserver`, `/proc`).
 //! - [`SshHost`]: another machine over SSH (the same code there, as the `firedup __agent`,
 //!   `__remote-launch`, `__meta`, `__stop` and `__cell-*` commands of the copied firedup).
+//! - [`SlurmHost`]: a Slurm batch job (`sbatch`, `scontrol`, `scancel`).
 //!
 //! A trait, not an enum: a third host (a batch scheduler) is a new implementation, and the
 //! commands hold a `&dyn Host` (an `Arc` where a signal thread needs one too). Everything a host
@@ -16,6 +17,7 @@
 pub mod bench;
 mod cell;
 pub mod local;
+pub mod slurm;
 #[cfg(feature = "ssh")]
 pub mod ssh;
 pub mod teardown;
@@ -28,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 pub use cell::{BenchRequest, FinishAnswer, FinishRequest};
 pub use local::LocalHost;
+pub use slurm::SlurmHost;
 #[cfg(feature = "ssh")]
 pub use ssh::SshHost;
 pub use teardown::{Before, TeardownCheck};
@@ -43,6 +46,12 @@ use crate::target::Target;
 pub trait Host: std::fmt::Debug + Send + Sync {
     /// The SSH destination as the user wrote it; `None` for this machine.
     fn name(&self) -> Option<&str>;
+
+    /// Whether a run here has a process firedup watches (false for a batch job: its end comes
+    /// from the scheduler's state, and the judge must not expect a process).
+    fn watches_process(&self) -> bool {
+        true
+    }
 
     /// Checks, before anything is launched, what can be checked from here (the command, its
     /// working directory and the log path, on this machine).
@@ -168,7 +177,7 @@ impl RunStop {
 
     /// Nothing of the run is left.
     pub fn clean(&self) -> bool {
-        self.report.survivors.is_empty()
+        self.report.clean()
     }
 }
 

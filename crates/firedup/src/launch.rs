@@ -283,6 +283,7 @@ fn start(spec: &LaunchSpec, checked: Checked, run: RunDir, exe: &Path) -> Result
         name: spec.name.clone(),
         log_start,
         log_file: Some(log_file),
+        job: None,
     };
     run.write_meta(&meta)?;
     let supervisor_log = fs::File::create(run.path.join("supervisor.log"))?;
@@ -359,7 +360,7 @@ fn start(spec: &LaunchSpec, checked: Checked, run: RunDir, exe: &Path) -> Result
 /// Makes sure the log can be appended to: its directory exists and it opens as a regular file
 /// (opened without blocking, so a FIFO put there since [`check`] is refused, not waited on).
 /// Returns the file's identity.
-fn prepare_log(log: &Path) -> Result<FileId> {
+pub(crate) fn prepare_log(log: &Path) -> Result<FileId> {
     if let Some(dir) = log.parent() {
         fs::create_dir_all(dir)
             .with_context(|| format!("cannot create the log directory {}", dir.display()))?;

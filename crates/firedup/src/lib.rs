@@ -121,6 +121,7 @@ mod rank_stacks;
 pub mod remote;
 pub mod rundir;
 pub mod secrets;
+pub mod slurm;
 pub mod source;
 mod stop;
 pub mod target;
@@ -129,7 +130,7 @@ mod wire;
 pub use error::Error;
 pub use launcher::{Launch, Running, StartError};
 pub use logstart::LogStart;
-pub use stop::{StopReport, SweepNote};
+pub use stop::{JobStop, StopReport, SweepNote};
 pub use verdict::Outcome;
 
 // The pure core, re-exported under the names the shell uses.

@@ -55,6 +55,8 @@ pub struct WatchOptions {
     pub no_probe: bool,
     /// `--phase-timeout NAME=DURATION` (repeatable).
     pub phase_timeouts: Vec<String>,
+    /// `--queue-timeout`: how long a batch job may wait in its scheduler's queue.
+    pub queue_timeout: Option<String>,
     /// Environment overrides of the launch, for addresses taken from the environment
     /// (`OLLAMA_HOST`). Never recorded: values may be secrets.
     #[serde(skip)]
@@ -268,6 +270,7 @@ pub fn resolve(
     let mut judge = JudgeConfig::new(mode, log, classifier);
     judge.stall = stall;
     judge.timeout = timeout;
+    judge.queue_timeout = unbounded(duration_flag("--queue-timeout", &opts.queue_timeout)?);
     judge.log_grace = log_grace;
     judge.hold = hold;
     judge.confirm = confirm;

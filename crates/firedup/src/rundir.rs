@@ -73,6 +73,19 @@ pub struct RunMeta {
     /// firedup): a reader finds it again after a rotation (see [`crate::launched_log`]).
     #[serde(default)]
     pub log_file: Option<crate::launched_log::FileId>,
+    /// The batch job the run was submitted as (`run --slurm`): `stop`, `watch`, `ps` and the
+    /// history find the job by it.
+    #[serde(default)]
+    pub job: Option<JobRecord>,
+}
+
+/// A run's batch job.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct JobRecord {
+    /// The scheduler: `"slurm"`.
+    pub scheduler: String,
+    /// The job's id, as the scheduler gave it.
+    pub id: String,
 }
 
 /// What the supervisor records once the command runs.
@@ -270,7 +283,9 @@ impl RunDir {
     /// Whether the run's command is still running (it has no exit record and its process lives).
     pub fn is_live(&self) -> bool {
         let Some(p) = self.process() else {
-            return false;
+            // A batch job has no process record: it lives until its end is recorded (its watch,
+            // or its stop, writes `exit.json`); `ps` asks the scheduler too.
+            return self.exit().is_none() && self.meta().is_ok_and(|m| m.job.is_some());
         };
         match self.exit() {
             None => crate::process::is_alive(p.pid, Some(p.start_ticks).filter(|t| *t != 0)),

@@ -26,6 +26,25 @@ pub struct StopReport {
     pub took: Duration,
     /// The sweep for the run's `FIREDUP_RUN_ID`, when there was one.
     pub swept: Option<SweepNote>,
+    /// A batch job's cancel, when the run was one: what the scheduler said and what was checked.
+    #[serde(default)]
+    pub job: Option<Box<JobStop>>,
+}
+
+/// How a batch job's cancel went (`scancel`, then the checks).
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct JobStop {
+    /// The job's id.
+    pub id: String,
+    /// Its state when the stop ended (`CANCELLED`, `COMPLETED`, ...; `None`: Slurm no longer
+    /// knows it).
+    pub state: Option<String>,
+    /// The job has ended: a terminal state, or the queue no longer lists it.
+    pub ended: bool,
+    /// `scancel` was sent (false: the job had already ended).
+    pub cancelled: bool,
+    /// What was checked, in words (`squeue -j 12: not listed`, ...).
+    pub checked: Vec<String>,
 }
 
 /// What the `/proc` sweep for a run's id could check.
@@ -40,6 +59,9 @@ pub struct SweepNote {
 impl StopReport {
     /// The stop in one phrase (`stopped 2 process(es) with SIGTERM in 12ms; none left ...`).
     pub fn describe(&self) -> String {
+        if let Some(job) = &self.job {
+            return self.describe_job(job);
+        }
         let checked = match self.swept {
             Some(n) if n.unreadable > 0 => format!(
                 " of those firedup can see (swept /proc for the run's FIREDUP_RUN_ID; {} other users' processes could not be checked)",
@@ -80,6 +102,39 @@ impl StopReport {
                 s.join(", ")
             )
         }
+    }
+}
+
+impl StopReport {
+    /// Nothing of the run is left: no process survived, and a batch job has ended.
+    pub fn clean(&self) -> bool {
+        self.survivors.is_empty() && self.job.as_ref().is_none_or(|j| j.ended)
+    }
+
+    fn describe_job(&self, job: &JobStop) -> String {
+        let state = job.state.as_deref().unwrap_or("no longer known to Slurm");
+        let head = if job.ended && !job.cancelled {
+            format!("Slurm job {} had already ended ({state})", job.id)
+        } else if job.ended {
+            format!("cancelled Slurm job {} ({state})", job.id)
+        } else {
+            format!("Slurm job {} did not end after scancel: {state}", job.id)
+        };
+        let left = if self.survivors.is_empty() {
+            String::new()
+        } else {
+            let s: Vec<String> = self
+                .survivors
+                .iter()
+                .map(|(p, c)| format!("{p} ({c})"))
+                .collect();
+            format!("; {} process(es) of it survived: {}", s.len(), s.join(", "))
+        };
+        format!(
+            "{head} in {}{left}; checked: {}",
+            crate::duration::format_duration(self.took),
+            job.checked.join("; ")
+        )
     }
 }
 
@@ -176,6 +231,7 @@ pub(crate) fn stop_run(
             escaped,
             unreadable,
         }),
+        job: None,
     }
 }
 
@@ -197,6 +253,7 @@ pub(crate) fn stop_tree(pid: u32, start_ticks: Option<u64>, grace: Duration) -> 
                 survivors: Vec::new(),
                 took: began.elapsed(),
                 swept: None,
+                job: None,
             };
         }
         left
@@ -230,6 +287,7 @@ pub(crate) fn stop_tree(pid: u32, start_ticks: Option<u64>, grace: Duration) -> 
         survivors,
         took: began.elapsed(),
         swept: None,
+        job: None,
     }
 }
 

@@ -1,0 +1,495 @@
+//! Slurm through the real binary and a real Slurm (tests/slurm/cluster.sh: one node, cgroup
+//! memory limits): every end state the issue names, each test with its own state directory, so
+//! they run in parallel. Without a Slurm here (`SLURM_CONF` unset or `sinfo` failing) each test
+//! says so and passes, unless `FIREDUP_TEST_REQUIRE_SLURM=1` (CI), which makes it fail.
+//!
+//! Every firedup call is bounded (`--timeout`, or a bounded wait); no test asserts a duration.
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{Env, Run};
+
+/// Whether a Slurm answers here; see the module doc.
+fn slurm() -> bool {
+    let ok = std::env::var_os("SLURM_CONF").is_some()
+        && Command::new("sinfo")
+            .args(["-h", "-o", "%t"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var("FIREDUP_TEST_REQUIRE_SLURM").as_deref() != Ok("1"),
+            "FIREDUP_TEST_REQUIRE_SLURM=1 but no Slurm answers: start one with `bash tests/slurm/cluster.sh start DIR` and export SLURM_CONF=DIR/slurm.conf"
+        );
+        eprintln!(
+            "skipped: no Slurm here (bash tests/slurm/cluster.sh start DIR; export SLURM_CONF=DIR/slurm.conf)"
+        );
+    }
+    ok
+}
+
+/// This machine's short host name: the cluster's only node.
+fn node() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    name.trim()
+        .split('.')
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn sh(cmd: &str) -> String {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .output()
+        .expect("sh runs");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// `firedup run --slurm --json ARGS`.
+fn run(env: &Env, args: &[&str]) -> Run {
+    let mut all = vec!["run", "--slurm", "--json"];
+    all.extend_from_slice(args);
+    env.firedup(&all)
+}
+
+/// Polls `what` until it is `Some` or `bound` passes.
+fn wait_for<T>(bound: Duration, mut what: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + bound;
+    loop {
+        if let Some(v) = what() {
+            return Some(v);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The id of the job named `name`, once it runs.
+fn running_job(name: &str) -> Option<String> {
+    wait_for(Duration::from_secs(60), || {
+        let line = sh(&format!("squeue -h -n {name} -o '%i %T'"));
+        let (id, state) = line.split_once(' ')?;
+        (state == "RUNNING").then(|| id.to_string())
+    })
+}
+
+/// Processes on this machine carrying `FIREDUP_RUN_ID=run_id`.
+fn processes_of(run_id: &str) -> Vec<u32> {
+    let want = format!("FIREDUP_RUN_ID={run_id}");
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|b| b.split(|c| *c == 0).any(|e| e == want.as_bytes()))
+        })
+        .filter(|pid| common::alive(u64::from(*pid)))
+        .collect()
+}
+
+fn job(r: &Run) -> &serde_json::Value {
+    &r.json["job"]
+}
+
+#[test]
+fn a_completed_job_succeeds_and_says_where_it_ran() {
+    if !slurm() {
+        return;
+    }
+    let env = Env::new();
+    let r = run(
+        &env,
+        &[
+            "--until",
+            "exit",
+            "--timeout",
+            "2m",
+            "--",
+            "sh",
+            "-c",
+            "echo hello from the job; sleep 1",
+        ],
+    );
+    let explain = r.explain();
+    assert_eq!(r.verdict(), "succeeded", "{explain}");
+    assert_eq!(r.code, 0, "{explain}");
+    let j = job(&r);
+    assert_eq!(j["scheduler"], "slurm", "{explain}");
+    assert!(
+        j["id"].as_str().is_some_and(|id| !id.is_empty()),
+        "{explain}"
+    );
+    assert_eq!(j["state"], "COMPLETED", "{explain}");
+    assert_eq!(j["nodes"], serde_json::json!([node()]), "{explain}");
+    assert!(j["reason"].is_null(), "{explain}");
+    let log = r.json["log"].as_str().unwrap_or_default();
+    assert!(
+        common::file_text(log.as_ref()).contains("hello from the job"),
+        "{explain}"
+    );
+}
+
+#[test]
+fn a_server_job_becomes_ready_and_stop_cancels_it_and_proves_it_gone() {
+    if !slurm() {
+        return;
+    }
+    let env = Env::new();
+    let port = common::free_port().to_string();
+    let r = run(
+        &env,
+        &[
+            "--ready-line",
+            "Serving HTTP",
+            "--timeout",
+            "2m",
+            "--",
+            "python3",
+            "-u",
+            "-m",
+            "http.server",
+            &port,
+            "--bind",
+            "127.0.0.1",
+        ],
+    );
+    let explain = r.explain();
+    assert_eq!(r.verdict(), "ready", "{explain}");
+    assert_eq!(job(&r)["state"], "RUNNING", "{explain}");
+    let id = job(&r)["id"].as_str().unwrap_or_default().to_string();
+    let run_id = r.run_id().to_string();
+    assert!(
+        !processes_of(&run_id).is_empty(),
+        "the job's processes carry the run id\n{explain}"
+    );
+    let ps = env.firedup(&["ps", "--json"]);
+    assert!(
+        ps.stdout.contains(&run_id),
+        "ps lists the live job run: {}",
+        ps.stdout
+    );
+    let stop = env.firedup(&["stop", &run_id]);
+    assert_eq!(stop.code, 0, "{}", stop.explain());
+    assert!(
+        stop.stdout.contains(&format!("cancelled Slurm job {id}")),
+        "{}",
+        stop.explain()
+    );
+    assert!(
+        stop.stdout.contains("squeue"),
+        "the stop says what it checked: {}",
+        stop.stdout
+    );
+    let queued = sh(&format!("squeue -h -j {id} -o %T"));
+    assert!(
+        queued.is_empty() || queued == "CANCELLED",
+        "job {id} still queued: {queued}"
+    );
+    assert_eq!(
+        processes_of(&run_id),
+        Vec::<u32>::new(),
+        "processes left after stop"
+    );
+}
+
+#[test]
+fn an_oom_kill_by_slurm_is_killed_oom_killed() {
+    if !slurm() {
+        return;
+    }
+    let env = Env::new();
+    let r = run(
+        &env,
+        &[
+            "--until",
+            "exit",
+            "--timeout",
+            "2m",
+            "--sbatch-arg=--mem=100M",
+            "--",
+            "python3",
+            "-c",
+            "b = bytearray(1 << 30); print(len(b))",
+        ],
+    );
+    let explain = r.explain();
+    assert_eq!(
+        (r.verdict(), r.signature()),
+        ("killed", Some("oom_killed")),
+        "{explain}"
+    );
+    assert_eq!(job(&r)["state"], "OUT_OF_MEMORY", "{explain}");
+}
+
+#[test]
+fn a_failing_srun_task_is_named_with_its_exit_code() {
+    if !slurm() {
+        return;
+    }
+    let env = Env::new();
+    let script = env.script(
+        "tasks.sh",
+        "#SBATCH -n 2\nsrun -n2 sh -c '[ \"$SLURM_PROCID\" = 1 ] && exit 7; sleep 60'",
+    );
+    let r = run(&env, &["--until", "exit", "--timeout", "3m", "--", &script]);
+    let explain = r.explain();
+    assert_eq!(r.json["rank"], 1, "{explain}");
+    assert!(
+        r.json["reason"].as_str().unwrap_or_default().contains('7'),
+        "{explain}"
+    );
+    assert_ne!(r.verdict(), "succeeded", "{explain}");
+    assert_eq!(job(&r)["state"], "FAILED", "{explain}");
+}
+
+#[test]
+fn a_job_at_its_time_limit_is_killed_time_limit() {
+    if !slurm() {
+        return;
+    }
+    let env = Env::new();
+    let r = run(
+        &env,
+        &[
+            "--until",
+            "exit",
+            "--timeout",
+            "5m",
+            "--sbatch-arg=--time=1",
+            "--",
+            "sleep",
+            "600",
+        ],
+    );
+    let explain = r.explain();
+    assert_eq!(
+        (r.verdict(), r.signature()),
+        ("killed", Some("time_limit")),
+        "{explain}"
+    );
+    assert_eq!(job(&r)["state"], "TIMEOUT", "{explain}");
+}
+
+#[test]
+fn a_request_the_cluster_can_never_satisfy_never_starts() {
+    if !slurm() {
+        return;
+    }
+    let env = Env::new();
+    // One node: two can never be given. Slurm 22.05 queues it (PartitionConfig or
+    // PartitionNodeLimit, never to start); other configurations refuse it at submit
+    // ("Requested node configuration is not available").
+    let r = run(
+        &env,
+        &[
+            "--until",
+            "exit",
+            "--timeout",
+            "2m",
+            "--sbatch-arg=--nodes=2",
+            "--",
+            "true",
+        ],
+    );
+    let explain = r.explain();
+    assert_eq!(r.verdict(), "never_started", "{explain}");
+    let reason = r.json["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("Partition") || reason.contains("node configuration"),
+        "{explain}"
+    );
+    if let Some(id) = job(&r)["id"].as_str() {
+        let queued = sh(&format!("squeue -h -j {id} -o %T"));
+        assert!(
+            queued.is_empty() || queued == "CANCELLED",
+            "the job was left queued: {queued}"
+        );
+    }
+}
+
+#[test]
+fn sbatch_refusing_the_job_is_never_started_with_its_own_words() {
+    if !slurm() {
+        return;
+    }
+    let env = Env::new();
+    let r = run(
+        &env,
+        &[
+            "--until",
+            "exit",
+            "--timeout",
+            "1m",
+            "--sbatch-arg=--partition=no-such-partition",
+            "--",
+            "true",
+        ],
+    );
+    let explain = r.explain();
+    assert_eq!(r.verdict(), "never_started", "{explain}");
+    let reason = r.json["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("sbatch") && reason.contains("partition"),
+        "{explain}"
+    );
+}
+
+#[test]
+fn a_missing_output_directory_is_never_started_saying_so() {
+    if !slurm() {
+        return;
+    }
+    let env = Env::new();
+    let out = env.path("no-such-dir/job.out");
+    let arg = format!("--sbatch-arg=--output={}", out.display());
+    let r = run(
+        &env,
+        &[
+            "--until",
+            "exit",
+            "--timeout",
+            "1m",
+            &arg,
+            "--",
+            "echo",
+            "hi",
+        ],
+    );
+    let explain = r.explain();
+    assert_eq!(r.verdict(), "never_started", "{explain}");
+    assert_eq!(r.json["log"], out.display().to_string(), "{explain}");
+    assert!(
+        r.json["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("director"),
+        "{explain}"
+    );
+}
+
+#[test]
+fn a_job_cancelled_by_someone_else_is_killed_cancelled() {
+    if !slurm() {
+        return;
+    }
+    let env = Env::new();
+    let name = format!("fdcancel{}", std::process::id());
+    let arg = format!("--sbatch-arg=--job-name={name}");
+    let child = env
+        .cmd()
+        .args([
+            "run",
+            "--slurm",
+            "--json",
+            "--until",
+            "exit",
+            "--timeout",
+            "2m",
+            &arg,
+            "--",
+            "sleep",
+            "300",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("firedup starts");
+    let id = running_job(&name).expect("the job runs");
+    sh(&format!("scancel {id}"));
+    let out = child.wait_with_output().expect("firedup ends");
+    let json: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    let explain = format!("{json}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        (json["verdict"].as_str(), json["signature"].as_str()),
+        (Some("killed"), Some("cancelled")),
+        "{explain}"
+    );
+    assert_eq!(json["job"]["state"], "CANCELLED", "{explain}");
+}
+
+#[test]
+fn watch_attaches_to_a_job_submitted_with_plain_sbatch() {
+    if !slurm() {
+        return;
+    }
+    let env = Env::new();
+    let out = env.path("plain-%j.out");
+    let id = sh(&format!(
+        "sbatch --parsable -o {} --wrap 'echo attached line; sleep 2; exit 3'",
+        out.display()
+    ));
+    assert!(!id.is_empty(), "sbatch submitted");
+    let r = env.firedup(&[
+        "watch",
+        "--slurm-job",
+        &id,
+        "--until",
+        "exit",
+        "--json",
+        "--timeout",
+        "2m",
+    ]);
+    let explain = r.explain();
+    assert_eq!(r.verdict(), "exited", "{explain}");
+    assert_eq!(r.json["exit"]["code"], 3, "{explain}");
+    assert_eq!(job(&r)["id"], id.as_str(), "{explain}");
+    assert_eq!(job(&r)["state"], "FAILED", "{explain}");
+    assert_eq!(
+        r.json["log"],
+        env.path(&format!("plain-{id}.out")).display().to_string(),
+        "{explain}"
+    );
+}
+
+#[test]
+fn a_requeued_job_is_judged_to_its_end_and_the_requeue_is_said() {
+    if !slurm() {
+        return;
+    }
+    let env = Env::new();
+    let name = format!("fdrequeue{}", std::process::id());
+    let arg = format!("--sbatch-arg=--job-name={name}");
+    let child = env
+        .cmd()
+        .args([
+            "run",
+            "--slurm",
+            "--json",
+            "--until",
+            "exit",
+            "--timeout",
+            "6m",
+            &arg,
+            "--",
+            "sh",
+            "-c",
+            "echo run $SLURM_RESTART_COUNT; sleep 8; echo finished",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("firedup starts");
+    let id = running_job(&name).expect("the job runs");
+    sh(&format!("scontrol requeue {id}"));
+    let out = child.wait_with_output().expect("firedup ends");
+    let json: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let explain = format!("{json}\n{stderr}");
+    assert_eq!(json["verdict"], "succeeded", "{explain}");
+    assert_eq!(json["job"]["state"], "COMPLETED", "{explain}");
+    assert!(
+        stderr.contains("requeued") || json.to_string().contains("requeued"),
+        "the requeue is said: {explain}"
+    );
+}
