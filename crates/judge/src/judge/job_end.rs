@@ -46,7 +46,10 @@ impl Judge {
             self.decide_output_not_opened(at, events);
             return;
         }
-        if !self.job.ran {
+        // A job can run and end between two polls: the nodes it was given, or its output, show
+        // that it ran even when no RUNNING reading came.
+        let ran = self.job.ran || !s.nodes.is_empty() || self.lines > 0;
+        if !ran {
             if let Some(words) = s.reason.as_deref().and_then(never_satisfied) {
                 let reason = format!(
                     "never started: the scheduler ended the job without starting it ({}: {words})",
@@ -56,7 +59,7 @@ impl Judge {
                 return;
             }
         }
-        let queued = if was_queued && !self.job.ran {
+        let queued = if was_queued && !ran {
             " while it was still queued"
         } else {
             ""

@@ -119,6 +119,8 @@ struct Want {
     at: u64,
     /// Words the reason must hold.
     reason: &'static [&'static str],
+    /// Words the reason must not hold.
+    not_reason: &'static [&'static str],
     /// Words the decisive line must hold ("" when there must be none).
     line: Option<&'static str>,
     exit: Option<ExitInfo>,
@@ -131,6 +133,7 @@ fn want(verdict: Verdict, signature: Option<Signature>, at: u64) -> Want {
         signature,
         at,
         reason: &[],
+        not_reason: &[],
         line: None,
         exit: None,
         rank: None,
@@ -140,6 +143,10 @@ fn want(verdict: Verdict, signature: Option<Signature>, at: u64) -> Want {
 impl Want {
     fn reason(mut self, words: &'static [&'static str]) -> Want {
         self.reason = words;
+        self
+    }
+    fn not_reason(mut self, words: &'static [&'static str]) -> Want {
+        self.not_reason = words;
         self
     }
     fn line(mut self, text: &'static str) -> Want {
@@ -175,6 +182,11 @@ fn check(cases: Vec<(&str, JudgeConfig, Vec<Step>, Want)>) {
         for word in w.reason {
             if !v.reason.contains(word) {
                 wrong.push(format!("reason lacks {word:?}"));
+            }
+        }
+        for word in w.not_reason {
+            if v.reason.contains(word) {
+                wrong.push(format!("reason holds {word:?}"));
             }
         }
         match (w.line, &v.line) {
@@ -642,8 +654,19 @@ fn each_end_state_is_judged_through_the_exit_rules() {
         (
             "CANCELLED while still queued",
             quiet(UntilExit),
-            vec![Job(0, pending("Priority", None)), Job(6, ended("CANCELLED", "0:0"))],
+            vec![
+                Job(0, pending("Priority", None)),
+                Job(6, JobSnapshot { nodes: vec![], ..ended("CANCELLED", "0:0") }),
+            ],
             want(Killed, Some(Signature::Cancelled), 6).reason(&["while it was still queued"]),
+        ),
+        (
+            "CANCELLED after it ran between two polls: its nodes show it ran",
+            quiet(UntilExit),
+            vec![Job(0, pending("Priority", None)), Job(6, ended("CANCELLED", "0:15"))],
+            want(Killed, Some(Signature::Cancelled), 6)
+                .reason(&["someone else cancelled the job"])
+                .not_reason(&["queued"]),
         ),
         (
             "CANCELLED by firedup: as a local process firedup stopped with SIGTERM",
