@@ -380,8 +380,10 @@ impl Classifier {
             return None;
         }
         if percent {
-            if let Some(c) = self.percent.captures(text) {
-                let v: f64 = c[1].parse().ok()?;
+            // `percent` is `(number)%`: its group is the match without the `%`, so a search
+            // for the match alone (cheaper than resolving the group) gives the same number.
+            if let Some(m) = self.percent.find(text) {
+                let v: f64 = m.as_str()[..m.len() - 1].parse().ok()?;
                 if (0.0..=100.0).contains(&v) {
                     return Some(v / 100.0);
                 }
