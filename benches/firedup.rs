@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use firedup::classify::{Classifier, LineClass, builtin_catalog};
 use firedup::engine::{self, NoProgress};
-use firedup::follow::{FollowEvent, LogFollower};
+use firedup::follow::{FollowEvent, FollowEventRef, LogFollower};
 use firedup::lines::{DEFAULT_LINE_CAP, clean_text};
 use firedup::normalize::normalize;
 use firedup::plan::{self, WatchOptions};
@@ -1160,32 +1160,25 @@ fn engine_pass(path: &Path, stage: Stage, classifier: &Classifier) -> Counts {
         }
         return counts;
     }
+    // As the product follows a log (observe.rs): each line borrowed from the read buffer.
     let mut follower = LogFollower::new(path, DEFAULT_LINE_CAP);
-    let mut buf = Vec::new();
-    let mut more = true;
-    let handle = |buf: &mut Vec<FollowEvent>, counts: &mut Counts| {
-        for ev in buf.drain(..) {
-            if let FollowEvent::Line(raw) = ev {
-                match stage {
-                    Stage::Split => counts.lines += raw.bytes.len() as u64 & 1,
-                    Stage::Clean => counts.lines += clean_text(&raw.bytes).len() as u64 & 1,
-                    Stage::ClassifyRaw => counts.add(&classifier.classify(&clean_text(&raw.bytes))),
-                    _ => {
-                        // As the judge reads a line: normalised (escape text, prefixes), then
-                        // classified.
-                        let clean = clean_text(&raw.bytes);
-                        counts.add(&classifier.classify(&normalize(&clean).text))
-                    }
+    let mut handle = |ev: FollowEventRef<'_>| {
+        if let FollowEventRef::Line(raw) = ev {
+            match stage {
+                Stage::Split => counts.lines += raw.bytes.len() as u64 & 1,
+                Stage::Clean => counts.lines += clean_text(raw.bytes).len() as u64 & 1,
+                Stage::ClassifyRaw => counts.add(&classifier.classify(&clean_text(raw.bytes))),
+                _ => {
+                    // As the judge reads a line: normalised (escape text, prefixes), then
+                    // classified.
+                    let clean = clean_text(raw.bytes);
+                    counts.add(&classifier.classify(&normalize(&clean).text))
                 }
             }
         }
     };
-    while more {
-        more = follower.poll(&mut buf);
-        handle(&mut buf, &mut counts);
-    }
-    follower.finish(&mut buf);
-    handle(&mut buf, &mut counts);
+    while follower.poll_each(&mut handle) {}
+    follower.finish_each(&mut handle);
     counts
 }
 
@@ -1325,7 +1318,7 @@ fn profile_classify(path: &Path, classifier: &Classifier, pats: &[String]) {
     follower.finish(&mut buf);
     for ev in buf {
         if let FollowEvent::Line(raw) = ev {
-            lines.push(clean_text(&raw.bytes));
+            lines.push(clean_text(&raw.bytes).into_owned());
         }
     }
     let n = lines.len() as f64;
@@ -1508,7 +1501,7 @@ fn bench_classify() {
     engine_pass(&log, Stage::Read, &classifier);
     let names = [
         "read 256 KiB chunks",
-        "+ LogFollower split (RawLine per line)",
+        "+ LogFollower split (lines borrowed)",
         "+ clean_text",
         "+ normalize + Classifier::classify (full): the engine path",
         "proto A: memchr split + clean only when needed + full classify",
@@ -1528,7 +1521,7 @@ fn bench_classify() {
         follower.finish(&mut buf);
         buf.into_iter()
             .filter_map(|ev| match ev {
-                FollowEvent::Line(raw) => Some(clean_text(&raw.bytes)),
+                FollowEvent::Line(raw) => Some(clean_text(&raw.bytes).into_owned()),
                 _ => None,
             })
             .collect()

@@ -22,6 +22,10 @@
 //! reported unreadable and never opened for reading in a way that could block; files are opened
 //! non-blocking and checked after opening, so a FIFO swapped in at the last moment cannot hang
 //! a poll either.
+//!
+//! Cost: [`LogFollower::poll_each`] hands each line over borrowed from the read buffer (a line
+//! cut by a read boundary from the splitter's one buffer), so following copies no line;
+//! [`LogFollower::poll`] collects the same events owned.
 
 use std::fs::{File, OpenOptions};
 use std::io::{ErrorKind, Read, Seek, SeekFrom};
@@ -30,7 +34,7 @@ use std::path::{Path, PathBuf};
 
 use crate::judge::LogState;
 use crate::launched_log::{FileId, FoundAt};
-use crate::lines::{LineSplitter, RawLine};
+use crate::lines::{LineRef, LineSplitter, RawLine};
 use crate::logpath::not_a_file;
 use crate::logstart::LogStart;
 
@@ -47,6 +51,29 @@ pub enum FollowEvent {
     /// The log's state changed (missing, readable, truncated, rotated, unreadable).
     State(LogState),
 }
+
+/// What a poll found, borrowed: a line's bytes point into the follower's read buffer, valid
+/// for the call that hands it over ([`LogFollower::poll_each`]), so no line is copied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FollowEventRef<'a> {
+    /// A line of the log, with its number in the file, cut at the follower's line cap.
+    Line(LineRef<'a>),
+    /// The log's state changed (missing, readable, truncated, rotated, unreadable).
+    State(LogState),
+}
+
+impl FollowEventRef<'_> {
+    /// The event, owned.
+    pub fn to_event(&self) -> FollowEvent {
+        match self {
+            FollowEventRef::Line(l) => FollowEvent::Line(l.to_raw()),
+            FollowEventRef::State(s) => FollowEvent::State(s.clone()),
+        }
+    }
+}
+
+/// Where the follower hands what it found.
+type Sink<'s> = dyn FnMut(FollowEventRef<'_>) + 's;
 
 /// The file that was at the path before a rotation, still open: its writer may append to it.
 #[derive(Debug)]
@@ -217,6 +244,11 @@ impl LogFollower {
 
     /// Reads what is new. Returns true when more data is waiting (call again soon).
     pub fn poll(&mut self, out: &mut Vec<FollowEvent>) -> bool {
+        self.poll_each(&mut |ev| out.push(ev.to_event()))
+    }
+
+    /// [`LogFollower::poll`], each event handed to `out` as it is found, a line borrowed.
+    pub fn poll_each(&mut self, out: &mut Sink<'_>) -> bool {
         // The rotated-away file first: its lines were written before the new file's.
         let retired_more = self.read_retired(out);
         match std::fs::metadata(&self.path) {
@@ -297,21 +329,28 @@ impl LogFollower {
 
     /// Emits held partial lines: call once the writer has exited.
     pub fn finish(&mut self, out: &mut Vec<FollowEvent>) {
-        while self.poll(out) {}
+        self.finish_each(&mut |ev| out.push(ev.to_event()));
+    }
+
+    /// [`LogFollower::finish`], each event handed to `out` as it is found, a line borrowed.
+    pub fn finish_each(&mut self, out: &mut Sink<'_>) {
+        while self.poll_each(out) {}
         if let Some(mut r) = self.retired.take() {
-            r.splitter.finish(&mut |l| out.push(FollowEvent::Line(l)));
+            r.splitter
+                .finish_lines(&mut |l| out(FollowEventRef::Line(l)));
         }
         self.flush_partial(out);
     }
 
     /// Moves the open file into `retired` (finishing an older retired file first) and starts a
     /// fresh splitter: a file created at the path later is a new file, numbered from 1.
-    fn retire_current(&mut self, out: &mut Vec<FollowEvent>) {
+    fn retire_current(&mut self, out: &mut Sink<'_>) {
         if let Some(mut old) = self.retired.take() {
             while read_into(&mut old.file, &mut old.splitter, &mut self.buf, out)
                 .is_ok_and(|(_, more)| more)
             {}
-            old.splitter.finish(&mut |l| out.push(FollowEvent::Line(l)));
+            old.splitter
+                .finish_lines(&mut |l| out(FollowEventRef::Line(l)));
         }
         let splitter = std::mem::replace(&mut self.splitter, LineSplitter::new(self.line_cap));
         if let Some(file) = self.file.take() {
@@ -322,7 +361,7 @@ impl LogFollower {
     }
 
     /// Reads what the writer appended to the retired file since the last poll.
-    fn read_retired(&mut self, out: &mut Vec<FollowEvent>) -> bool {
+    fn read_retired(&mut self, out: &mut Sink<'_>) -> bool {
         let Some(r) = self.retired.as_mut() else {
             return false;
         };
@@ -331,14 +370,15 @@ impl LogFollower {
             Err(_) => {
                 // It cannot be read any more: what it held was read; let it go.
                 if let Some(mut r) = self.retired.take() {
-                    r.splitter.finish(&mut |l| out.push(FollowEvent::Line(l)));
+                    r.splitter
+                        .finish_lines(&mut |l| out(FollowEventRef::Line(l)));
                 }
                 false
             }
         }
     }
 
-    fn set_missing(&mut self, out: &mut Vec<FollowEvent>) {
+    fn set_missing(&mut self, out: &mut Sink<'_>) {
         let dir_exists = self
             .path
             .parent()
@@ -346,29 +386,29 @@ impl LogFollower {
         self.set_state(LogState::Missing { dir_exists }, out);
     }
 
-    fn set_state(&mut self, state: LogState, out: &mut Vec<FollowEvent>) {
+    fn set_state(&mut self, state: LogState, out: &mut Sink<'_>) {
         let changed = match (&self.last_state, &state) {
             (Some(a), b) => a != b || matches!(b, LogState::Truncated | LogState::Rotated),
             (None, _) => true,
         };
         if changed {
-            out.push(FollowEvent::State(state.clone()));
+            out(FollowEventRef::State(state.clone()));
         }
         self.last_state = Some(state);
     }
 
-    fn flush_partial(&mut self, out: &mut Vec<FollowEvent>) {
+    fn flush_partial(&mut self, out: &mut Sink<'_>) {
         self.splitter
-            .finish(&mut |l| out.push(FollowEvent::Line(l)));
+            .finish_lines(&mut |l| out(FollowEventRef::Line(l)));
     }
 
-    fn drain_open(&mut self, out: &mut Vec<FollowEvent>) {
+    fn drain_open(&mut self, out: &mut Sink<'_>) {
         if self.file.is_some() {
             while self.read_available(out) {}
         }
     }
 
-    fn read_available(&mut self, out: &mut Vec<FollowEvent>) -> bool {
+    fn read_available(&mut self, out: &mut Sink<'_>) -> bool {
         let Some(file) = self.file.as_mut() else {
             return false;
         };
@@ -398,7 +438,7 @@ fn read_into(
     file: &mut File,
     splitter: &mut LineSplitter,
     buf: &mut [u8],
-    out: &mut Vec<FollowEvent>,
+    out: &mut Sink<'_>,
 ) -> std::io::Result<(u64, bool)> {
     let mut read_now = 0u64;
     loop {
@@ -406,7 +446,7 @@ fn read_into(
             Ok(0) => return Ok((read_now, false)),
             Ok(n) => {
                 read_now += n as u64;
-                splitter.push(&buf[..n], &mut |l| out.push(FollowEvent::Line(l)));
+                splitter.push_lines(&buf[..n], &mut |l| out(FollowEventRef::Line(l)));
                 if read_now >= MAX_PER_POLL {
                     return Ok((read_now, true));
                 }

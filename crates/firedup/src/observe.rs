@@ -24,7 +24,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use crate::dirwatch::{self, DirSubscription};
-use crate::follow::{FollowEvent, LogFollower};
+use crate::follow::{FollowEventRef, LogFollower};
 use crate::judge::{LogState, Observation};
 use crate::launched_log;
 use crate::lines::clean_text;
@@ -237,14 +237,19 @@ impl LocalObserver {
         }
         // One bounded read per call: a backlog (a big log at attach) is handed over in slices,
         // so memory stays bounded by one slice and the caller judges between slices.
-        let mut buf = Vec::new();
-        self.backlog = self.follower.poll(&mut buf);
+        let mut observed = Vec::new();
+        self.backlog = self
+            .follower
+            .poll_each(&mut |ev| observed.push(follow_observation(ev)));
         let now = self.now();
-        if buf.iter().any(|ev| matches!(ev, FollowEvent::Line(_))) {
+        if observed
+            .iter()
+            .any(|o| matches!(o, Observation::Line { .. }))
+        {
             self.ranks.heard_line();
         }
-        for ev in buf.drain(..) {
-            out.push((now, follow_observation(ev)));
+        for o in observed {
+            out.push((now, o));
         }
         rearm(&mut self.log_watch, &self.target.log, &self.fs_wake);
         for o in std::mem::take(&mut self.pending) {
@@ -329,12 +334,14 @@ impl LocalObserver {
     /// Drains the log, then observes the exit (the status when known).
     fn observe_exit(&mut self, exit: Option<ExitInfo>, out: &mut Vec<(Duration, Observation)>) {
         let mut rest = Vec::new();
-        self.follower.finish(&mut rest);
-        let now = self.now();
-        for ev in rest {
-            if let FollowEvent::Line(_) = ev {
-                out.push((now, follow_observation(ev)));
+        self.follower.finish_each(&mut |ev| {
+            if let FollowEventRef::Line(_) = ev {
+                rest.push(follow_observation(ev));
             }
+        });
+        let now = self.now();
+        for o in rest {
+            out.push((now, o));
         }
         if exit.and_then(|e| e.effective_signal()) == Some(9) {
             if let Some(evidence) = self.oom.evidence() {
@@ -435,13 +442,15 @@ impl Drop for LocalObserver {
     }
 }
 
-fn follow_observation(ev: FollowEvent) -> Observation {
+/// The observation of what the follower found: a line's text is copied once, cleaned (the
+/// judge keeps it).
+fn follow_observation(ev: FollowEventRef<'_>) -> Observation {
     match ev {
-        FollowEvent::Line(raw) => Observation::Line {
-            number: raw.number,
-            text: clean_text(&raw.bytes),
+        FollowEventRef::Line(line) => Observation::Line {
+            number: line.number,
+            text: clean_text(line.bytes).into_owned(),
         },
-        FollowEvent::State(s) => Observation::Log(s),
+        FollowEventRef::State(s) => Observation::Log(s),
     }
 }
 

@@ -380,8 +380,10 @@ impl Classifier {
             return None;
         }
         if percent {
-            if let Some(c) = self.percent.captures(text) {
-                let v: f64 = c[1].parse().ok()?;
+            // `percent` is `(number)%`: its group is the match without the `%`, so a search
+            // for the match alone (cheaper than resolving the group) gives the same number.
+            if let Some(m) = self.percent.find(text) {
+                let v: f64 = m.as_str()[..m.len() - 1].parse().ok()?;
                 if (0.0..=100.0).contains(&v) {
                     return Some(v / 100.0);
                 }
@@ -431,24 +433,20 @@ fn ascii_set(patterns: &[String]) -> Option<regex::bytes::RegexSet> {
         .ok()
 }
 
+/// Whether `hay` holds `needle`: one vectorised scan (every line is scanned for `%`).
 fn memchr_byte(needle: u8, hay: &[u8]) -> bool {
-    hay.contains(&needle)
+    memchr::memchr(needle, hay).is_some()
 }
 
 /// Whether `hay` has an ASCII digit, `/`, an ASCII digit (what `counter` needs on ASCII text).
+/// A vectorised scan for each `/` (most lines hold none or a few).
 fn has_digit_slash_digit(hay: &[u8]) -> bool {
-    let mut from = 1;
-    while let Some(i) = hay
-        .get(from..)
-        .and_then(|h| h.iter().position(|&c| c == b'/'))
-    {
-        let at = from + i;
-        if at + 1 < hay.len() && hay[at - 1].is_ascii_digit() && hay[at + 1].is_ascii_digit() {
-            return true;
-        }
-        from = at + 1;
-    }
-    false
+    memchr::memchr_iter(b'/', hay).any(|at| {
+        at >= 1
+            && at + 1 < hay.len()
+            && hay[at - 1].is_ascii_digit()
+            && hay[at + 1].is_ascii_digit()
+    })
 }
 
 #[cfg(test)]

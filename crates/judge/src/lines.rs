@@ -4,6 +4,36 @@
 //! segments are dropped; a line longer than the cap keeps its first `cap` bytes and is marked
 //! truncated, without holding the rest in memory; line numbers count `\n` only, so they are the
 //! numbers an editor or `sed -n Np` shows. Feeding the same bytes in any chunks yields the same lines.
+//!
+//! Cost: the split is one vectorised scan for `\n` and `\r`, and a line that lies whole in the
+//! bytes fed is handed over borrowed from them ([`LineSplitter::push_lines`]): only a line cut
+//! by a chunk boundary is copied, into one buffer the splitter reuses. [`clean_text`] borrows
+//! the line when there is nothing to replace or remove (most lines).
+
+use std::borrow::Cow;
+
+/// One line as it was in the log, before decoding, borrowed from the bytes fed to the splitter
+/// (or from its buffer, for a line cut by a chunk boundary).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineRef<'a> {
+    /// 1-based number of the `\n`-terminated line this segment belongs to.
+    pub number: u64,
+    /// The line's bytes, without its terminator, up to the cap.
+    pub bytes: &'a [u8],
+    /// Bytes dropped past the cap.
+    pub dropped: u64,
+}
+
+impl LineRef<'_> {
+    /// The line, owned.
+    pub fn to_raw(&self) -> RawLine {
+        RawLine {
+            number: self.number,
+            bytes: self.bytes.to_vec(),
+            dropped: self.dropped,
+        }
+    }
+}
 
 /// One line as it was in the log, before decoding.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +79,12 @@ impl LineSplitter {
 
     /// Feeds bytes; calls `emit` for every line they complete.
     pub fn push(&mut self, bytes: &[u8], emit: &mut dyn FnMut(RawLine)) {
+        self.push_lines(bytes, &mut |l| emit(l.to_raw()));
+    }
+
+    /// Feeds bytes; calls `emit` for every line they complete, borrowed: the same lines as
+    /// [`LineSplitter::push`], without a copy of each.
+    pub fn push_lines(&mut self, bytes: &[u8], emit: &mut dyn FnMut(LineRef<'_>)) {
         let mut rest = bytes;
         while !rest.is_empty() {
             if self.after_cr && rest[0] == b'\n' {
@@ -59,12 +95,15 @@ impl LineSplitter {
                 continue;
             }
             self.after_cr = false;
-            match memchr2(b'\n', b'\r', rest) {
+            match memchr::memchr2(b'\n', b'\r', rest) {
                 Some(i) => {
-                    self.append(&rest[..i]);
-                    let is_cr = rest[i] == b'\r';
-                    self.end_segment(emit);
-                    if is_cr {
+                    if self.has_partial() {
+                        self.append(&rest[..i]);
+                        self.end_segment(emit);
+                    } else {
+                        self.emit_whole(&rest[..i], emit);
+                    }
+                    if rest[i] == b'\r' {
                         self.after_cr = true;
                     } else {
                         self.number += 1;
@@ -81,6 +120,11 @@ impl LineSplitter {
 
     /// Emits a held partial line (the writer exited without a final newline).
     pub fn finish(&mut self, emit: &mut dyn FnMut(RawLine)) {
+        self.finish_lines(&mut |l| emit(l.to_raw()));
+    }
+
+    /// [`LineSplitter::finish`], the line borrowed.
+    pub fn finish_lines(&mut self, emit: &mut dyn FnMut(LineRef<'_>)) {
         self.end_segment(emit);
     }
 
@@ -120,36 +164,60 @@ impl LineSplitter {
         self.dropped += (bytes.len() - take) as u64;
     }
 
-    fn end_segment(&mut self, emit: &mut dyn FnMut(RawLine)) {
-        if self.buf.is_empty() && self.dropped == 0 {
+    /// A segment that lies whole in the bytes fed (nothing held): handed over borrowed from them.
+    fn emit_whole(&self, segment: &[u8], emit: &mut dyn FnMut(LineRef<'_>)) {
+        if segment.is_empty() {
             return;
         }
-        let bytes = std::mem::take(&mut self.buf);
-        let dropped = std::mem::take(&mut self.dropped);
-        emit(RawLine {
+        let kept = segment.len().min(self.cap);
+        emit(LineRef {
             number: self.number,
-            bytes,
-            dropped,
+            bytes: &segment[..kept],
+            dropped: (segment.len() - kept) as u64,
         });
     }
-}
 
-fn memchr2(a: u8, b: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().position(|&c| c == a || c == b)
+    /// Emits the held segment and empties the buffer, keeping its memory (at most the cap) for
+    /// the next line cut by a chunk boundary.
+    fn end_segment(&mut self, emit: &mut dyn FnMut(LineRef<'_>)) {
+        if !self.has_partial() {
+            return;
+        }
+        emit(LineRef {
+            number: self.number,
+            bytes: &self.buf,
+            dropped: self.dropped,
+        });
+        self.buf.clear();
+        self.dropped = 0;
+    }
 }
 
 /// Decodes a raw line for matching and display: invalid UTF-8 replaced, ANSI escape sequences and
-/// other control characters (NUL, backspace, bell) removed, tabs kept.
-pub fn clean_text(bytes: &[u8]) -> String {
-    if bytes
-        .iter()
-        .all(|&b| (0x20..0x7f).contains(&b) || b == b'\t')
-    {
-        // Printable ASCII (most lines): nothing to replace or remove.
+/// other control characters (NUL, backspace, bell) removed, tabs kept. Borrowed when there is
+/// nothing to replace or remove.
+pub fn clean_text(bytes: &[u8]) -> Cow<'_, str> {
+    if !may_need_cleaning(bytes) {
+        // Valid UTF-8 without a control character (most lines): the text is the bytes.
         if let Ok(text) = std::str::from_utf8(bytes) {
-            return text.to_owned();
+            return Cow::Borrowed(text);
         }
     }
+    Cow::Owned(cleaned(bytes))
+}
+
+/// Whether `bytes` hold a control character other than a tab: a C0 byte, DEL, or `0xC2`, the
+/// first byte of a C1 control's UTF-8 encoding (and of a few printable characters, which are
+/// then cleaned the long way, unchanged). No early exit: a line that needs cleaning is rare,
+/// one that does not is read to its end anyway, and the loop without a branch is cheaper.
+fn may_need_cleaning(bytes: &[u8]) -> bool {
+    bytes.iter().fold(false, |any, &b| {
+        any | ((b < 0x20) & (b != b'\t')) | (b == 0x7f) | (b == 0xc2)
+    })
+}
+
+/// [`clean_text`] the long way: decoded, escape sequences and control characters taken out.
+fn cleaned(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
@@ -271,7 +339,45 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_clean_line_is_borrowed() {
+        for line in [
+            "plain ascii",
+            "tab\tkept",
+            "caf\u{e9} \u{2713} \u{65e5}\u{672c}",
+            "",
+        ] {
+            assert!(
+                matches!(clean_text(line.as_bytes()), Cow::Borrowed(_)),
+                "{line:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_line_cut_by_a_chunk_boundary_is_the_same_line() {
+        let mut s = LineSplitter::new(1024);
+        let mut out = Vec::new();
+        s.push_lines(b"whole\npar", &mut |l| out.push(l.to_raw()));
+        s.push_lines(b"tial\r\nnext", &mut |l| out.push(l.to_raw()));
+        s.finish_lines(&mut |l| out.push(l.to_raw()));
+        let want = [(1, "whole"), (2, "partial"), (3, "next")];
+        let want: Vec<(u64, String)> = want.iter().map(|(n, t)| (*n, t.to_string())).collect();
+        assert_eq!(texts(&out), want);
+    }
+
     proptest! {
+        #[test]
+        fn borrowing_a_clean_line_cleans_as_the_long_way(
+            data in proptest::collection::vec(prop_oneof![
+                any::<u8>(), Just(b'a'), Just(b'\t'), Just(0x1b), Just(b'['), Just(0xc2), Just(0x85)
+            ], 0..48),
+            text in any::<String>(),
+        ) {
+            prop_assert_eq!(clean_text(&data), cleaned(&data));
+            prop_assert_eq!(clean_text(text.as_bytes()), cleaned(text.as_bytes()));
+        }
+
         #[test]
         fn any_chunking_gives_the_same_lines(
             data in proptest::collection::vec(prop_oneof![

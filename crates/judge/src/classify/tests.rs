@@ -205,7 +205,7 @@ fn known_lines() -> Vec<String> {
             } else if path.extension().is_some_and(|x| x == "log") {
                 let bytes = std::fs::read(&path).unwrap();
                 for l in bytes.split(|&b| b == b'\n' || b == b'\r') {
-                    lines.push(crate::lines::clean_text(l));
+                    lines.push(crate::lines::clean_text(l).into_owned());
                 }
             }
         }
