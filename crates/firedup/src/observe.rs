@@ -325,10 +325,9 @@ impl LocalObserver {
     /// Reads the log to its end and flushes a partial last line, for a source that learns of the
     /// end another way (a batch job's terminal state): nothing more will be written to it.
     pub(crate) fn drain(&mut self, out: &mut Vec<(Duration, Observation)>) {
-        let mut rest = Vec::new();
-        self.follower.finish(&mut rest);
         let now = self.now();
-        out.extend(rest.into_iter().map(|ev| (now, follow_observation(ev))));
+        self.follower
+            .finish_each(&mut |ev| out.push((now, follow_observation(ev))));
     }
 
     /// Drains the log, then observes the exit (the status when known).
