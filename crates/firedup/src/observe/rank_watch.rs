@@ -27,7 +27,9 @@ use crate::rank_stacks::{self, RankStack, View};
 /// At most this many rank processes are watched at once (each holds a thread and a pidfd).
 const MAX_RANKS: usize = 64;
 /// The stacks are compared after this many usage samples without a line (the sample interval
-/// is a tenth of the stall window: this is half of it), and again as often.
+/// is a tenth of the stall window: this is half of it), then again at every sample while the
+/// silence lasts: one look can catch a rank between two waits (or a machine too loaded to have
+/// settled), and the stall verdict, at the whole window, must find the answer already there.
 const SILENT_SAMPLES: u32 = 5;
 /// How often the tree is scanned for new ranks besides the usage samples: during the run's first
 /// [`FAST_SCAN_FOR`] and while ranks live (a rank that dies before it was seen is known only from
@@ -205,7 +207,7 @@ impl RankWatch {
         if ranks.len() < 2 || now < self.next_check || self.checking.load(Ordering::Relaxed) {
             return;
         }
-        self.next_check = now + self.silent_after;
+        self.next_check = now + self.sample_every;
         self.checking.store(true, Ordering::Relaxed);
         let checking = self.checking.clone();
         let tx = tx.clone();
