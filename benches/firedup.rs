@@ -1929,6 +1929,8 @@ fn bench_rss() {
                 "--no-probe",
                 "--ready-line",
                 END,
+                // The log is whole before the watch: judge it from its start.
+                "--from-start",
                 "--log",
             ])
             .arg(&log)

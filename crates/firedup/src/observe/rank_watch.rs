@@ -152,6 +152,14 @@ impl RankWatch {
                 .get(&pid)
                 .filter(|(start, _, _)| *start == st.start_ticks);
             let entry = match known {
+                // A process read between its fork and its exec shows its parent's environment:
+                // one without a rank is read again until it shows one (a few µs a process).
+                Some(&(start, ppid, None)) => {
+                    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+                    let rank = rank_of_environ(&environ);
+                    changed |= rank.is_some();
+                    (start, ppid, rank)
+                }
                 Some(e) => *e,
                 None => {
                     changed = true;
@@ -357,7 +365,16 @@ mod tests {
         if let Some(r) = rank {
             c.env("RANK", r);
         }
-        c.spawn().unwrap()
+        let child = c.spawn().unwrap();
+        // Until it has exec'd, /proc shows this test's environment (bounded wait).
+        let comm = format!("/proc/{}/comm", child.id());
+        let began = std::time::Instant::now();
+        while std::fs::read_to_string(&comm).is_ok_and(|c| c.trim() != "sleep")
+            && began.elapsed() < crate::bounded_wait::HANG
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        child
     }
 
     #[test]
@@ -389,6 +406,43 @@ mod tests {
             Ok(_) => panic!("another wake"),
             Err(e) => panic!("no rank ended: {e}"),
         }
+    }
+
+    #[test]
+    fn a_rank_seen_before_its_exec_is_learned_after_it() {
+        let (tx, _rx) = std::sync::mpsc::channel::<Wake>();
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut watch = RankWatch::new(Duration::from_secs(1));
+        let mut zero = sleeper(Some("0"));
+        // Without a rank until it execs the one that carries RANK=1 (as a launcher's child
+        // between its fork and its exec).
+        let mut late = std::process::Command::new("sh")
+            .args(["-c", "read _; exec env RANK=1 sleep 30"])
+            .env_remove("RANK")
+            .env_remove("LOCAL_RANK")
+            .env_remove("SLURM_PROCID")
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        watch.discover(&[zero.id(), late.id()], &tx, &stop);
+        let before = watch.live().count();
+        drop(late.stdin.take());
+        let comm = format!("/proc/{}/comm", late.id());
+        let began = std::time::Instant::now();
+        while std::fs::read_to_string(&comm).is_ok_and(|c| c.trim() != "sleep")
+            && began.elapsed() < crate::bounded_wait::HANG
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        watch.discover(&[zero.id(), late.id()], &tx, &stop);
+        let after: Vec<(u32, u32)> = watch.live().map(|w| (w.rank, w.pid)).collect();
+        stop.store(true, Ordering::Relaxed);
+        for c in [&mut zero, &mut late] {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        assert_eq!(before, 0, "one rank alone is not watched");
+        assert_eq!(after, vec![(0, zero.id()), (1, late.id())]);
     }
 
     #[test]
