@@ -68,3 +68,63 @@ fn sigkill_by_the_oom_killer_is_oom_killed() {
     assert_eq!(json["signature"], "oom_killed", "{json}");
     assert_eq!(json["exit"]["signal"], 9);
 }
+
+/// A SIGKILL is `oom_killed` only when the kernel log says so about this process, written while it
+/// was watched: an earlier OOM victim that had the same pid is somebody else. CI once gave a
+/// false `oom_killed` for `sh -c 'exit 137'`, whose pid an OOM-killed `python3` of this file had
+/// held. Here the pid is handed on deliberately: the victim's pid is set as the next one to give
+/// (`ns_last_pid`, root only) before each run, until the command gets it.
+#[test]
+fn an_earlier_victim_with_the_same_pid_is_not_this_process() {
+    use std::os::unix::process::ExitStatusExt;
+    let Some(procs) = limited_cgroup(
+        &format!("firedup-test-reuse-{}", std::process::id()),
+        200 << 20,
+    ) else {
+        eprintln!("skipped: no writable memory cgroup on this machine");
+        return;
+    };
+    let script = format!(
+        "echo $$ > {} && exec python3 -c 'b = bytearray(1 << 30)'",
+        procs.display()
+    );
+    let victim = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .spawn()
+        .unwrap();
+    let pid = victim.id();
+    let status = victim.wait_with_output().unwrap().status;
+    let _ = std::fs::remove_dir(procs.parent().unwrap());
+    if status.signal() != Some(9) {
+        eprintln!("skipped: the allocation was not OOM-killed here ({status})");
+        return;
+    }
+    let env = Env::new();
+    // How many pids a run takes before its command's (firedup's threads, the supervisor): learnt
+    // from each run, so the next one lands on the victim's pid.
+    let mut before = 1;
+    for _ in 0..20 {
+        if std::fs::write("/proc/sys/kernel/ns_last_pid", (pid - before).to_string()).is_err() {
+            eprintln!("skipped: cannot set the next pid here (ns_last_pid)");
+            return;
+        }
+        let r = env.firedup(&[
+            "run", "--json", "--until", "exit", "--", "sh", "-c", "exit 137",
+        ]);
+        assert_eq!(
+            (r.verdict(), r.signature()),
+            ("killed", Some("sigkill")),
+            "the command had pid {} (the victim {pid}): {}",
+            r.json["pid"],
+            r.explain()
+        );
+        let Some(got) = r.json["pid"].as_u64().map(|p| p as u32) else {
+            panic!("no pid: {}", r.explain());
+        };
+        if got == pid {
+            return;
+        }
+        before = (got + before).saturating_sub(pid).clamp(1, pid - 1);
+    }
+    eprintln!("skipped: no run got the victim's pid {pid} in 20 tries (other processes forked)");
+}

@@ -34,6 +34,7 @@ use crate::rundir::ExitRecord;
 use crate::target::Target;
 use crate::verdict::ExitInfo;
 
+mod kernel_log;
 mod oom_evidence;
 mod rank_watch;
 mod wake_sources;

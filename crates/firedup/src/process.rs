@@ -318,8 +318,8 @@ pub fn cmdline(pid: u32) -> String {
         .unwrap_or_default()
 }
 
-/// The OOM-kill counter file of the memory cgroup holding `pid` (cgroup v2 `memory.events`, or v1
-/// `memory.oom_control`), with its current count.
+/// The OOM-kill counter file of the memory cgroup holding `pid` (cgroup v2 `memory.events.local`,
+/// else `memory.events`, or v1 `memory.oom_control`), with its current count.
 pub fn cgroup_oom_kills(pid: u32) -> Option<(String, u64)> {
     let cg = fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
     let mut candidates = Vec::new();
@@ -327,6 +327,8 @@ pub fn cgroup_oom_kills(pid: u32) -> Option<(String, u64)> {
         let mut parts = line.splitn(3, ':');
         let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
         if controllers.is_empty() {
+            // The cgroup's own count first: the hierarchical one also counts kills below it.
+            candidates.push(format!("/sys/fs/cgroup{path}/memory.events.local"));
             candidates.push(format!("/sys/fs/cgroup{path}/memory.events"));
         } else if controllers.split(',').any(|c| c == "memory") {
             candidates.push(format!("/sys/fs/cgroup/memory{path}/memory.oom_control"));
