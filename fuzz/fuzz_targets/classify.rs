@@ -33,7 +33,10 @@ fn classifier() -> &'static Classifier {
 
 fuzz_target!(|data: &[u8]| {
     let c = classifier();
-    for text in [String::from_utf8_lossy(data).into_owned(), clean_text(data).into_owned()] {
+    for text in [
+        String::from_utf8_lossy(data).into_owned(),
+        clean_text(data).into_owned(),
+    ] {
         let a = c.classify(&text);
         let b = c.classify(&text);
         assert_eq!(a, b, "classification is not deterministic for {text:?}");
