@@ -128,3 +128,52 @@ fn an_earlier_victim_with_the_same_pid_is_not_this_process() {
     }
     eprintln!("skipped: no run got the victim's pid {pid} in 20 tries (other processes forked)");
 }
+
+/// A rank OOM-killed (not the watched process): the run is `killed`/`oom_killed` on that rank.
+/// Rank 1 joins a memory-limited cgroup and allocates past it; rank 0 waits; the launcher reaps
+/// rank 1, stops rank 0 and exits 1, as a launcher whose worker died does.
+#[test]
+fn a_rank_killed_by_the_oom_killer_is_oom_killed_on_that_rank() {
+    let Some(procs) = limited_cgroup(
+        &format!("firedup-test-rank-{}", std::process::id()),
+        200 << 20,
+    ) else {
+        eprintln!("skipped: no writable memory cgroup on this machine");
+        return;
+    };
+    let env = Env::new();
+    let launcher = format!(
+        "RANK=0 sleep 60 & r0=$!; \
+         RANK=1 sh -c 'echo $$ > {} && sleep 2 && exec python3 -c \"b = bytearray(1 << 30)\"' & r1=$!; \
+         wait $r1; echo \"rank 1 ended with $?\"; kill $r0; exit 1",
+        procs.display()
+    );
+    let r = env.firedup(&[
+        "run", "--json", "--until", "exit", "--", "sh", "-c", &launcher,
+    ]);
+    let _ = std::fs::remove_dir(procs.parent().unwrap());
+    if r.json["signature"] == "sigkill"
+        && r.json["reason"]
+            .as_str()
+            .is_some_and(|s| !s.contains("OOM"))
+    {
+        // Where the kernel log cannot be read and the cgroup is not the watched one's, nothing
+        // shows the OOM killer: a plain SIGKILL is the true verdict there.
+        if std::fs::File::open("/dev/kmsg").is_err() {
+            eprintln!("skipped: the kernel log cannot be read here");
+            return;
+        }
+    }
+    assert_eq!(
+        (r.verdict(), r.signature(), r.json["rank"].as_u64()),
+        ("killed", Some("oom_killed"), Some(1)),
+        "{}",
+        r.explain()
+    );
+    assert_eq!(
+        r.json["exit"]["signal"],
+        9,
+        "the rank's exit: {}",
+        r.explain()
+    );
+}

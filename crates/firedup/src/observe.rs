@@ -305,7 +305,12 @@ impl LocalObserver {
                 self.ranks.discover(&tree, &self.tx, &self.stop);
             }
             if sample {
-                self.oom.sample();
+                self.oom.sample(&tree);
+                // A process of the run OOM-killed (a worker, a rank): the judge takes its
+                // SIGKILL, or the watched one's, for the OOM killer's.
+                if let Some(evidence) = self.oom.news() {
+                    out.push((self.now(), Observation::OomEvidence(evidence)));
+                }
                 let (cpu, read) = process::usage_of(&tree);
                 self.ranks.usage_sample(cpu);
                 out.push((
@@ -343,10 +348,10 @@ impl LocalObserver {
         for o in rest {
             out.push((now, o));
         }
-        if exit.and_then(|e| e.effective_signal()) == Some(9) {
-            if let Some(evidence) = self.oom.evidence() {
-                out.push((now, Observation::OomEvidence(evidence)));
-            }
+        // The kernel's last word before the exit decides: the watched process's SIGKILL, or a
+        // worker's or rank's the judge knows of, may have been the OOM killer's.
+        if let Some(evidence) = self.oom.evidence() {
+            out.push((now, Observation::OomEvidence(evidence)));
         }
         out.push((now, Observation::Exited(exit)));
         self.exit_reported = true;

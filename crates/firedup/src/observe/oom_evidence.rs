@@ -1,64 +1,88 @@
-//! Evidence that the kernel's OOM killer, not someone else, sent a watched process its SIGKILL.
+//! Evidence that the kernel's OOM killer, not someone else, sent a process of the run its SIGKILL:
+//! the watched process, or any process of its tree (a vLLM worker, an sglang scheduler, a rank).
 //!
-//! Two witnesses, in order: the memory cgroup's `oom_kill` counter of the process's own cgroup
-//! rising since the watch began, and the kernel log's `Killed process PID (COMM)` line. The kernel
-//! log is shared by the whole machine and outlives processes, so its line counts only when it is
-//! about *this* process:
+//! Two witnesses, in order: the memory cgroup's `oom_kill` counter of the watched process's own
+//! cgroup rising since the watch began, and the kernel log's `Killed process PID (COMM)` line. The
+//! kernel log is shared by the whole machine and outlives processes, so its line counts only when
+//! it is about a process *of this run*:
 //! - logged after the watch began ([`KernelLogTail`]: read from where the log stood then, so an
 //!   earlier victim that had the same pid is never read; the test suite kills a `python3` under a
 //!   cgroup limit and a later `sh` got its pid);
-//! - naming a command the process was seen running (in a container the kernel log carries the
-//!   host's pids, which can equal ours and mean another process).
+//! - naming a pid of the run's tree alive at one of the last two samples (a pid gone longer ago
+//!   may belong to somebody else by now);
+//! - where the kernel's pids are not ours (a container: the kernel log carries the host's pids,
+//!   which can equal ours and mean another process), naming a command that process was seen
+//!   running too.
 //!
-//! The cgroup counter is the cgroup's own (`memory.events.local` on cgroup v2): the hierarchical
-//! count also rises for a kill in any cgroup below, which is somebody else.
+//! The cgroup counter is the cgroup's own (`memory.events.local` on cgroup v2; v1 counts locally):
+//! the hierarchical count also rises for a kill in any cgroup below, which is somebody else.
 //!
 //! Where the kernel log cannot be read there is no kernel evidence: a false `oom_killed` is worse
 //! than a `sigkill` that does not say why.
 
+use std::collections::HashMap;
+
 use super::kernel_log::KernelLogTail;
 use crate::process;
 
-/// What is known about one watched process to recognise its OOM kill.
+/// The processes seen at one sample, each with the command names it was seen with (a process may
+/// exec another).
+type Seen = HashMap<u32, Vec<String>>;
+
+/// What is known about one watched run to recognise an OOM kill of its processes.
 #[derive(Debug)]
 pub(crate) struct OomWitness {
-    pid: Option<u32>,
     /// The memory cgroup's counter file and its count when the watch began.
     cgroup_baseline: Option<(String, u64)>,
     /// The kernel log from when the watch began.
     kernel_log: Option<KernelLogTail>,
+    /// The kernel's pids are this process's (the initial pid namespace: no container between).
+    kernel_pids_are_ours: bool,
     /// The kernel's OOM-kill lines logged since then.
     kills: Vec<String>,
-    /// The command names (`/proc/PID/comm`) the process was seen with; it may exec.
-    comms: Vec<String>,
+    /// The run's processes alive at the last sample.
+    current: Seen,
+    /// Those alive at the sample before, gone at the last (their kill may be read only now).
+    earlier: Seen,
+    /// Evidence was handed on already: once is enough.
+    told: bool,
 }
 
 impl OomWitness {
-    /// Takes the baseline of the process `pid` as the watch begins.
+    /// Takes the baseline of the run whose first process is `pid` as the watch begins.
     pub(crate) fn new(pid: Option<u32>) -> OomWitness {
         let mut w = OomWitness {
-            pid,
             cgroup_baseline: pid.and_then(process::cgroup_oom_kills),
             kernel_log: pid.and_then(|_| KernelLogTail::open()),
+            kernel_pids_are_ours: in_initial_pid_namespace(),
             kills: Vec::new(),
-            comms: Vec::new(),
+            current: Seen::new(),
+            earlier: Seen::new(),
+            told: false,
         };
-        w.sample();
+        let first: Vec<u32> = pid.into_iter().collect();
+        w.sample(&first);
         w
     }
 
-    /// Notes the process's current command name (called while it runs: it may exec another) and
-    /// keeps the kernel's OOM-kill lines logged since the last look (the kernel log is a ring:
-    /// read often, nothing is lost to it).
-    pub(crate) fn sample(&mut self) {
-        let Some(pid) = self.pid else { return };
-        if let Ok(comm) = std::fs::read_to_string(format!("/proc/{pid}/comm")) {
-            let comm = comm.trim_end_matches('\n').to_string();
-            if !comm.is_empty() && !self.comms.contains(&comm) {
-                self.comms.push(comm);
-            }
-        }
+    /// Notes the run's processes (`tree`, just read) with their command names, and keeps the
+    /// kernel's OOM-kill lines logged since the last look (the kernel log is a ring: read often,
+    /// nothing is lost to it).
+    pub(crate) fn sample(&mut self, tree: &[u32]) {
         self.read_kernel_log();
+        let mut current = Seen::with_capacity(tree.len());
+        for &pid in tree {
+            let mut comms = self.current.remove(&pid).unwrap_or_default();
+            if let Ok(comm) = std::fs::read_to_string(format!("/proc/{pid}/comm")) {
+                let comm = comm.trim_end_matches('\n').to_string();
+                if !comm.is_empty() && !comms.contains(&comm) {
+                    comms.push(comm);
+                }
+            }
+            current.insert(pid, comms);
+        }
+        // What is left of the last sample is gone now.
+        self.earlier = std::mem::replace(&mut self.current, current);
     }
 
     fn read_kernel_log(&mut self) {
@@ -72,36 +96,65 @@ impl OomWitness {
         }
     }
 
-    /// The evidence, in words, that the process's SIGKILL came from the OOM killer; `None` when
-    /// nothing shows it.
-    pub(crate) fn evidence(&mut self) -> Option<String> {
-        if let Some((path, before)) = &self.cgroup_baseline {
-            if let Some(after) = process::cgroup_oom_kills_at(path) {
-                if after > *before {
-                    return Some(format!("{path} counted {} OOM kill(s)", after - before));
-                }
-            }
+    /// New evidence, in words, that the OOM killer killed a process of the run since the watch
+    /// began; `None` when nothing shows it, or once it was told.
+    pub(crate) fn news(&mut self) -> Option<String> {
+        if self.told {
+            return None;
         }
-        let pid = self.pid?;
+        let found = self.cgroup_count().or_else(|| {
+            oom_kill_line(
+                &self.kills,
+                &[&self.current, &self.earlier],
+                self.kernel_pids_are_ours,
+            )
+            .map(str::to_string)
+        });
+        self.told = found.is_some();
+        found
+    }
+
+    /// Once the watched process has ended by SIGKILL: the evidence that it was the OOM killer,
+    /// unless it was told already (the kernel log is read one last time first).
+    pub(crate) fn evidence(&mut self) -> Option<String> {
         self.read_kernel_log();
-        oom_kill_line(&self.kills, pid, &self.comms).map(str::to_string)
+        self.news()
+    }
+
+    fn cgroup_count(&self) -> Option<String> {
+        let (path, before) = self.cgroup_baseline.as_ref()?;
+        let after = process::cgroup_oom_kills_at(path)?;
+        (after > *before).then(|| format!("{path} counted {} OOM kill(s)", after - before))
     }
 }
 
-/// The newest of the kernel's `messages` that says the OOM killer killed `pid`, naming one of
-/// `comms` (any name when none was seen: the process ended before it could be looked at).
-pub(crate) fn oom_kill_line<'a>(
+/// Whether this process is in the initial pid namespace, where the kernel log's pids are ours
+/// (its inode number is fixed: `PROC_PID_INIT_INO`).
+fn in_initial_pid_namespace() -> bool {
+    std::fs::read_link("/proc/self/ns/pid").is_ok_and(|l| l.as_os_str() == "pid:[4026531836]")
+}
+
+/// The newest of the kernel's `messages` saying the OOM killer killed one of the run's processes
+/// (`run`, the samples that count). Where the kernel's pids are not ours (`pids_are_ours` false),
+/// the command the line names must be one the process was seen with, when any was seen.
+fn oom_kill_line<'a>(
     messages: &'a [String],
-    pid: u32,
-    comms: &[String],
+    run: &[&Seen],
+    pids_are_ours: bool,
 ) -> Option<&'a str> {
-    let needle = format!("Killed process {pid} (");
     messages.iter().rev().find_map(|text| {
-        let at = text.find(&needle)?;
-        let rest = &text[at + needle.len()..];
-        let comm = &rest[..rest.find(')')?];
-        (comms.is_empty() || comms.iter().any(|c| c == comm)).then_some(text.as_str())
+        let (pid, comm) = killed_process(text)?;
+        let comms = run.iter().find_map(|seen| seen.get(&pid))?;
+        let named = pids_are_ours || comms.is_empty() || comms.iter().any(|c| c == comm);
+        named.then_some(text.as_str())
     })
+}
+
+/// The pid and command of a kernel `Killed process PID (COMM)` line.
+fn killed_process(text: &str) -> Option<(u32, &str)> {
+    let rest = &text[text.find("Killed process ")? + "Killed process ".len()..];
+    let (pid, rest) = rest.split_once(" (")?;
+    Some((pid.parse().ok()?, &rest[..rest.find(')')?]))
 }
 
 #[cfg(test)]
@@ -110,47 +163,96 @@ mod tests {
 
     const KILL_14242: &str = "Memory cgroup out of memory: Killed process 14242 (python3) total-vm:1065148kB, anon-rss:198528kB, file-rss:6608kB, shmem-rss:0kB, UID:0 pgtables:452kB oom_score_adj:0";
 
-    fn strings(names: &[&str]) -> Vec<String> {
-        names.iter().map(|s| s.to_string()).collect()
+    fn seen(entries: &[(u32, &[&str])]) -> Seen {
+        entries
+            .iter()
+            .map(|(pid, comms)| (*pid, comms.iter().map(|c| c.to_string()).collect()))
+            .collect()
     }
 
     #[test]
-    fn a_kernel_oom_line_counts_only_for_this_process() {
-        let cases: &[(&str, u32, Vec<String>, bool)] = &[
-            // (why, pid, comms seen, counts)
-            ("its pid, its name", 14242, strings(&["python3"]), true),
+    fn a_kernel_oom_line_counts_only_for_a_process_of_the_run() {
+        let none: &[&str] = &[];
+        let cases: &[(&str, Seen, bool, bool)] = &[
+            // (why, the run's processes seen, the kernel's pids are ours, counts)
             (
-                "a name it exec'd from",
-                14242,
-                strings(&["sh", "python3"]),
+                "its pid, its name",
+                seen(&[(14242, &["python3"])]),
+                false,
                 true,
             ),
-            ("no name seen", 14242, vec![], true),
             (
-                "another command with the same pid",
-                14242,
-                strings(&["sh"]),
+                "a name it exec'd from",
+                seen(&[(14242, &["sh", "python3"])]),
+                false,
+                true,
+            ),
+            ("no name seen", seen(&[(14242, none)]), false, true),
+            (
+                "a worker of the run",
+                seen(&[(1, &["sh"]), (14242, &["python3"])]),
+                false,
+                true,
+            ),
+            (
+                "another name, in a container",
+                seen(&[(14242, &["sh"])]),
+                false,
                 false,
             ),
-            ("another pid", 1424, strings(&["python3"]), false),
-            ("a pid that the victim's starts with", 142, vec![], false),
+            (
+                "exec'd after the last look, no container",
+                seen(&[(14242, &["sh"])]),
+                true,
+                true,
+            ),
+            (
+                "not a process of the run",
+                seen(&[(1424, &["python3"])]),
+                true,
+                false,
+            ),
+            (
+                "a pid that the victim's starts with",
+                seen(&[(142, none)]),
+                true,
+                false,
+            ),
+            ("no process seen", Seen::new(), true, false),
         ];
-        let log = strings(&[KILL_14242]);
-        for (why, pid, seen, counts) in cases {
-            let got = oom_kill_line(&log, *pid, seen);
+        let log = vec![KILL_14242.to_string()];
+        for (why, run, ours, counts) in cases {
+            let got = oom_kill_line(&log, &[run], *ours);
             assert_eq!(got.is_some(), *counts, "{why}: {got:?}");
         }
     }
 
     #[test]
-    fn the_newest_matching_line_wins() {
-        let log = strings(&[
+    fn the_newest_matching_line_wins_and_a_process_gone_since_the_sample_before_counts() {
+        let log: Vec<String> = [
             "Out of memory: Killed process 7 (redis-server) total-vm:1kB",
             KILL_14242,
             "Out of memory: Killed process 14242 (python3) total-vm:2kB",
-        ]);
-        let got = oom_kill_line(&log, 14242, &[]).unwrap();
+        ]
+        .map(str::to_string)
+        .to_vec();
+        let now = seen(&[(1, &["sh"])]);
+        let before = seen(&[(14242, &["python3"])]);
+        let got = oom_kill_line(&log, &[&now, &before], false).unwrap();
         assert!(got.ends_with("total-vm:2kB"), "{got}");
-        assert_eq!(oom_kill_line(&[], 14242, &[]), None);
+        assert_eq!(oom_kill_line(&[], &[&before], true), None);
+    }
+
+    #[test]
+    fn a_witness_tells_once() {
+        let mut w = OomWitness::new(Some(std::process::id()));
+        w.kills.push(format!(
+            "Out of memory: Killed process {} (x) total-vm:1kB",
+            std::process::id()
+        ));
+        w.kernel_pids_are_ours = true;
+        assert!(w.news().is_some());
+        assert_eq!(w.news(), None);
+        assert_eq!(w.evidence(), None);
     }
 }

@@ -27,6 +27,8 @@ enum Extra {
     RankEnded(u64, u32, ExitInfo),
     /// Rank R was seen outside a collective, before line N.
     Outside(u64, u32),
+    /// The kernel or the cgroup showed an OOM kill of a process of the run, before line N.
+    Oom(u64),
 }
 
 /// Feeds `log` (one line a millisecond, with `extra` observations where they fall), then the
@@ -59,6 +61,14 @@ fn judge(log: &str, extra: &[Extra], exit: Option<ExitInfo>) -> Judgement {
                             rank: *rank,
                             evidence: "wchan futex_wait_queue, no collective in its stack".into(),
                         },
+                    );
+                }
+                Extra::Oom(n) if *n == number => {
+                    j.observe(
+                        Duration::from_millis(at),
+                        Observation::OomEvidence(
+                            "Memory cgroup out of memory: Killed process 101 (python3)".into(),
+                        ),
                     );
                 }
                 _ => {}
@@ -242,6 +252,21 @@ fn live_rank_endings_and_stacks_name_the_rank_the_log_cannot() {
         "sigkill live",
         &got,
         &want(Killed, Some(Sigkill), Some(1), Some(18), signal(9)),
+    );
+    // The same, with the kernel's word that the OOM killer did it (a rank, not the watched
+    // process): the rank's SIGKILL is the OOM killer's.
+    let got = judge(
+        torchrun_log("sigkill"),
+        &[
+            Extra::Oom(7),
+            Extra::RankEnded(7, 1, ExitInfo::signal(9, false)),
+        ],
+        code(1),
+    );
+    check(
+        "sigkill live, OOM evidence",
+        &got,
+        &want(Killed, Some(OomKilled), Some(1), Some(18), signal(9)),
     );
 }
 
