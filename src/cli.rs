@@ -14,7 +14,7 @@ use crate::judge_args::JudgeArgs;
 use crate::profiles_cmd::ProfilesAction;
 use crate::remote::HostSpec;
 use crate::verdict::USAGE_EXIT_CODE;
-use firedup::host::{Host, LocalHost, LogFrom, SlurmHost, SshHost};
+use firedup::host::{Host, LocalHost, LogFrom, SlurmHost, SlurmLoginHost, SshHost};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -234,6 +234,12 @@ pub enum Command {
     Agent,
     #[command(name = "__remote-launch", hide = true)]
     RemoteLaunch,
+    /// `run --slurm --host`: the login node submits (the request on stdin).
+    #[command(name = "__slurm-submit", hide = true)]
+    SlurmSubmit,
+    /// `watch --slurm-job --host`: the login node says where the job writes.
+    #[command(name = "__slurm-job", hide = true)]
+    SlurmJob { job_id: String },
     #[command(name = "__meta", hide = true)]
     Meta { run_id: String },
     #[command(name = "__cell-finish", hide = true)]
@@ -275,24 +281,15 @@ pub fn main() -> i32 {
 }
 
 /// The host a command about run `run_id` acts on: `--host`, else Slurm for a run submitted with
-/// `run --slurm` (its record names the job) or `--slurm-job`, else this machine.
-fn run_host(remote: &RemoteArgs, run_id: Option<&str>, slurm_job: bool) -> Result<Arc<dyn Host>> {
+/// `run --slurm` (its record names the job), else this machine.
+fn run_host(remote: &RemoteArgs, run_id: Option<&str>) -> Result<Arc<dyn Host>> {
     if remote.host.is_some() {
-        if slurm_job {
-            anyhow::bail!(
-                "--host with --slurm-job is not supported yet: run firedup on the login node"
-            );
-        }
+        // The host's firedup finds a Slurm run there by its record.
         return remote.host();
     }
-    let submitted = run_id
-        .and_then(|id| crate::rundir::RunDir::open(id).ok())
-        .and_then(|r| r.meta().ok())
-        .is_some_and(|m| m.job.is_some());
-    Ok(if submitted || slurm_job {
-        Arc::new(SlurmHost::default())
-    } else {
-        Arc::new(LocalHost)
+    Ok(match run_id {
+        Some(id) => Arc::from(firedup::host::of_run_here(id)),
+        None => Arc::new(LocalHost),
     })
 }
 
@@ -317,11 +314,6 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 crate::rundir::check_name(n)?;
             }
             if slurm {
-                if remote.host.is_some() {
-                    anyhow::bail!(
-                        "--host with --slurm is not supported yet: run firedup on the login node"
-                    );
-                }
                 if notify {
                     firedup::host::slurm::refuse_with("--notify")?;
                 }
@@ -337,10 +329,10 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 name,
                 command,
             };
-            let host: Arc<dyn Host> = if slurm {
-                Arc::new(SlurmHost::new(sbatch_arg))
-            } else {
-                remote.host()?
+            let host: Arc<dyn Host> = match (slurm, remote.ssh_host()?) {
+                (true, Some(login)) => Arc::new(SlurmLoginHost::new(login, sbatch_arg)),
+                (true, None) => Arc::new(SlurmHost::new(sbatch_arg)),
+                (false, _) => remote.host()?,
             };
             crate::run_cmd::run(host, &judge, args)
         }
@@ -353,27 +345,32 @@ fn dispatch(cli: Cli) -> Result<i32> {
             from_end,
             from_start,
             remote,
-        } => crate::watch_cmd::watch(
-            run_host(&remote, run_id.as_deref(), slurm_job.is_some())?.as_ref(),
-            &judge,
-            slurm_job,
-            run_id,
-            log,
-            pid,
-            LogFrom {
-                start: from_start,
-                end: from_end,
-            },
-        ),
+        } => {
+            let job = match slurm_job {
+                Some(id) => Some(crate::watch_cmd::JobToWatch {
+                    id,
+                    login: remote.ssh_host()?,
+                }),
+                None => None,
+            };
+            crate::watch_cmd::watch(
+                run_host(&remote, run_id.as_deref())?.as_ref(),
+                &judge,
+                job,
+                run_id,
+                log,
+                pid,
+                LogFrom {
+                    start: from_start,
+                    end: from_end,
+                },
+            )
+        }
         Command::Stop {
             run_id,
             grace,
             remote,
-        } => crate::runs_cmd::stop(
-            run_host(&remote, Some(&run_id), false)?.as_ref(),
-            &run_id,
-            &grace,
-        ),
+        } => crate::runs_cmd::stop(run_host(&remote, Some(&run_id))?.as_ref(), &run_id, &grace),
         Command::Ps { json, all, remote } => match remote.ssh_host()? {
             Some(host) => {
                 let mut args = vec!["ps"];
@@ -423,6 +420,8 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Agent => crate::hidden_commands::agent(),
         Command::RemoteLaunch => crate::hidden_commands::remote_launch(),
         Command::Meta { run_id } => crate::hidden_commands::meta(&run_id),
+        Command::SlurmSubmit => crate::hidden_commands::slurm_submit(),
+        Command::SlurmJob { job_id } => crate::hidden_commands::slurm_job(&job_id),
         Command::CellFinish => crate::matrix::host_side::cell_finish(),
         Command::CellCancel { run_id } => crate::matrix::host_side::cell_cancel(&run_id),
         Command::CellBefore { port } => crate::matrix::host_side::cell_before(port),

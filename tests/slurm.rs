@@ -7,93 +7,14 @@
 
 mod common;
 
-use std::process::Command;
-use std::time::{Duration, Instant};
-
+use common::slurm::{node, processes_of, running_job, sh, slurm};
 use common::{Env, Run};
-
-/// Whether a Slurm answers here; see the module doc.
-fn slurm() -> bool {
-    let ok = std::env::var_os("SLURM_CONF").is_some()
-        && Command::new("sinfo")
-            .args(["-h", "-o", "%t"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var("FIREDUP_TEST_REQUIRE_SLURM").as_deref() != Ok("1"),
-            "FIREDUP_TEST_REQUIRE_SLURM=1 but no Slurm answers: start one with `bash tests/slurm/cluster.sh start DIR` and export SLURM_CONF=DIR/slurm.conf"
-        );
-        eprintln!(
-            "skipped: no Slurm here (bash tests/slurm/cluster.sh start DIR; export SLURM_CONF=DIR/slurm.conf)"
-        );
-    }
-    ok
-}
-
-/// This machine's short host name: the cluster's only node.
-fn node() -> String {
-    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    name.trim()
-        .split('.')
-        .next()
-        .unwrap_or_default()
-        .to_string()
-}
-
-fn sh(cmd: &str) -> String {
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(cmd)
-        .output()
-        .expect("sh runs");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 /// `firedup run --slurm --json ARGS`.
 fn run(env: &Env, args: &[&str]) -> Run {
     let mut all = vec!["run", "--slurm", "--json"];
     all.extend_from_slice(args);
     env.firedup(&all)
-}
-
-/// Polls `what` until it is `Some` or `bound` passes.
-fn wait_for<T>(bound: Duration, mut what: impl FnMut() -> Option<T>) -> Option<T> {
-    let deadline = Instant::now() + bound;
-    loop {
-        if let Some(v) = what() {
-            return Some(v);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// The id of the job named `name`, once it runs.
-fn running_job(name: &str) -> Option<String> {
-    wait_for(Duration::from_secs(60), || {
-        let line = sh(&format!("squeue -h -n {name} -o '%i %T'"));
-        let (id, state) = line.split_once(' ')?;
-        (state == "RUNNING").then(|| id.to_string())
-    })
-}
-
-/// Processes on this machine carrying `FIREDUP_RUN_ID=run_id`.
-fn processes_of(run_id: &str) -> Vec<u32> {
-    let want = format!("FIREDUP_RUN_ID={run_id}");
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|b| b.split(|c| *c == 0).any(|e| e == want.as_bytes()))
-        })
-        .filter(|pid| common::alive(u64::from(*pid)))
-        .collect()
 }
 
 fn job(r: &Run) -> &serde_json::Value {

@@ -1,0 +1,210 @@
+//! Slurm through a login node over SSH (`--host LOGIN` with `run --slurm`, `watch --slurm-job`,
+//! `ps`, `stop`): the real binary, the real sshd of tests/common/sshd.rs (the "login node" is
+//! this machine reached as another login, its sessions given the cluster's `SLURM_CONF`) and the
+//! real single-node Slurm of tests/slurm/cluster.sh. The scheduler's commands, the job's log and
+//! the run directory are the login node's (`FIREDUP_REMOTE_STATE_DIR`); this firedup judges.
+//! Skipped without a Slurm unless `FIREDUP_TEST_REQUIRE_SLURM=1` (see tests/common/slurm.rs).
+//!
+//! Every firedup call is bounded (`--timeout`, or a bounded wait); no test asserts a duration.
+
+mod common;
+
+use common::slurm::{processes_of, sh, slurm};
+use common::sshd::Sshd;
+use common::{Env, Run};
+
+/// A login node: the sshd, and the state directory firedup has there.
+struct Login {
+    env: Env,
+    sshd: Sshd,
+}
+
+impl Login {
+    fn start() -> Login {
+        let conf = std::env::var("SLURM_CONF").unwrap_or_default();
+        Login {
+            env: Env::new(),
+            sshd: Sshd::start_with_env(&[("SLURM_CONF", &conf)]),
+        }
+    }
+
+    /// `firedup SUBCOMMAND --host fdtest REST...`.
+    fn fd(&self, args: &[&str]) -> Run {
+        let mut all = vec![args[0], "--host", "fdtest"];
+        all.extend(&args[1..]);
+        let config = self.sshd.config_path();
+        let state = self.env.path("login-state");
+        self.env.cmd_json(
+            &all,
+            &[
+                ("FIREDUP_SSH_CONFIG", config.to_str().unwrap()),
+                ("FIREDUP_REMOTE_STATE_DIR", state.to_str().unwrap()),
+                // Nothing here may reach Slurm but through the login node.
+                ("SLURM_CONF", "/nonexistent/slurm.conf"),
+            ],
+        )
+    }
+
+    /// The run directory of `id` on the login node.
+    fn run_dir(&self, id: &str) -> std::path::PathBuf {
+        self.env.path("login-state").join("runs").join(id)
+    }
+}
+
+fn job(r: &Run) -> &serde_json::Value {
+    &r.json["job"]
+}
+
+#[test]
+fn a_server_job_through_the_login_node_becomes_ready_and_stop_cancels_it() {
+    if !slurm() {
+        return;
+    }
+    let login = Login::start();
+    let port = common::free_port().to_string();
+    let r = login.fd(&[
+        "run",
+        "--slurm",
+        "--json",
+        "--ready-line",
+        "Serving HTTP",
+        "--timeout",
+        "2m",
+        "--",
+        "python3",
+        "-u",
+        "-m",
+        "http.server",
+        &port,
+        "--bind",
+        "127.0.0.1",
+    ]);
+    let explain = r.explain();
+    assert_eq!(r.verdict(), "ready", "{explain}");
+    assert_eq!(r.json["host"], "fdtest", "{explain}");
+    assert_eq!(job(&r)["state"], "RUNNING", "{explain}");
+    let id = job(&r)["id"].as_str().unwrap_or_default().to_string();
+    assert!(!id.is_empty(), "{explain}");
+    let run_id = r.run_id().to_string();
+    // The run's record, script and log are the login node's.
+    let dir = login.run_dir(&run_id);
+    assert!(
+        dir.join("job.sh").exists(),
+        "no job.sh in {dir:?}\n{explain}"
+    );
+    let meta: serde_json::Value =
+        serde_json::from_str(&common::file_text(&dir.join("meta.json"))).unwrap_or_default();
+    assert_eq!(
+        meta["job"]["id"],
+        id.as_str(),
+        "the login node's record names the job\n{meta}\n{explain}"
+    );
+    assert!(!processes_of(&run_id).is_empty(), "{explain}");
+    let ps = login.fd(&["ps", "--json"]);
+    assert!(
+        ps.stdout.contains(&run_id),
+        "ps --host lists it: {}",
+        ps.explain()
+    );
+    let stop = login.fd(&["stop", &run_id]);
+    assert_eq!(stop.code, 0, "{}", stop.explain());
+    assert!(
+        stop.stdout.contains(&format!("cancelled Slurm job {id}"))
+            && stop.stdout.contains("squeue"),
+        "the stop cancels and says what it checked: {}",
+        stop.explain()
+    );
+    let queued = sh(&format!("squeue -h -j {id} -o %T"));
+    assert!(
+        queued.is_empty() || queued == "CANCELLED",
+        "job {id} still queued: {queued}"
+    );
+    assert_eq!(processes_of(&run_id), Vec::<u32>::new(), "processes left");
+    // A later watch of the run, through the login node, judges how it ended.
+    let w = login.fd(&["watch", &run_id, "--json", "--timeout", "1m"]);
+    assert_eq!(job(&w)["id"], id.as_str(), "{}", w.explain());
+    assert_eq!(job(&w)["state"], "CANCELLED", "{}", w.explain());
+    assert_eq!(
+        w.signature(),
+        Some("terminated"),
+        "firedup's own cancel: {}",
+        w.explain()
+    );
+}
+
+#[test]
+fn an_oom_killed_job_through_the_login_node_is_killed_oom_killed() {
+    if !slurm() {
+        return;
+    }
+    let login = Login::start();
+    let r = login.fd(&[
+        "run",
+        "--slurm",
+        "--json",
+        "--until",
+        "exit",
+        "--timeout",
+        "2m",
+        "--sbatch-arg=--mem=100M",
+        "--",
+        "python3",
+        "-c",
+        "b = bytearray(1 << 30); print(len(b))",
+    ]);
+    let explain = r.explain();
+    assert_eq!(
+        (r.verdict(), r.signature()),
+        ("killed", Some("oom_killed")),
+        "{explain}"
+    );
+    assert_eq!(job(&r)["state"], "OUT_OF_MEMORY", "{explain}");
+    // The decisive line is slurmstepd's, read from the log on the login node before the end.
+    assert!(
+        r.json["line"]["text"]
+            .as_str()
+            .is_some_and(|l| l.contains("oom")),
+        "{explain}"
+    );
+}
+
+#[test]
+fn watch_slurm_job_through_the_login_node_follows_a_plain_sbatch_job() {
+    if !slurm() {
+        return;
+    }
+    let login = Login::start();
+    let out = login.env.path("plain-%j.out");
+    let id = sh(&format!(
+        "sbatch --parsable -o {} --wrap 'echo attached line; python3 -c \"import no_such_module\"'",
+        out.display()
+    ));
+    assert!(!id.is_empty(), "sbatch submitted");
+    let r = login.fd(&[
+        "watch",
+        "--slurm-job",
+        &id,
+        "--until",
+        "exit",
+        "--json",
+        "--timeout",
+        "2m",
+    ]);
+    let explain = r.explain();
+    assert_eq!(
+        (r.verdict(), r.signature()),
+        ("failed", Some("import_error")),
+        "{explain}"
+    );
+    assert_eq!(job(&r)["id"], id.as_str(), "{explain}");
+    assert_eq!(job(&r)["state"], "FAILED", "{explain}");
+    assert_eq!(
+        r.json["log"],
+        login
+            .env
+            .path(&format!("plain-{id}.out"))
+            .display()
+            .to_string(),
+        "{explain}"
+    );
+}
