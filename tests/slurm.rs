@@ -414,3 +414,97 @@ fn a_requeued_job_is_judged_to_its_end_and_the_requeue_is_said() {
         "the requeue is said: {explain}"
     );
 }
+
+#[test]
+fn a_matrix_of_jobs_judges_each_cell_names_its_job_and_cancels_it() {
+    if !slurm() {
+        return;
+    }
+    let env = Env::new();
+    let r = env.firedup(&[
+        "matrix",
+        "--slurm",
+        "--parallel",
+        "2",
+        "--format",
+        "json",
+        "--axis",
+        "env:A=1,2",
+        "--axis",
+        "env:B=1,2",
+        "--ready-line",
+        "cell up",
+        "--timeout",
+        "2m",
+        "--",
+        "sh",
+        "-c",
+        "if [ \"$A$B\" = 22 ]; then echo \"ModuleNotFoundError: No module named 'flash_attn'\"; exit 1; fi; echo \"cell up $A $B\"; sleep 300",
+    ]);
+    let explain = r.explain();
+    assert_eq!(r.code, 1, "one cell is not ready\n{explain}");
+    let cells = r.json["cells"].as_array().cloned().unwrap_or_default();
+    assert_eq!(cells.len(), 4, "{explain}");
+    let mut jobs = Vec::new();
+    for c in &cells {
+        let run = &c["runs"][0];
+        let failing = c["label"]
+            .as_str()
+            .is_some_and(|l| l.contains("A=2") && l.contains("B=2"));
+        let want = if failing {
+            ("failed", Some("import_error"))
+        } else {
+            ("ready", None)
+        };
+        assert_eq!(
+            (
+                run["verdict"].as_str().unwrap_or_default(),
+                run["signature"].as_str()
+            ),
+            want,
+            "{c}"
+        );
+        assert_eq!(run["clean"], true, "teardown verified: {c}");
+        let id = run["job"].as_str().unwrap_or_default().to_string();
+        assert!(!id.is_empty(), "every cell names its job: {c}");
+        let state = sh(&format!("squeue -h -j {id} -o %T"));
+        assert!(
+            state.is_empty() || state == "CANCELLED" || state == "FAILED",
+            "job {id} left {state}: {c}"
+        );
+        jobs.push((id, run["run_id"].as_str().unwrap_or_default().to_string()));
+    }
+    jobs.sort();
+    jobs.dedup_by(|a, b| a.0 == b.0);
+    assert_eq!(jobs.len(), 4, "four distinct jobs: {jobs:?}");
+    // The table shows them too.
+    let (id, run_id) = &jobs[0];
+    let history = env.firedup(&["history", "--json", "--job", id]);
+    let row: serde_json::Value =
+        serde_json::from_str(history.stdout.lines().next().unwrap_or_default()).unwrap_or_default();
+    assert_eq!(row["run_id"], run_id.as_str(), "{}", history.explain());
+    assert_eq!(
+        row["outcome"]["job"]["id"],
+        id.as_str(),
+        "{}",
+        history.explain()
+    );
+    assert_eq!(
+        row["outcome"]["job"]["nodes"],
+        serde_json::json!([node()]),
+        "{}",
+        history.explain()
+    );
+    let show = env.firedup(&["show", run_id]);
+    assert!(
+        show.stdout.contains(&format!("job       slurm job {id}: ")),
+        "{}",
+        show.explain()
+    );
+    let table = env.firedup(&["history"]);
+    assert!(
+        table.stdout.contains(&format!("slurm job {id}")),
+        "{}",
+        table.explain()
+    );
+}

@@ -345,15 +345,56 @@ impl Host for SlurmHost {
         Ok(Before::capture(port))
     }
 
-    fn finish_cell(&self, _req: &FinishRequest, _cancel: &AtomicBool) -> FinishAnswer {
-        FinishAnswer {
-            bench: None,
-            teardown: TeardownCheck {
-                clean: false,
-                problems: vec!["matrix cells as Slurm jobs are not supported yet".into()],
+    fn finish_cell(&self, req: &FinishRequest, cancel: &AtomicBool) -> FinishAnswer {
+        let began = Instant::now();
+        let run = match RunDir::open(&req.run_id) {
+            Ok(run) => run,
+            Err(e) => {
+                return FinishAnswer {
+                    bench: None,
+                    teardown: TeardownCheck {
+                        clean: false,
+                        problems: vec![format!("teardown not verified: {e:#}")],
+                        ..Default::default()
+                    },
+                };
+            }
+        };
+        // The bench runs here, where firedup runs (it reaches the job's server by its address).
+        let bench = req
+            .bench
+            .as_ref()
+            .map(|b| super::local::run_bench(b, &run, cancel));
+        let job = run.meta().ok().and_then(|m| m.job);
+        let mut teardown = match job {
+            Some(job) => {
+                let stop =
+                    self.cancel_job(Some(&run), &job.id, Duration::from_millis(req.grace_ms));
+                let clean = stop.clean();
+                let state = stop
+                    .job
+                    .as_ref()
+                    .and_then(|j| j.state.clone())
+                    .unwrap_or_else(|| "no longer known".into());
+                TeardownCheck {
+                    clean,
+                    problems: if clean {
+                        Vec::new()
+                    } else {
+                        vec![stop.describe()]
+                    },
+                    notes: vec![format!("slurm job {} {state}", job.id)],
+                    ..Default::default()
+                }
+            }
+            // sbatch refused it: nothing was queued.
+            None => TeardownCheck {
+                clean: true,
                 ..Default::default()
             },
-        }
+        };
+        teardown.took_s = began.elapsed().as_secs_f64();
+        FinishAnswer { bench, teardown }
     }
 
     fn cancel(&self, target: &Target, grace: Duration) {
