@@ -32,7 +32,9 @@ pub struct Cli {
 #[derive(Debug, Args, Clone)]
 pub struct RemoteArgs {
     /// Run or watch on this SSH host (as you write it for ssh: an alias of ~/.ssh/config,
-    /// user@host). firedup copies itself to ~/.cache/firedup/bin there on first use.
+    /// user@host). firedup copies itself to ~/.cache/firedup/bin there on first use. With
+    /// --slurm or --slurm-job: the login node where Slurm's commands run and the job's log is
+    /// read (its run directory is there too).
     #[arg(long, value_name = "HOST")]
     pub host: Option<String>,
     /// How long to wait for the first SSH connection.
@@ -101,7 +103,8 @@ pub enum Command {
         grace: String,
         /// Submit COMMAND as a Slurm batch job (`sbatch`) and watch it: its log, its state in the
         /// queue (the phase `queued`), how the scheduler ended it. A COMMAND that is a script
-        /// with `#SBATCH` lines is submitted as it is; any other is wrapped in one.
+        /// with `#SBATCH` lines is submitted as it is; any other is wrapped in one. With --host,
+        /// submitted and followed on that login node.
         #[arg(long)]
         slurm: bool,
         /// An argument for sbatch (repeatable), e.g. --sbatch-arg=--mem=16G --sbatch-arg=-N2.
@@ -135,7 +138,7 @@ pub enum Command {
         #[arg(long)]
         pid: Option<u32>,
         /// A Slurm job submitted some other way (plain sbatch): follow its output file
-        /// (StdOut=) and its state to a verdict.
+        /// (StdOut=) and its state to a verdict (with --host, on that login node).
         #[arg(long = "slurm-job", value_name = "JOBID", conflicts_with_all = ["run_id", "log", "pid"])]
         slurm_job: Option<String>,
         /// With --log: judge only lines written from now on.

@@ -208,3 +208,53 @@ fn watch_slurm_job_through_the_login_node_follows_a_plain_sbatch_job() {
         "{explain}"
     );
 }
+
+#[test]
+fn a_matrix_of_jobs_through_the_login_node_names_each_job_and_cancels_it() {
+    if !slurm() {
+        return;
+    }
+    let login = Login::start();
+    let r = login.fd(&[
+        "matrix",
+        "--slurm",
+        "--parallel",
+        "2",
+        "--format",
+        "json",
+        "--axis",
+        "env:A=1,2",
+        "--ready-line",
+        "cell up",
+        "--timeout",
+        "2m",
+        "--",
+        "sh",
+        "-c",
+        "if [ \"$A\" = 2 ]; then echo 'Segmentation fault (core dumped)'; kill -SEGV $$; fi; echo \"cell up $A\"; sleep 300",
+    ]);
+    let explain = r.explain();
+    assert_eq!(r.code, 1, "one cell is not ready\n{explain}");
+    let cells = r.json["cells"].as_array().cloned().unwrap_or_default();
+    assert_eq!(cells.len(), 2, "{explain}");
+    for c in &cells {
+        let run = &c["runs"][0];
+        let id = run["job"].as_str().unwrap_or_default();
+        assert!(!id.is_empty(), "the cell names its job: {c}");
+        let want_ready = c["label"].as_str().is_some_and(|l| l.contains("A=1"));
+        assert_eq!(run["verdict"] == "ready", want_ready, "{c}");
+        assert_eq!(
+            run["clean"], true,
+            "teardown verified on the login node: {c}"
+        );
+        let state = sh(&format!("squeue -h -j {id} -o %T"));
+        assert!(
+            !matches!(state.as_str(), "RUNNING" | "PENDING" | "COMPLETING"),
+            "job {id} left {state}: {c}"
+        );
+        assert!(
+            processes_of(run["run_id"].as_str().unwrap_or_default()).is_empty(),
+            "{c}"
+        );
+    }
+}
