@@ -130,6 +130,18 @@ fn a_server_job_through_the_login_node_becomes_ready_and_stop_cancels_it() {
         "firedup's own cancel: {}",
         w.explain()
     );
+    // The history here has the run, its host and its job as the last watch saw it.
+    let h = login.fd(&["history", "--json", "--job", &id]);
+    let row: serde_json::Value =
+        serde_json::from_str(h.stdout.lines().next().unwrap_or_default()).unwrap_or_default();
+    assert_eq!(row["run_id"], run_id.as_str(), "{}", h.explain());
+    assert_eq!(row["host"], "fdtest", "{}", h.explain());
+    assert_eq!(
+        row["outcome"]["job"]["state"],
+        "CANCELLED",
+        "{}",
+        h.explain()
+    );
 }
 
 #[test]
