@@ -59,6 +59,7 @@ pub(crate) fn slurm_submit() -> Result<i32> {
     Ok(firedup::host::slurm::login_side::submit(
         &mut std::io::stdin().lock(),
         &mut std::io::stdout().lock(),
+        &mut std::io::stderr(),
     )?)
 }
 
@@ -67,5 +68,6 @@ pub(crate) fn slurm_job(job_id: &str) -> Result<i32> {
     Ok(firedup::host::slurm::login_side::job(
         job_id,
         &mut std::io::stdout().lock(),
+        &mut std::io::stderr(),
     )?)
 }

@@ -270,3 +270,19 @@ fn a_matrix_of_jobs_through_the_login_node_names_each_job_and_cancels_it() {
         );
     }
 }
+
+#[test]
+fn a_job_the_login_nodes_slurm_does_not_know_is_one_sentence_and_exit_2() {
+    if !slurm() {
+        return;
+    }
+    let login = Login::start();
+    let r = login.fd(&["watch", "--slurm-job", "987654321", "--json"]);
+    assert_eq!(r.code, 2, "{}", r.explain());
+    assert!(
+        r.stderr.contains("fdtest") && r.stderr.contains("does not know job 987654321"),
+        "{}",
+        r.explain()
+    );
+    assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.explain());
+}

@@ -101,6 +101,37 @@ impl SshHost {
         })
     }
 
+    /// Runs the remote firedup with `args` and `stdin`: its stdout when it exits 0; its
+    /// sentence as a usage error when it refused the request (exit 2: a mistake of the user's,
+    /// said there); else the host cannot be used for it ([`HostError::Unreachable`]).
+    pub(crate) fn remote_request(
+        &self,
+        args: Vec<String>,
+        stdin: Option<Vec<u8>>,
+    ) -> Result<String, HostError> {
+        let host = self.host().to_string();
+        let out = self
+            .with_remote(|r| {
+                Box::pin(async move {
+                    let refs: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+                    r.firedup(&refs, stdin.as_deref()).await
+                })
+            })
+            .map_err(HostError::Unreachable)?;
+        let said = out
+            .stderr
+            .trim()
+            .trim_start_matches("firedup: ")
+            .to_string();
+        match out.code {
+            Some(0) => Ok(out.stdout),
+            Some(crate::verdict::USAGE_EXIT_CODE) => Err(HostError::Failed(crate::Error::Usage(
+                format!("{host}: {said}"),
+            ))),
+            _ => Err(HostError::Unreachable(format!("{host}: {said}"))),
+        }
+    }
+
     pub(crate) fn host(&self) -> &str {
         &self.spec.destination
     }

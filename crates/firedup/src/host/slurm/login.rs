@@ -57,9 +57,7 @@ impl SlurmLoginHost {
         let host = self.ssh.host().to_string();
         let answer = self
             .ssh
-            .remote_firedup(vec!["__slurm-job".into(), job_id.to_string()], None)
-            .map_err(HostError::Unreachable)?
-            .map_err(|e| HostError::Unreachable(format!("{host}: {e}")))?;
+            .remote_request(vec!["__slurm-job".into(), job_id.to_string()], None)?;
         let attached: JobAttached = serde_json::from_str(answer.trim()).map_err(|e| {
             HostError::Unreachable(format!("{host}: bad answer about job {job_id}: {e}"))
         })?;
@@ -106,9 +104,7 @@ impl Host for SlurmLoginHost {
         .map_err(|e| HostError::Failed(crate::Error::Remote(format!("cannot encode: {e}"))))?;
         let answer = self
             .ssh
-            .remote_firedup(vec!["__slurm-submit".into()], Some(request))
-            .map_err(HostError::Unreachable)?
-            .map_err(|e| HostError::Unreachable(format!("{host}: submitting failed: {e}")))?;
+            .remote_request(vec!["__slurm-submit".into()], Some(request))?;
         let launched = serde_json::from_str::<RemoteLaunched>(answer.trim()).map_err(|e| {
             HostError::Unreachable(format!("{host}: bad answer from the submit: {e}"))
         })?;

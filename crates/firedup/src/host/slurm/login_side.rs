@@ -8,6 +8,9 @@
 //!   see on their shared file system) and answers a [`RemoteLaunched`].
 //! - `firedup __slurm-job JOBID`: the job's output file (`StdOut=`), as a [`JobAttached`].
 //!
+//! A usage mistake (a job Slurm does not know, a bad working directory) exits 2 with its
+//! sentence; Slurm not answering there exits 7, the code of `monitor_error`.
+//!
 //! The watch is `firedup __agent` (its `SlurmSource` follows the log and polls `scontrol` there);
 //! the stop is `firedup __stop`, which cancels a run whose record names a job.
 
@@ -16,7 +19,7 @@ use std::io::{Read, Write};
 use serde::{Deserialize, Serialize};
 
 use crate::agent::RemoteLaunched;
-use crate::error::{Context, Error, Result};
+use crate::error::{Context, Result};
 use crate::host::{Host, HostError, SlurmHost};
 use crate::launch::LaunchSpec;
 
@@ -39,24 +42,30 @@ pub struct JobAttached {
     pub notes: Vec<String>,
 }
 
-/// A host error as the remote firedup's one sentence (the local side makes it `monitor_error`).
-fn sentence(e: HostError) -> Error {
+/// How the login node says it could not do it: the sentence on `err` and the exit code of
+/// `monitor_error` (Slurm does not answer there: the local side makes it that verdict); a
+/// usage mistake is an `Err` (exit 2: the local side says it as a usage error).
+fn refused(e: HostError, err: &mut dyn Write) -> Result<i32> {
     match e {
-        HostError::Unreachable(reason) => Error::Remote(reason),
-        HostError::Failed(e) => e,
+        HostError::Unreachable(reason) => {
+            writeln!(err, "firedup: {reason}")?;
+            Ok(crate::verdict::Verdict::MonitorError.exit_code())
+        }
+        HostError::Failed(e) => Err(e),
     }
 }
 
 /// `firedup __slurm-submit`: see the module doc.
-pub fn submit(input: &mut dyn Read, out: &mut dyn Write) -> Result<i32> {
+pub fn submit(input: &mut dyn Read, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32> {
     let mut text = String::new();
     input
         .read_to_string(&mut text)
         .context("cannot read the submit request on stdin")?;
     let req: SubmitRequest = serde_json::from_str(&text).context("bad submit request")?;
-    let started = SlurmHost::new(req.sbatch_args)
-        .launch(&req.spec)
-        .map_err(sentence)?;
+    let started = match SlurmHost::new(req.sbatch_args).launch(&req.spec) {
+        Ok(s) => s,
+        Err(e) => return refused(e, err),
+    };
     let t = started.target;
     let answer = RemoteLaunched {
         run_id: t.run_id,
@@ -69,11 +78,12 @@ pub fn submit(input: &mut dyn Read, out: &mut dyn Write) -> Result<i32> {
 }
 
 /// `firedup __slurm-job JOBID`: see the module doc.
-pub fn job(id: &str, out: &mut dyn Write) -> Result<i32> {
+pub fn job(id: &str, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32> {
     let mut notes = Vec::new();
-    let attached = SlurmHost::default()
-        .attach_job(id, &mut |n| notes.push(n))
-        .map_err(sentence)?;
+    let attached = match SlurmHost::default().attach_job(id, &mut |n| notes.push(n)) {
+        Ok(a) => a,
+        Err(e) => return refused(e, err),
+    };
     let answer = JobAttached {
         log: attached.target.log.display().to_string(),
         notes,
