@@ -35,7 +35,6 @@ use crate::rundir::{ExitRecord, JobRecord, RunDir, RunMeta, now_unix};
 use crate::slurm::source::SlurmSource;
 use crate::slurm::{Slurm, submit};
 use crate::source::Source;
-
 use crate::target::Target;
 
 /// How long a stop waits for the cancelled job to reach a terminal state (COMPLETING can last
