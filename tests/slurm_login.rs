@@ -286,3 +286,39 @@ fn a_job_the_login_nodes_slurm_does_not_know_is_one_sentence_and_exit_2() {
     );
     assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.explain());
 }
+
+#[test]
+fn a_failed_server_job_through_the_login_node_is_cancelled_not_left_running() {
+    if !slurm() {
+        return;
+    }
+    let login = Login::start();
+    // The server prints its fatal line and lives on: the job would hold its allocation.
+    let r = login.fd(&[
+        "run",
+        "--slurm",
+        "--json",
+        "--ready-line",
+        "never printed",
+        "--timeout",
+        "2m",
+        "--",
+        "sh",
+        "-c",
+        "echo 'OSError: [Errno 98] Address already in use'; sleep 300",
+    ]);
+    let explain = r.explain();
+    assert_eq!(
+        (r.verdict(), r.signature()),
+        ("failed", Some("port_in_use")),
+        "{explain}"
+    );
+    assert_eq!(r.json["server_running"], false, "{explain}");
+    let id = job(&r)["id"].as_str().unwrap_or_default().to_string();
+    let state = sh(&format!("squeue -h -j {id} -o %T"));
+    assert!(
+        state.is_empty() || state == "CANCELLED",
+        "job {id} left {state}\n{explain}"
+    );
+    assert_eq!(processes_of(r.run_id()), Vec::<u32>::new(), "{explain}");
+}
