@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::slurm::{processes_of, sh, slurm};
+use common::slurm::{processes_of, running_job, sh, slurm};
 use common::sshd::Sshd;
 use common::{Env, Run};
 
@@ -43,6 +43,20 @@ impl Login {
                 ("SLURM_CONF", "/nonexistent/slurm.conf"),
             ],
         )
+    }
+
+    /// Starts `firedup SUBCOMMAND --host fdtest REST...` with its output captured.
+    fn spawn(&self, args: &[&str]) -> std::process::Child {
+        let mut c = self.env.cmd();
+        c.arg(args[0])
+            .args(["--host", "fdtest"])
+            .args(&args[1..])
+            .env("FIREDUP_SSH_CONFIG", self.sshd.config_path())
+            .env("FIREDUP_REMOTE_STATE_DIR", self.env.path("login-state"))
+            .env("SLURM_CONF", "/nonexistent/slurm.conf")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        c.spawn().expect("firedup starts")
     }
 
     /// The run directory of `id` on the login node.
@@ -321,4 +335,45 @@ fn a_failed_server_job_through_the_login_node_is_cancelled_not_left_running() {
         "job {id} left {state}\n{explain}"
     );
     assert_eq!(processes_of(r.run_id()), Vec::<u32>::new(), "{explain}");
+}
+
+#[test]
+fn ctrl_c_during_a_run_through_the_login_node_cancels_the_job_and_exits_130() {
+    if !slurm() {
+        return;
+    }
+    let login = Login::start();
+    let name = format!("fdlogin{}", std::process::id());
+    let arg = format!("--sbatch-arg=--job-name={name}");
+    let child = login.spawn(&[
+        "run",
+        "--slurm",
+        &arg,
+        "--ready-line",
+        "never",
+        "--timeout",
+        "2m",
+        "--",
+        "sh",
+        "-c",
+        "echo loading; sleep 300",
+    ]);
+    let id = running_job(&name).expect("the job runs");
+    // Interrupted while watching (after the submit, the job is firedup's to end).
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let firedup = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(firedup, rustix::process::Signal::INT).unwrap();
+    let out = common::bounded::wait_output(child, std::time::Duration::from_secs(90));
+    assert_eq!(out.code, 130, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!("Slurm job {id}")),
+        "the teardown names the job: {}",
+        out.stderr
+    );
+    let state = sh(&format!("squeue -h -j {id} -o %T"));
+    assert!(
+        state.is_empty() || state == "CANCELLED",
+        "job {id} left {state}: {}",
+        out.stderr
+    );
 }
