@@ -1,9 +1,10 @@
 //! `firedup __agent`: the remote side of a watch over SSH. It reads an `AgentSpec` on stdin,
 //! observes the target with the same `LocalObserver` a local watch uses (so probes run from the
 //! server's own machine), or, for a Slurm job (`run --slurm --host LOGIN`), the same
-//! `SlurmSource` a watch on the login node uses (the job's log and `scontrol`, there), and streams what it sees as `WireEvent`s on stdout until the process's
-//! exit was observed (the command line hands it its standard streams: the library prints
-//! nothing itself). It judges nothing: the local firedup does, so a reconnect resumes the
+//! `SlurmSource` a watch on the login node uses (the job's log and `scontrol`, there), and
+//! streams what it sees as `WireEvent`s on stdout until the process's exit (or the job's end)
+//! was observed (the command line hands it its standard streams: the library prints nothing
+//! itself). It judges nothing: the local firedup does, so a reconnect resumes the
 //! judgement where it was. If the link drops, the next write fails and the agent exits; the
 //! server and its log are untouched.
 
