@@ -377,3 +377,65 @@ fn ctrl_c_during_a_run_through_the_login_node_cancels_the_job_and_exits_130() {
         out.stderr
     );
 }
+
+/// The observed lines of an `--events` file (NDJSON), as far as it is written.
+fn event_lines(events: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(events)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["kind"] == "line")
+        .filter_map(|e| e["text"].as_str().map(String::from))
+        .collect()
+}
+
+#[test]
+fn a_lost_link_during_a_job_is_resumed_without_losing_or_doubling_lines() {
+    if !slurm() {
+        return;
+    }
+    let login = Login::start();
+    let events = login.env.path("events.ndjson");
+    let child = login.spawn(&[
+        "run",
+        "--slurm",
+        "--json",
+        "--until",
+        "exit",
+        "--timeout",
+        "2m",
+        "--events",
+        events.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "i=1; while [ $i -le 30 ]; do echo \"step $i of 30\"; i=$((i+1)); sleep 0.1; done; python3 -c 'import no_such_module'",
+    ]);
+    let started = common::slurm::wait_for(std::time::Duration::from_secs(60), || {
+        (event_lines(&events).len() >= 5).then_some(())
+    });
+    assert!(started.is_some(), "the watch never got under way");
+    // Kill this test's ControlMaster: the agent on the login node goes with it.
+    let config = login.sshd.config_path();
+    let killed = std::process::Command::new("pkill")
+        .args(["-9", "-f", &format!("ssh .*-F {}", config.display())])
+        .status()
+        .unwrap();
+    assert!(killed.success(), "no ControlMaster to kill");
+    let out = common::bounded::wait_output(child, std::time::Duration::from_secs(90));
+    let json: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap_or_default();
+    let explain = format!("{json}\n{}", out.stderr);
+    assert_eq!(
+        (json["verdict"].as_str(), json["signature"].as_str()),
+        (Some("failed"), Some("import_error")),
+        "{explain}"
+    );
+    assert!(out.stderr.contains("lost contact with fdtest"), "{explain}");
+    assert!(out.stderr.contains("reconnected to fdtest"), "{explain}");
+    let lines = event_lines(&events);
+    for k in 1..=30 {
+        let want = format!("step {k} of 30");
+        let n = lines.iter().filter(|l| **l == want).count();
+        assert_eq!(n, 1, "{want:?} seen {n} times: {lines:?}");
+    }
+}
