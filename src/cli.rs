@@ -14,7 +14,7 @@ use crate::judge_args::JudgeArgs;
 use crate::profiles_cmd::ProfilesAction;
 use crate::remote::HostSpec;
 use crate::verdict::USAGE_EXIT_CODE;
-use firedup::host::{Host, LocalHost, LogFrom, SlurmHost, SshHost};
+use firedup::host::{Host, LocalHost, LogFrom, SlurmHost, SlurmLoginHost, SshHost};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -32,7 +32,9 @@ pub struct Cli {
 #[derive(Debug, Args, Clone)]
 pub struct RemoteArgs {
     /// Run or watch on this SSH host (as you write it for ssh: an alias of ~/.ssh/config,
-    /// user@host). firedup copies itself to ~/.cache/firedup/bin there on first use.
+    /// user@host). firedup copies itself to ~/.cache/firedup/bin there on first use. With
+    /// --slurm or --slurm-job: the login node where Slurm's commands run and the job's log is
+    /// read (its run directory is there too).
     #[arg(long, value_name = "HOST")]
     pub host: Option<String>,
     /// How long to wait for the first SSH connection.
@@ -101,7 +103,8 @@ pub enum Command {
         grace: String,
         /// Submit COMMAND as a Slurm batch job (`sbatch`) and watch it: its log, its state in the
         /// queue (the phase `queued`), how the scheduler ended it. A COMMAND that is a script
-        /// with `#SBATCH` lines is submitted as it is; any other is wrapped in one.
+        /// with `#SBATCH` lines is submitted as it is; any other is wrapped in one. With --host,
+        /// submitted and followed on that login node.
         #[arg(long)]
         slurm: bool,
         /// An argument for sbatch (repeatable), e.g. --sbatch-arg=--mem=16G --sbatch-arg=-N2.
@@ -135,7 +138,7 @@ pub enum Command {
         #[arg(long)]
         pid: Option<u32>,
         /// A Slurm job submitted some other way (plain sbatch): follow its output file
-        /// (StdOut=) and its state to a verdict.
+        /// (StdOut=) and its state to a verdict (with --host, on that login node).
         #[arg(long = "slurm-job", value_name = "JOBID", conflicts_with_all = ["run_id", "log", "pid"])]
         slurm_job: Option<String>,
         /// With --log: judge only lines written from now on.
@@ -234,6 +237,12 @@ pub enum Command {
     Agent,
     #[command(name = "__remote-launch", hide = true)]
     RemoteLaunch,
+    /// `run --slurm --host`: the login node submits (the request on stdin).
+    #[command(name = "__slurm-submit", hide = true)]
+    SlurmSubmit,
+    /// `watch --slurm-job --host`: the login node says where the job writes.
+    #[command(name = "__slurm-job", hide = true)]
+    SlurmJob { job_id: String },
     #[command(name = "__meta", hide = true)]
     Meta { run_id: String },
     #[command(name = "__cell-finish", hide = true)]
@@ -275,24 +284,15 @@ pub fn main() -> i32 {
 }
 
 /// The host a command about run `run_id` acts on: `--host`, else Slurm for a run submitted with
-/// `run --slurm` (its record names the job) or `--slurm-job`, else this machine.
-fn run_host(remote: &RemoteArgs, run_id: Option<&str>, slurm_job: bool) -> Result<Arc<dyn Host>> {
+/// `run --slurm` (its record names the job), else this machine.
+fn run_host(remote: &RemoteArgs, run_id: Option<&str>) -> Result<Arc<dyn Host>> {
     if remote.host.is_some() {
-        if slurm_job {
-            anyhow::bail!(
-                "--host with --slurm-job is not supported yet: run firedup on the login node"
-            );
-        }
+        // The host's firedup finds a Slurm run there by its record.
         return remote.host();
     }
-    let submitted = run_id
-        .and_then(|id| crate::rundir::RunDir::open(id).ok())
-        .and_then(|r| r.meta().ok())
-        .is_some_and(|m| m.job.is_some());
-    Ok(if submitted || slurm_job {
-        Arc::new(SlurmHost::default())
-    } else {
-        Arc::new(LocalHost)
+    Ok(match run_id {
+        Some(id) => Arc::from(firedup::host::of_run_here(id)),
+        None => Arc::new(LocalHost),
     })
 }
 
@@ -317,11 +317,6 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 crate::rundir::check_name(n)?;
             }
             if slurm {
-                if remote.host.is_some() {
-                    anyhow::bail!(
-                        "--host with --slurm is not supported yet: run firedup on the login node"
-                    );
-                }
                 if notify {
                     firedup::host::slurm::refuse_with("--notify")?;
                 }
@@ -337,10 +332,10 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 name,
                 command,
             };
-            let host: Arc<dyn Host> = if slurm {
-                Arc::new(SlurmHost::new(sbatch_arg))
-            } else {
-                remote.host()?
+            let host: Arc<dyn Host> = match (slurm, remote.ssh_host()?) {
+                (true, Some(login)) => Arc::new(SlurmLoginHost::new(login, sbatch_arg)),
+                (true, None) => Arc::new(SlurmHost::new(sbatch_arg)),
+                (false, _) => remote.host()?,
             };
             crate::run_cmd::run(host, &judge, args)
         }
@@ -353,27 +348,32 @@ fn dispatch(cli: Cli) -> Result<i32> {
             from_end,
             from_start,
             remote,
-        } => crate::watch_cmd::watch(
-            run_host(&remote, run_id.as_deref(), slurm_job.is_some())?.as_ref(),
-            &judge,
-            slurm_job,
-            run_id,
-            log,
-            pid,
-            LogFrom {
-                start: from_start,
-                end: from_end,
-            },
-        ),
+        } => {
+            let job = match slurm_job {
+                Some(id) => Some(crate::watch_cmd::JobToWatch {
+                    id,
+                    login: remote.ssh_host()?,
+                }),
+                None => None,
+            };
+            crate::watch_cmd::watch(
+                run_host(&remote, run_id.as_deref())?.as_ref(),
+                &judge,
+                job,
+                run_id,
+                log,
+                pid,
+                LogFrom {
+                    start: from_start,
+                    end: from_end,
+                },
+            )
+        }
         Command::Stop {
             run_id,
             grace,
             remote,
-        } => crate::runs_cmd::stop(
-            run_host(&remote, Some(&run_id), false)?.as_ref(),
-            &run_id,
-            &grace,
-        ),
+        } => crate::runs_cmd::stop(run_host(&remote, Some(&run_id))?.as_ref(), &run_id, &grace),
         Command::Ps { json, all, remote } => match remote.ssh_host()? {
             Some(host) => {
                 let mut args = vec!["ps"];
@@ -423,6 +423,8 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Agent => crate::hidden_commands::agent(),
         Command::RemoteLaunch => crate::hidden_commands::remote_launch(),
         Command::Meta { run_id } => crate::hidden_commands::meta(&run_id),
+        Command::SlurmSubmit => crate::hidden_commands::slurm_submit(),
+        Command::SlurmJob { job_id } => crate::hidden_commands::slurm_job(&job_id),
         Command::CellFinish => crate::matrix::host_side::cell_finish(),
         Command::CellCancel { run_id } => crate::matrix::host_side::cell_cancel(&run_id),
         Command::CellBefore { port } => crate::matrix::host_side::cell_before(port),

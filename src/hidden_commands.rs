@@ -1,4 +1,5 @@
-//! The hidden commands (`__supervise`, `__agent`, `__remote-launch`, `__meta`) wired to this
+//! The hidden commands (`__supervise`, `__agent`, `__remote-launch`, `__meta`, `__slurm-submit`,
+//! `__slurm-job`) wired to this
 //! process's standard streams: the library functions behind them take their streams as
 //! arguments (the library prints nothing), and get stdin, stdout and stderr here.
 
@@ -51,4 +52,22 @@ pub(crate) fn remote_launch() -> Result<i32> {
 /// `firedup __meta RUN_ID`: the run's record on stdout.
 pub(crate) fn meta(run_id: &str) -> Result<i32> {
     Ok(firedup::agent::meta(run_id, &mut std::io::stdout().lock())?)
+}
+
+/// `firedup __slurm-submit`: the submit request on stdin, the answer on stdout.
+pub(crate) fn slurm_submit() -> Result<i32> {
+    Ok(firedup::host::slurm::login_side::submit(
+        &mut std::io::stdin().lock(),
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr(),
+    )?)
+}
+
+/// `firedup __slurm-job JOBID`: where the job writes, on stdout.
+pub(crate) fn slurm_job(job_id: &str) -> Result<i32> {
+    Ok(firedup::host::slurm::login_side::job(
+        job_id,
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr(),
+    )?)
 }

@@ -169,6 +169,8 @@ pub struct Filter {
     /// Unix seconds.
     pub since: Option<f64>,
     pub matrix: Option<String>,
+    /// A batch job's id (Slurm).
+    pub job: Option<String>,
     pub limit: u32,
 }
 
@@ -316,6 +318,9 @@ impl History {
         }
         if let Some(m) = &f.matrix {
             add("matrix_id =", Box::new(m.clone()));
+        }
+        if let Some(j) = &f.job {
+            add("job_id =", Box::new(j.clone()));
         }
         sql.push_str(" ORDER BY ended_at DESC, id DESC");
         if f.limit > 0 {

@@ -33,6 +33,9 @@ pub struct HistoryArgs {
     /// Only the cells of this matrix.
     #[arg(long, value_name = "MATRIX_ID")]
     pub matrix: Option<String>,
+    /// Only the run of this batch job (a Slurm job id, `run --slurm`, `watch --slurm-job`).
+    #[arg(long, value_name = "JOBID")]
+    pub job: Option<String>,
     /// At most this many runs (0: all).
     #[arg(long, default_value_t = 30)]
     pub limit: u32,
@@ -59,6 +62,7 @@ pub fn history(a: &HistoryArgs) -> Result<i32> {
         signature: a.signature.clone(),
         since,
         matrix: a.matrix.clone(),
+        job: a.job.clone(),
         limit: a.limit,
     })?;
     if a.json {
@@ -142,6 +146,9 @@ pub fn show(run_id: &str, json: bool) -> Result<i32> {
         println!("  env       {k}={v}");
     }
     println!("  where     {}", where_(&r));
+    if let Some(j) = &o.job {
+        println!("  job       {}", job_text(j));
+    }
     if let Some(p) = &r.profile {
         println!("  profile   {p}");
     }
@@ -328,8 +335,25 @@ fn when(unix: f64) -> String {
         .to_string()
 }
 
+/// Where the run ran: the SSH host or this machine, and a batch job's id.
 fn where_(r: &RunRecord) -> String {
-    r.host.clone().unwrap_or_else(|| "local".into())
+    let host = r.host.clone().unwrap_or_else(|| "local".into());
+    match &r.outcome.job {
+        Some(j) => format!("{host}, {} job {}", j.scheduler, j.id),
+        None => host,
+    }
+}
+
+/// A batch job in words: `slurm job 12: COMPLETED on node1,node2` (with its pending reason).
+fn job_text(j: &crate::verdict::JobSummary) -> String {
+    let mut text = format!("{} job {}: {}", j.scheduler, j.id, j.state);
+    if !j.nodes.is_empty() {
+        text.push_str(&format!(" on {}", j.nodes.join(",")));
+    }
+    if let Some(r) = &j.reason {
+        text.push_str(&format!(" ({r})"));
+    }
+    text
 }
 
 fn metrics_text(r: &RunRecord) -> String {

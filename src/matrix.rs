@@ -92,6 +92,13 @@ pub struct Base {
     pub grace: Option<String>,
     /// Run every cell on this SSH host (as for `firedup run --host`).
     pub host: Option<String>,
+    /// Submit every cell as a Slurm batch job (as `firedup run --slurm`; with `host`, through
+    /// that login node).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub slurm: bool,
+    /// Arguments for sbatch, for every cell (as `--sbatch-arg`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sbatch_args: Vec<String>,
     /// Template variables.
     #[serde(default)]
     pub vars: BTreeMap<String, String>,

@@ -16,17 +16,24 @@ use crate::launch::LaunchSpec;
 use crate::plan::{self, WatchOptions};
 use crate::report;
 use crate::run_cmd::{print_outcome, transport_verdict};
-use firedup::host::{Host, HostError, LogFrom, SlurmHost};
+use firedup::host::{Host, HostError, LogFrom, SlurmHost, SlurmLoginHost, SshHost};
 
 /// The hold given to the judge when re-attaching to a run that has already ended: longer than
 /// anything the exit record can take to be read, so the exit always decides.
 pub(crate) const ENDED_RUN_HOLD: Duration = Duration::from_secs(24 * 3600);
 
-/// `firedup watch [--host HOST] (RUN_ID | --log PATH [--pid PID])`.
+/// `watch --slurm-job JOBID [--host LOGIN]`: a job submitted some other way, and the login node
+/// where Slurm's commands run (this machine without `--host`).
+pub(crate) struct JobToWatch {
+    pub id: String,
+    pub login: Option<SshHost>,
+}
+
+/// `firedup watch [--host HOST] (RUN_ID | --log PATH [--pid PID] | --slurm-job JOBID)`.
 pub(crate) fn watch(
     host: &dyn Host,
     judge: &JudgeArgs,
-    slurm_job: Option<String>,
+    slurm_job: Option<JobToWatch>,
     run_id: Option<String>,
     log: Option<PathBuf>,
     pid: Option<u32>,
@@ -39,12 +46,24 @@ pub(crate) fn watch(
     }
     let mut note = |text: String| eprintln!("firedup: {text}");
     // `--slurm-job`: the host that attached knows the job.
-    let mut attached_job: Option<SlurmHost> = None;
+    let mut attached_job: Option<Box<dyn Host>> = None;
     let (mut target, found, command, from_end) = match (&run_id, &log) {
         _ if slurm_job.is_some() => {
-            let mut h = SlurmHost::default();
-            match h.attach_job(slurm_job.as_deref().unwrap_or_default(), &mut note) {
-                Ok(a) => {
+            let job = slurm_job.expect("checked");
+            let attach = match job.login {
+                Some(login) => {
+                    let mut h = SlurmLoginHost::new(login, Vec::new());
+                    h.attach_job(&job.id, &mut note)
+                        .map(|a| (a, Box::new(h) as Box<dyn Host>))
+                }
+                None => {
+                    let mut h = SlurmHost::default();
+                    h.attach_job(&job.id, &mut note)
+                        .map(|a| (a, Box::new(h) as Box<dyn Host>))
+                }
+            };
+            match attach {
+                Ok((a, h)) => {
                     attached_job = Some(h);
                     (a.target, None, a.command, a.from_end)
                 }
@@ -76,7 +95,7 @@ pub(crate) fn watch(
         }
     };
     let host: &dyn Host = match &attached_job {
-        Some(h) => h,
+        Some(h) => h.as_ref(),
         None => host,
     };
     let attached = found.is_none();
@@ -113,7 +132,10 @@ pub(crate) fn watch(
         &opts,
         &command,
         &target.log.display().to_string(),
-        (target.pid.is_some() || !attached) && host.watches_process(),
+        // A run whose record names a batch job (found over SSH) has no process to watch.
+        (target.pid.is_some() || !attached)
+            && host.watches_process()
+            && found.as_ref().is_none_or(|f| f.meta.job.is_none()),
     )?;
     let on_host = host.name().map(|h| format!(" on {h}")).unwrap_or_default();
     if let Some(h) = host.name() {

@@ -7,93 +7,14 @@
 
 mod common;
 
-use std::process::Command;
-use std::time::{Duration, Instant};
-
+use common::slurm::{node, processes_of, running_job, sh, slurm};
 use common::{Env, Run};
-
-/// Whether a Slurm answers here; see the module doc.
-fn slurm() -> bool {
-    let ok = std::env::var_os("SLURM_CONF").is_some()
-        && Command::new("sinfo")
-            .args(["-h", "-o", "%t"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var("FIREDUP_TEST_REQUIRE_SLURM").as_deref() != Ok("1"),
-            "FIREDUP_TEST_REQUIRE_SLURM=1 but no Slurm answers: start one with `bash tests/slurm/cluster.sh start DIR` and export SLURM_CONF=DIR/slurm.conf"
-        );
-        eprintln!(
-            "skipped: no Slurm here (bash tests/slurm/cluster.sh start DIR; export SLURM_CONF=DIR/slurm.conf)"
-        );
-    }
-    ok
-}
-
-/// This machine's short host name: the cluster's only node.
-fn node() -> String {
-    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    name.trim()
-        .split('.')
-        .next()
-        .unwrap_or_default()
-        .to_string()
-}
-
-fn sh(cmd: &str) -> String {
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(cmd)
-        .output()
-        .expect("sh runs");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 /// `firedup run --slurm --json ARGS`.
 fn run(env: &Env, args: &[&str]) -> Run {
     let mut all = vec!["run", "--slurm", "--json"];
     all.extend_from_slice(args);
     env.firedup(&all)
-}
-
-/// Polls `what` until it is `Some` or `bound` passes.
-fn wait_for<T>(bound: Duration, mut what: impl FnMut() -> Option<T>) -> Option<T> {
-    let deadline = Instant::now() + bound;
-    loop {
-        if let Some(v) = what() {
-            return Some(v);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// The id of the job named `name`, once it runs.
-fn running_job(name: &str) -> Option<String> {
-    wait_for(Duration::from_secs(60), || {
-        let line = sh(&format!("squeue -h -n {name} -o '%i %T'"));
-        let (id, state) = line.split_once(' ')?;
-        (state == "RUNNING").then(|| id.to_string())
-    })
-}
-
-/// Processes on this machine carrying `FIREDUP_RUN_ID=run_id`.
-fn processes_of(run_id: &str) -> Vec<u32> {
-    let want = format!("FIREDUP_RUN_ID={run_id}");
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|b| b.split(|c| *c == 0).any(|e| e == want.as_bytes()))
-        })
-        .filter(|pid| common::alive(u64::from(*pid)))
-        .collect()
 }
 
 fn job(r: &Run) -> &serde_json::Value {
@@ -491,5 +412,99 @@ fn a_requeued_job_is_judged_to_its_end_and_the_requeue_is_said() {
     assert!(
         stderr.contains("requeued") || json.to_string().contains("requeued"),
         "the requeue is said: {explain}"
+    );
+}
+
+#[test]
+fn a_matrix_of_jobs_judges_each_cell_names_its_job_and_cancels_it() {
+    if !slurm() {
+        return;
+    }
+    let env = Env::new();
+    let r = env.firedup(&[
+        "matrix",
+        "--slurm",
+        "--parallel",
+        "2",
+        "--format",
+        "json",
+        "--axis",
+        "env:A=1,2",
+        "--axis",
+        "env:B=1,2",
+        "--ready-line",
+        "cell up",
+        "--timeout",
+        "2m",
+        "--",
+        "sh",
+        "-c",
+        "if [ \"$A$B\" = 22 ]; then echo \"ModuleNotFoundError: No module named 'flash_attn'\"; exit 1; fi; echo \"cell up $A $B\"; sleep 300",
+    ]);
+    let explain = r.explain();
+    assert_eq!(r.code, 1, "one cell is not ready\n{explain}");
+    let cells = r.json["cells"].as_array().cloned().unwrap_or_default();
+    assert_eq!(cells.len(), 4, "{explain}");
+    let mut jobs = Vec::new();
+    for c in &cells {
+        let run = &c["runs"][0];
+        let failing = c["label"]
+            .as_str()
+            .is_some_and(|l| l.contains("A=2") && l.contains("B=2"));
+        let want = if failing {
+            ("failed", Some("import_error"))
+        } else {
+            ("ready", None)
+        };
+        assert_eq!(
+            (
+                run["verdict"].as_str().unwrap_or_default(),
+                run["signature"].as_str()
+            ),
+            want,
+            "{c}"
+        );
+        assert_eq!(run["clean"], true, "teardown verified: {c}");
+        let id = run["job"].as_str().unwrap_or_default().to_string();
+        assert!(!id.is_empty(), "every cell names its job: {c}");
+        let state = sh(&format!("squeue -h -j {id} -o %T"));
+        assert!(
+            state.is_empty() || state == "CANCELLED" || state == "FAILED",
+            "job {id} left {state}: {c}"
+        );
+        jobs.push((id, run["run_id"].as_str().unwrap_or_default().to_string()));
+    }
+    jobs.sort();
+    jobs.dedup_by(|a, b| a.0 == b.0);
+    assert_eq!(jobs.len(), 4, "four distinct jobs: {jobs:?}");
+    // The table shows them too.
+    let (id, run_id) = &jobs[0];
+    let history = env.firedup(&["history", "--json", "--job", id]);
+    let row: serde_json::Value =
+        serde_json::from_str(history.stdout.lines().next().unwrap_or_default()).unwrap_or_default();
+    assert_eq!(row["run_id"], run_id.as_str(), "{}", history.explain());
+    assert_eq!(
+        row["outcome"]["job"]["id"],
+        id.as_str(),
+        "{}",
+        history.explain()
+    );
+    assert_eq!(
+        row["outcome"]["job"]["nodes"],
+        serde_json::json!([node()]),
+        "{}",
+        history.explain()
+    );
+    let show = env.firedup(&["show", run_id]);
+    assert!(
+        show.stdout.contains(&format!("job       slurm job {id}: ")),
+        "{}",
+        show.explain()
+    );
+    let table = env.firedup(&["history"]);
+    assert!(
+        table.stdout.contains(&format!("slurm job {id}")),
+        "{}",
+        table.explain()
     );
 }

@@ -81,9 +81,9 @@ fn insert_with_id(tx: &rusqlite::Transaction<'_>, r: &RunRecord, id: Option<i64>
         "INSERT INTO runs (run_id, kind, spec_hash, command, env, host, profile, started_at,
                 ended_at, verdict, signature, reason, line_number, line_text, phase, timeline,
                 ready_s, elapsed_s, metrics, teardown, outcome, version, matrix_id, cell,
-                cell_label, repeat, name, from_launch, id)
+                cell_label, repeat, name, from_launch, job_id, job_state, job_nodes, id)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)",
+                ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32)",
         params![
             r.run_id,
             r.kind,
@@ -113,6 +113,12 @@ fn insert_with_id(tx: &rusqlite::Transaction<'_>, r: &RunRecord, id: Option<i64>
             r.cell.as_ref().map(|c| c.repeat),
             r.name,
             r.from_launch,
+            o.job.as_ref().map(|j| j.id.clone()),
+            o.job.as_ref().map(|j| j.state.clone()),
+            o.job
+                .as_ref()
+                .map(|j| serde_json::to_string(&j.nodes))
+                .transpose()?,
             id,
         ],
     )?;

@@ -56,6 +56,18 @@ ALTER TABLE runs ADD COLUMN from_launch INTEGER NOT NULL DEFAULT 1;
 UPDATE runs SET from_launch = 0 WHERE kind = 'watch';
 CREATE INDEX runs_by_name ON runs(name);
 "#,
+    // A batch job's id, last state and nodes (JSON array), also for the rows recorded before
+    // (from the outcome they hold).
+    r#"
+ALTER TABLE runs ADD COLUMN job_id TEXT;
+ALTER TABLE runs ADD COLUMN job_state TEXT;
+ALTER TABLE runs ADD COLUMN job_nodes TEXT;
+UPDATE runs SET job_id = json_extract(outcome, '$.job.id'),
+                job_state = json_extract(outcome, '$.job.state'),
+                job_nodes = json_extract(outcome, '$.job.nodes')
+    WHERE json_valid(outcome) AND json_extract(outcome, '$.job.id') IS NOT NULL;
+CREATE INDEX runs_by_job ON runs(job_id);
+"#,
 ];
 
 /// The schema version this firedup writes.

@@ -465,3 +465,109 @@ fn a_version_one_database_is_migrated_with_its_rows() {
     assert!(kinds.contains(&("watch".into(), false)), "{kinds:?}");
     assert_eq!(rows[0].name, None);
 }
+
+fn slurm_job(id: &str, state: &str) -> Option<crate::verdict::JobSummary> {
+    Some(crate::verdict::JobSummary {
+        scheduler: "slurm".into(),
+        id: id.into(),
+        state: state.into(),
+        nodes: vec!["node1".into(), "node2".into()],
+        reason: None,
+    })
+}
+
+#[test]
+fn a_batch_jobs_id_state_and_nodes_are_recorded_and_selectable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.sqlite");
+    let mut h = History::open(&path).unwrap();
+    let mut job = record(
+        "job-1",
+        Verdict::Killed,
+        Some(Signature::OomKilled),
+        "generic",
+    );
+    job.outcome.job = slurm_job("4711", "OUT_OF_MEMORY");
+    h.record(&job).unwrap();
+    h.record(&record("plain-1", Verdict::Ready, None, "generic"))
+        .unwrap();
+    let found = h
+        .list(&Filter {
+            job: Some("4711".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].run_id, "job-1");
+    assert_eq!(found[0].outcome.job, slurm_job("4711", "OUT_OF_MEMORY"));
+    // The columns themselves, for a person querying the file.
+    let cols: (Option<String>, Option<String>, Option<String>) = Connection::open(&path)
+        .unwrap()
+        .query_row(
+            "SELECT job_id, job_state, job_nodes FROM runs WHERE run_id = 'job-1'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        cols,
+        (
+            Some("4711".into()),
+            Some("OUT_OF_MEMORY".into()),
+            Some(r#"["node1","node2"]"#.into())
+        )
+    );
+    let none: Option<String> = Connection::open(&path)
+        .unwrap()
+        .query_row(
+            "SELECT job_id FROM runs WHERE run_id = 'plain-1'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(none, None);
+}
+
+#[test]
+fn a_version_two_database_gets_the_jobs_of_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.sqlite");
+    {
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(MIGRATIONS[0]).unwrap();
+        c.execute_batch(MIGRATIONS[1]).unwrap();
+        c.pragma_update(None, "user_version", 2).unwrap();
+    }
+    let mut job = record("job-2", Verdict::Succeeded, None, "generic");
+    job.outcome.job = slurm_job("99", "COMPLETED");
+    let plain = record("plain-2", Verdict::Ready, None, "generic");
+    {
+        let c = Connection::open(&path).unwrap();
+        for r in [&job, &plain] {
+            c.execute(
+                "INSERT INTO runs (run_id, kind, spec_hash, command, env, started_at, ended_at,
+                    verdict, reason, timeline, elapsed_s, metrics, outcome, version)
+                 VALUES (?1, 'run', 'h', '[]', '{}', 1.0, 2.0, ?2, 'r', '[]', 1.0, '{}', ?3, '0.1.0')",
+                params![
+                    r.run_id,
+                    r.outcome.verdict.as_str(),
+                    serde_json::to_string(&r.outcome).unwrap()
+                ],
+            )
+            .unwrap();
+        }
+    }
+    let h = History::open(&path).unwrap();
+    assert_eq!(h.schema_version().unwrap(), SCHEMA_VERSION);
+    let ids: Vec<String> = h
+        .list(&Filter {
+            job: Some("99".into()),
+            ..Default::default()
+        })
+        .unwrap()
+        .into_iter()
+        .map(|r| r.run_id)
+        .collect();
+    assert_eq!(ids, vec!["job-2".to_string()]);
+    assert_eq!(h.list(&Filter::default()).unwrap().len(), 2);
+}

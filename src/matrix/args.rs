@@ -73,6 +73,19 @@ pub struct MatrixArgs {
     /// the teardown checks run there too.
     #[arg(long, value_name = "HOST")]
     pub host: Option<String>,
+    /// Submit every cell as a Slurm batch job (sbatch), up to --parallel at once; each is
+    /// judged as `run --slurm` and cancelled (scancel, verified) at teardown. With --host,
+    /// through that login node.
+    #[arg(long)]
+    pub slurm: bool,
+    /// An argument for sbatch, for every cell (repeatable), e.g. --sbatch-arg=--mem=4G.
+    #[arg(
+        long = "sbatch-arg",
+        value_name = "ARG",
+        requires = "slurm",
+        allow_hyphen_values = true
+    )]
+    pub sbatch_arg: Vec<String>,
     /// The base command (instead of the file's base.command).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -110,6 +123,12 @@ pub(super) fn definition(a: &MatrixArgs) -> Result<Matrix> {
     }
     if a.host.is_some() {
         b.host = a.host.clone();
+    }
+    if a.slurm {
+        b.slurm = true;
+    }
+    if !a.sbatch_arg.is_empty() {
+        b.sbatch_args = a.sbatch_arg.clone();
     }
     for e in &a.env {
         let (k, v) = plan::parse_env(e)?;

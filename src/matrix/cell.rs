@@ -209,6 +209,7 @@ pub(super) fn run_cell(
         teardown: summary,
         clean: check.clean,
         resumed: false,
+        job: outcome.job.as_ref().map(|j| j.id.clone()),
     }))
 }
 
@@ -244,7 +245,7 @@ fn run_on_host(
         &p.opts,
         &p.spec.command,
         &target.log.display().to_string(),
-        true,
+        host.watches_process(),
     )?;
     if let Some(h) = host.name() {
         plan.judge.probe_origin = format!("remote {h}");

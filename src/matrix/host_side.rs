@@ -21,7 +21,7 @@ pub fn cell_finish() -> Result<i32> {
     // Bounded by its timeout; the local firedup's Ctrl-C stops the bench through
     // `__cell-cancel`.
     let never = AtomicBool::new(false);
-    let answer = LocalHost.finish_cell(&req, &never);
+    let answer = firedup::host::of_run_here(&req.run_id).finish_cell(&req, &never);
     println!("{}", serde_json::to_string(&answer)?);
     Ok(0)
 }
@@ -41,7 +41,9 @@ pub fn cell_before(port: Option<u16>) -> Result<i32> {
 
 /// `firedup __stop RUN_ID GRACE_MS`: stops the run here and answers with how it went, as JSON.
 pub fn stop_for_host(run_id: &str, grace_ms: u64) -> Result<i32> {
-    let stopped = LocalHost.stop(run_id, Duration::from_millis(grace_ms))?;
+    // A batch job's run is cancelled through Slurm (`run --slurm --host LOGIN`).
+    let stopped =
+        firedup::host::of_run_here(run_id).stop(run_id, Duration::from_millis(grace_ms))?;
     println!("{}", serde_json::to_string(&stopped)?);
     Ok(0)
 }

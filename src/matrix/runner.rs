@@ -32,7 +32,7 @@ use crate::history::{History, MatrixRecord, RunRecord};
 use crate::launch::LaunchSpec;
 use crate::plan::{self, WatchOptions};
 use crate::verdict::Verdict;
-use firedup::host::{Host, LocalHost, SshHost};
+use firedup::host::{Host, LocalHost, SlurmHost, SlurmLoginHost, SshHost};
 use firedup::target::Target;
 
 /// Exit code after Ctrl-C.
@@ -195,12 +195,18 @@ pub fn matrix(a: &MatrixArgs) -> Result<i32> {
     });
 
     let display = Display::new();
-    let host: Arc<dyn Host> = match m.base.host.as_deref() {
-        Some(h) => Arc::new(SshHost::new(
+    let ssh = m.base.host.as_deref().map(|h| {
+        SshHost::new(
             crate::remote::HostSpec::new(h, REMOTE_CONNECT_TIMEOUT),
             REMOTE_RECONNECT_FOR,
-        )),
-        None => Arc::new(LocalHost),
+        )
+    });
+    let sbatch_args = m.base.sbatch_args.clone();
+    let host: Arc<dyn Host> = match (m.base.slurm, ssh) {
+        (true, Some(login)) => Arc::new(SlurmLoginHost::new(login, sbatch_args)),
+        (true, None) => Arc::new(SlurmHost::new(sbatch_args)),
+        (false, Some(h)) => Arc::new(h),
+        (false, None) => Arc::new(LocalHost),
     };
     let signals = watch_signals(Arc::clone(&shared), grace, Arc::clone(&host))?;
     let ctx = Ctx {
@@ -282,6 +288,7 @@ fn result_of(r: &RunRecord) -> RunResult {
         clean: teardown.starts_with("clean"),
         teardown,
         resumed: false,
+        job: o.job.as_ref().map(|j| j.id.clone()),
     }
 }
 

@@ -39,6 +39,9 @@ pub struct RunResult {
     /// Taken from the history by `--resume`, not run now.
     #[serde(default)]
     pub resumed: bool,
+    /// The batch job the run was (`matrix --slurm`): its id.
+    #[serde(default)]
+    pub job: Option<String>,
 }
 
 /// Where a cell stands.
@@ -128,6 +131,16 @@ impl CellRow {
             CellState::Skipped { .. } => format!("{base} (cut short)"),
             CellState::Done => base,
         }
+    }
+
+    /// The batch jobs of the cell's runs, in order (`matrix --slurm`).
+    fn jobs(&self) -> String {
+        let ids: Vec<&str> = self
+            .runs()
+            .iter()
+            .filter_map(|r| r.job.as_deref())
+            .collect();
+        ids.join(",")
     }
 
     fn notes(&self) -> String {
@@ -227,11 +240,21 @@ fn metric_names(rows: &[CellRow]) -> Vec<String> {
     names
 }
 
+/// Whether any run was a batch job: the table then has a `job` column.
+fn has_jobs(rows: &[CellRow]) -> bool {
+    rows.iter()
+        .any(|r| r.runs().iter().any(|x| x.job.is_some()))
+}
+
 /// The header and cells of the table, as text.
 pub fn text_rows(axes: &[String], rows: &[CellRow]) -> (Vec<String>, Vec<Vec<String>>) {
     let metrics = metric_names(rows);
+    let jobs = has_jobs(rows);
     let mut header: Vec<String> = vec!["#".into()];
     header.extend(axes.iter().cloned());
+    if jobs {
+        header.push("job".into());
+    }
     header.extend(
         ["verdict", "signature", "phase", "ready"]
             .iter()
@@ -244,6 +267,9 @@ pub fn text_rows(axes: &[String], rows: &[CellRow]) -> (Vec<String>, Vec<Vec<Str
         .map(|r| {
             let mut row = vec![(r.index + 1).to_string()];
             row.extend(r.values.iter().cloned());
+            if jobs {
+                row.push(r.jobs());
+            }
             row.push(r.verdict_text());
             row.push(r.signature().map(|s| s.to_string()).unwrap_or_default());
             row.push(r.phase().unwrap_or_default());
@@ -324,9 +350,13 @@ pub fn render(
 /// CSV with raw numbers: per metric its median, min and max over repeats.
 fn csv_text(axes: &[String], rows: &[CellRow]) -> String {
     let metrics = metric_names(rows);
+    let jobs = has_jobs(rows);
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header: Vec<String> = vec!["cell".into()];
     header.extend(axes.iter().cloned());
+    if jobs {
+        header.push("job".into());
+    }
     for h in [
         "verdict",
         "signature",
@@ -349,6 +379,9 @@ fn csv_text(axes: &[String], rows: &[CellRow]) -> String {
     for r in rows {
         let mut rec: Vec<String> = vec![(r.index + 1).to_string()];
         rec.extend(r.values.iter().cloned());
+        if jobs {
+            rec.push(r.jobs());
+        }
         rec.push(r.verdict().map(|v| v.to_string()).unwrap_or_default());
         rec.push(r.signature().map(|s| s.to_string()).unwrap_or_default());
         rec.push(r.phase().unwrap_or_default());

@@ -3,6 +3,7 @@
 
 pub mod bounded;
 pub mod pg;
+pub mod slurm;
 pub mod sshd;
 
 use std::path::{Path, PathBuf};

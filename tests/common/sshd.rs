@@ -219,6 +219,8 @@ pub struct Sshd {
     netns: Option<String>,
     user: String,
     tag: String,
+    /// More `NAME=VALUE`s for the sessions' environment (sshd's `SetEnv`).
+    set_env: String,
     child: Option<Child>,
 }
 
@@ -236,14 +238,20 @@ impl Sshd {
     /// Like `start`, with `extra` sshd_config lines placed first (sshd takes the first value of
     /// a keyword, so these override the harness's own settings).
     pub fn start_with(extra: &str) -> Sshd {
-        Sshd::new(None, "127.0.0.1".to_string(), extra)
+        Sshd::new(None, "127.0.0.1".to_string(), extra, &[])
+    }
+
+    /// Like `start`, the sessions' environment also holding `vars` (as a login node's has, say,
+    /// `SLURM_CONF`).
+    pub fn start_with_env(vars: &[(&str, &str)]) -> Sshd {
+        Sshd::new(None, "127.0.0.1".to_string(), "", vars)
     }
 
     pub fn start_in_with(link: &NetLink, extra: &str) -> Sshd {
-        Sshd::new(Some(link.ns.clone()), link.server_addr(), extra)
+        Sshd::new(Some(link.ns.clone()), link.server_addr(), extra, &[])
     }
 
-    fn new(netns: Option<String>, addr: String, extra: &str) -> Sshd {
+    fn new(netns: Option<String>, addr: String, extra: &str, vars: &[(&str, &str)]) -> Sshd {
         assert!(
             Path::new(SSHD).exists(),
             "{SSHD} is missing: install openssh-server (see .ci/run)"
@@ -273,6 +281,7 @@ impl Sshd {
             netns,
             user: current_user(),
             tag,
+            set_env: vars.iter().map(|(k, v)| format!(" {k}={v}")).collect(),
             child: None,
         };
         // On loopback the free port found may be taken before sshd binds it: retry then.
@@ -333,12 +342,13 @@ impl Sshd {
              PrintMotd no\n\
              PrintLastLog no\n\
              UseDNS no\n\
-             SetEnv FDT_SSHD_TAG={tag}\n\
+             SetEnv FDT_SSHD_TAG={tag}{set_env}\n\
              {penalties}\
              LogLevel VERBOSE\n",
             port = self.port,
             addr = self.addr,
             tag = self.tag,
+            set_env = self.set_env,
         );
         std::fs::write(self.dir.path().join("sshd_config"), sshd_config).unwrap();
         std::fs::write(

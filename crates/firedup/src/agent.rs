@@ -1,8 +1,10 @@
 //! `firedup __agent`: the remote side of a watch over SSH. It reads an `AgentSpec` on stdin,
 //! observes the target with the same `LocalObserver` a local watch uses (so probes run from the
-//! server's own machine), and streams what it sees as `WireEvent`s on stdout until the process's
-//! exit was observed (the command line hands it its standard streams: the library prints
-//! nothing itself). It judges nothing: the local firedup does, so a reconnect resumes the
+//! server's own machine), or, for a Slurm job (`run --slurm --host LOGIN`), the same
+//! `SlurmSource` a watch on the login node uses (the job's log and `scontrol`, there), and
+//! streams what it sees as `WireEvent`s on stdout until the process's exit (or the job's end)
+//! was observed (the command line hands it its standard streams: the library prints nothing
+//! itself). It judges nothing: the local firedup does, so a reconnect resumes the
 //! judgement where it was. If the link drops, the next write fails and the agent exits; the
 //! server and its log are untouched.
 
@@ -15,6 +17,8 @@ use crate::error::{Context, Error, Result, chain};
 use crate::judge::Observation;
 use crate::observe::{LocalObserver, ObserveSettings};
 use crate::rundir::{RunDir, now_unix};
+use crate::slurm::source::SlurmSource;
+use crate::source::{Seen, Source};
 use crate::target::Target;
 use crate::wire::{AgentSpec, Resume, WireEvent};
 
@@ -40,9 +44,66 @@ fn send(out: &mut dyn Write, e: &WireEvent) -> std::io::Result<()> {
     writeln!(out, "{}", e.to_line())
 }
 
-/// Streams observations of `spec`'s target to `out` until the process ended (or `out` fails).
+/// What the agent observes: a process and its log, or a Slurm job (its log and its state, read
+/// here, on the login node: the job's log is on its shared file system, and the log is read to
+/// its end before the job's end is sent, as a local watch does).
+enum Watched {
+    Process(Box<LocalObserver>),
+    Job(Box<SlurmSource>),
+}
+
+impl Watched {
+    fn new(target: &Target, job: Option<&str>, settings: &ObserveSettings, start: Instant) -> Self {
+        match job {
+            Some(id) => Watched::Job(Box::new(SlurmSource::with_settings(settings, target, id))),
+            None => Watched::Process(Box::new(LocalObserver::new(target, settings, start))),
+        }
+    }
+
+    fn collect(&mut self, out: &mut Vec<Seen>) {
+        match self {
+            Watched::Process(o) => {
+                let mut buf = Vec::new();
+                o.collect(&mut buf);
+                out.extend(buf.into_iter().map(|(at, obs)| Seen::Obs(at, obs)));
+            }
+            Watched::Job(j) => j.collect(out),
+        }
+    }
+
+    fn resume_point(&self) -> (u64, u64) {
+        match self {
+            Watched::Process(o) => o.resume_point(),
+            Watched::Job(j) => j.resume_point(),
+        }
+    }
+
+    fn ended(&self) -> bool {
+        match self {
+            Watched::Process(o) => o.ended(),
+            Watched::Job(j) => j.ended(),
+        }
+    }
+
+    fn next_wake(&self) -> Instant {
+        match self {
+            Watched::Process(o) => o.next_wake(),
+            Watched::Job(j) => j.next_wake(),
+        }
+    }
+
+    fn wait(&mut self, until: Instant) {
+        match self {
+            Watched::Process(o) => o.wait(until),
+            Watched::Job(j) => j.wait(until),
+        }
+    }
+}
+
+/// Streams observations of `spec`'s target to `out` until the process (or the batch job) ended
+/// (or `out` fails).
 pub fn serve(spec: &AgentSpec, out: &mut dyn Write) -> std::io::Result<()> {
-    let target = match target_of(spec) {
+    let (target, job) = match target_of(spec) {
         Ok(t) => t,
         Err(e) => {
             send(out, &WireEvent::Error { message: chain(&e) })?;
@@ -81,24 +142,33 @@ pub fn serve(spec: &AgentSpec, out: &mut dyn Write) -> std::io::Result<()> {
     let start = Instant::now();
     // Observation times are seconds since time zero by this host's clock.
     let offset = now_unix() - t0;
-    let mut observer = LocalObserver::new(&target, &settings, start);
+    let mut watched = Watched::new(&target, job.as_deref(), &settings, start);
     let mut seq = spec.resume.map(|r| r.seq).unwrap_or(0);
     let mut last_mark: Option<Resume> = spec.resume;
     let mut next_heartbeat = Instant::now();
     let mut buf = Vec::new();
     loop {
-        observer.collect(&mut buf);
-        for (at, obs) in buf.drain(..) {
-            let s = if matches!(obs, Observation::Line { .. }) {
-                seq += 1;
-                seq
-            } else {
-                0
+        watched.collect(&mut buf);
+        for seen in buf.drain(..) {
+            let event = match seen {
+                Seen::Obs(at, obs) => {
+                    let s = if matches!(obs, Observation::Line { .. }) {
+                        seq += 1;
+                        seq
+                    } else {
+                        0
+                    };
+                    let t = offset + at.as_secs_f64();
+                    WireEvent::Obs { t, seq: s, obs }
+                }
+                Seen::Note(at, text) => WireEvent::Note {
+                    t: offset + at.as_secs_f64(),
+                    text,
+                },
             };
-            let t = offset + at.as_secs_f64();
-            send(out, &WireEvent::Obs { t, seq: s, obs })?;
+            send(out, &event)?;
         }
-        let (offset_b, line) = observer.resume_point();
+        let (offset_b, line) = watched.resume_point();
         let mark = Resume {
             offset: offset_b,
             line,
@@ -108,7 +178,7 @@ pub fn serve(spec: &AgentSpec, out: &mut dyn Write) -> std::io::Result<()> {
             send(out, &WireEvent::Mark(mark))?;
             last_mark = Some(mark);
         }
-        if observer.ended() {
+        if watched.ended() {
             send(out, &WireEvent::End)?;
             return out.flush();
         }
@@ -118,16 +188,21 @@ pub fn serve(spec: &AgentSpec, out: &mut dyn Write) -> std::io::Result<()> {
             next_heartbeat = Instant::now() + HEARTBEAT;
         }
         out.flush()?;
-        observer.wait(observer.next_wake().min(next_heartbeat));
+        watched.wait(watched.next_wake().min(next_heartbeat));
     }
 }
 
-fn target_of(spec: &AgentSpec) -> Result<Target> {
+/// The target, and the Slurm job to watch it as (the spec's, or the one its run's record names).
+fn target_of(spec: &AgentSpec) -> Result<(Target, Option<String>)> {
     if let Some(id) = &spec.run_id {
         let run = RunDir::open(id)?;
         let meta = run.meta()?;
         let proc_rec = run.process();
-        Ok(Target {
+        let job = spec
+            .slurm_job
+            .clone()
+            .or_else(|| meta.job.as_ref().map(|j| j.id.clone()));
+        let target = Target {
             log: PathBuf::from(&meta.log),
             pid: proc_rec.map(|p| p.pid),
             start_ticks: proc_rec.map(|p| p.start_ticks).filter(|t| *t != 0),
@@ -138,7 +213,8 @@ fn target_of(spec: &AgentSpec) -> Result<Target> {
             exit_pipe: None,
             log_start: meta.log_start,
             log_file: meta.log_file,
-        })
+        };
+        Ok((target, job))
     } else {
         let log = spec
             .log
@@ -147,12 +223,13 @@ fn target_of(spec: &AgentSpec) -> Result<Target> {
         let start_ticks = spec
             .pid
             .and_then(|p| crate::process::stat(p).map(|s| s.start_ticks));
-        Ok(Target {
+        let target = Target {
             log,
             pid: spec.pid,
             start_ticks,
             ..Default::default()
-        })
+        };
+        Ok((target, spec.slurm_job.clone()))
     }
 }
 
@@ -200,7 +277,12 @@ pub fn meta(run_id: &str, out: &mut dyn Write) -> Result<i32> {
     // The record, and whether the run has ended since (a re-attach then judges how it ended).
     let mut v = serde_json::to_value(run.meta()?)?;
     if let Some(map) = v.as_object_mut() {
-        map.insert("ended".into(), serde_json::Value::Bool(!run.is_live()));
+        let live = match run.meta()?.job {
+            // A batch job's run lives while Slurm runs the job (its watcher may be gone).
+            Some(job) => run.is_live() && crate::slurm::job_active(&job.id),
+            None => run.is_live(),
+        };
+        map.insert("ended".into(), serde_json::Value::Bool(!live));
     }
     writeln!(out, "{v}")?;
     Ok(0)

@@ -6,7 +6,9 @@
 //! - [`LocalHost`]: this machine (the supervisor, `LocalObserver`, `/proc`).
 //! - [`SshHost`]: another machine over SSH (the same code there, as the `firedup __agent`,
 //!   `__remote-launch`, `__meta`, `__stop` and `__cell-*` commands of the copied firedup).
-//! - [`SlurmHost`]: a Slurm batch job (`sbatch`, `scontrol`, `scancel`).
+//! - [`SlurmHost`]: a Slurm batch job (`sbatch`, `scontrol`, `scancel`), and
+//!   [`SlurmLoginHost`] (`ssh` feature): the same with the scheduler's commands run on a login
+//!   node over SSH.
 //!
 //! A trait, not an enum: a third host (a batch scheduler) is a new implementation, and the
 //! commands hold a `&dyn Host` (an `Arc` where a signal thread needs one too). Everything a host
@@ -32,6 +34,8 @@ pub use cell::{BenchRequest, FinishAnswer, FinishRequest};
 pub use local::LocalHost;
 pub use slurm::SlurmHost;
 #[cfg(feature = "ssh")]
+pub use slurm::login::SlurmLoginHost;
+#[cfg(feature = "ssh")]
 pub use ssh::SshHost;
 pub use teardown::{Before, TeardownCheck};
 
@@ -41,6 +45,21 @@ use crate::rundir::RunMeta;
 use crate::source::Source;
 use crate::stop::StopReport;
 use crate::target::Target;
+
+/// The host of run `run_id` (an id or a name) of this machine: [`SlurmHost`] for a run whose
+/// record names a batch job (`run --slurm`), else [`LocalHost`] (also for a run not found: its
+/// command then says so).
+pub fn of_run_here(run_id: &str) -> Box<dyn Host> {
+    let submitted = crate::rundir::RunDir::open(run_id)
+        .ok()
+        .and_then(|r| r.meta().ok())
+        .is_some_and(|m| m.job.is_some());
+    if submitted {
+        Box::new(SlurmHost::default())
+    } else {
+        Box::new(LocalHost)
+    }
+}
 
 /// Where a server runs: see the module doc.
 pub trait Host: std::fmt::Debug + Send + Sync {

@@ -7,7 +7,8 @@
 //! the link's), a `mark` after each batch of log lines (the byte offset of the last line boundary,
 //! the next line number and the next line sequence number: where a new agent resumes so that no
 //! line is lost or doubled), a `heartbeat` every second (a silent link is detected by its absence),
-//! and `end` after the process's exit was observed.
+//! a `note` for what the user should hear about the watch (a batch job requeued), and `end` after
+//! the process's exit (or the batch job's end) was observed.
 
 use std::path::PathBuf;
 
@@ -41,6 +42,11 @@ pub struct AgentSpec {
     /// Time zero of the watch as a Unix time by the agent host's clock; `None`: the run's launch
     /// time, or now when attaching by path.
     pub t0_unix: Option<f64>,
+    /// A Slurm job to watch by its state as well as its log (`log` is its `StdOut=`), when
+    /// attaching to one submitted some other way; a run whose record names a job is watched as
+    /// one without it.
+    #[serde(default)]
+    pub slurm_job: Option<String>,
 }
 
 /// One message from the agent.
@@ -64,6 +70,11 @@ pub(crate) enum WireEvent {
     Mark(Resume),
     Heartbeat {
         t: f64,
+    },
+    /// Something the user should know about the watch itself (a Slurm job was requeued).
+    Note {
+        t: f64,
+        text: String,
     },
     /// The agent could not start watching (the run id is unknown, ...).
     Error {
@@ -148,12 +159,28 @@ mod tests {
                             .into(),
                 },
             },
+            // A batch job's state reaches a firedup elsewhere (`run --slurm --host`).
+            WireEvent::Obs {
+                t: 2.9,
+                seq: 0,
+                obs: Observation::Job(firedup_judge::job::JobSnapshot {
+                    scheduler: "slurm".into(),
+                    id: "42".into(),
+                    state: "RUNNING".into(),
+                    nodes: vec!["node1".into()],
+                    ..Default::default()
+                }),
+            },
             WireEvent::Mark(Resume {
                 offset: 10,
                 line: 2,
                 seq: 8,
             }),
             WireEvent::Heartbeat { t: 3.0 },
+            WireEvent::Note {
+                t: 3.5,
+                text: "job 7 was requeued (Restarts=1): its log continues".into(),
+            },
             WireEvent::Error {
                 message: "no run x".into(),
             },

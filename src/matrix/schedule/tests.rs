@@ -47,6 +47,7 @@ fn result(verdict: Verdict, signature: Option<Signature>) -> RunResult {
         teardown: "clean".into(),
         clean: true,
         resumed: false,
+        job: None,
     }
 }
 

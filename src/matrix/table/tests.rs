@@ -14,6 +14,7 @@ fn run(verdict: Verdict, sig: Option<Signature>, phase: &str, ready: Option<f64>
         teardown: "clean".into(),
         clean: true,
         resumed: false,
+        job: None,
     }
 }
 
@@ -197,4 +198,45 @@ fn the_h200_matrix_check_groups_as_recorded() {
             .starts_with("DIRTY: 2566 MiB of GPU memory still held"),
         "{last:?}"
     );
+}
+
+#[test]
+fn batch_jobs_get_a_job_column_with_their_ids() {
+    let axes = vec!["A".to_string()];
+    let job = |id: &str, verdict: Verdict, sig: Option<Signature>| RunResult {
+        job: Some(id.into()),
+        ..run(verdict, sig, "ready", Some(1.0))
+    };
+    let rows = vec![
+        CellRow {
+            index: 0,
+            label: "A=1".into(),
+            values: vec!["1".into()],
+            state: CellState::Done,
+            runs: vec![
+                job("41", Verdict::Ready, None),
+                job("43", Verdict::Ready, None),
+            ],
+        },
+        CellRow {
+            index: 1,
+            label: "A=2".into(),
+            values: vec!["2".into()],
+            state: CellState::Done,
+            runs: vec![job("42", Verdict::Failed, Some(Signature::ImportError))],
+        },
+    ];
+    let (header, body) = text_rows(&axes, &rows);
+    assert_eq!(header[..4], ["#", "A", "job", "verdict"]);
+    assert_eq!(body[0][2], "41,43");
+    assert_eq!(body[1][2..4], ["42", "failed"]);
+    let csv = render(Format::Csv, "m1", "done", &axes, &rows);
+    assert!(csv.starts_with("cell,A,job,verdict,"), "{csv}");
+    assert!(csv.contains("\n2,2,42,failed,import_error,"), "{csv}");
+    let json: serde_json::Value =
+        serde_json::from_str(&render(Format::Json, "m1", "done", &axes, &rows)).unwrap();
+    assert_eq!(json["cells"][1]["runs"][0]["job"], "42");
+    // Without jobs, no column.
+    let (axes, rows) = two_by_two();
+    assert!(!text_rows(&axes, &rows).0.contains(&"job".to_string()));
 }

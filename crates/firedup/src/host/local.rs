@@ -31,6 +31,31 @@ pub struct LocalHost;
 /// reads it).
 const BENCH_PGID: &str = "bench.pgid";
 
+/// Runs a cell's bench next to its run (bench.log and the bench's process group in the run's
+/// directory), bounded by its timeout; stopped early by `cancel`, or by `__cell-cancel`, which
+/// kills the process group recorded here.
+pub(super) fn run_bench(
+    b: &super::BenchRequest,
+    run: &RunDir,
+    cancel: &AtomicBool,
+) -> bench::BenchResult {
+    // The regexes were checked when the matrix was read.
+    let metrics: Vec<(String, regex::Regex)> = b
+        .metrics
+        .iter()
+        .filter_map(|(n, r)| Some((n.clone(), regex::Regex::new(r).ok()?)))
+        .collect();
+    bench::run(
+        &b.command,
+        &b.env,
+        &run.path.join("bench.log"),
+        Duration::from_millis(b.timeout_ms),
+        &metrics,
+        cancel,
+        Some(&run.path.join(BENCH_PGID)),
+    )
+}
+
 /// How long `stop` waits for the supervisor to record the exit, so that `firedup ps` right after
 /// a stop shows how the run ended.
 const EXIT_RECORD_WAIT: Duration = Duration::from_secs(2);
@@ -202,25 +227,7 @@ impl Host for LocalHost {
                 };
             }
         };
-        let bench = req.bench.as_ref().map(|b| {
-            // The regexes were checked when the matrix was read.
-            let metrics: Vec<(String, regex::Regex)> = b
-                .metrics
-                .iter()
-                .filter_map(|(n, r)| Some((n.clone(), regex::Regex::new(r).ok()?)))
-                .collect();
-            // Bounded by its timeout; stopped early by `cancel`, or by `__cell-cancel`, which
-            // kills the process group recorded here.
-            bench::run(
-                &b.command,
-                &b.env,
-                &run.path.join("bench.log"),
-                Duration::from_millis(b.timeout_ms),
-                &metrics,
-                cancel,
-                Some(&run.path.join(BENCH_PGID)),
-            )
-        });
+        let bench = req.bench.as_ref().map(|b| run_bench(b, &run, cancel));
         let check = teardown::teardown(
             &target,
             Duration::from_millis(req.grace_ms),

@@ -8,6 +8,15 @@
 //! the job's processes run under slurmstepd, each carrying the run's `FIREDUP_RUN_ID`.
 //! `sbatch` refusing the job is the run's spawn error (`never_started`, with sbatch's own line);
 //! Slurm not answering at all is [`HostError::Unreachable`] (`monitor_error`).
+//!
+//! - [`cancel`]: `scancel` and the proof that the job is gone (`firedup stop`).
+//! - [`login`]: [`login::SlurmLoginHost`], the same runs driven through a login node over SSH.
+//! - [`login_side`]: the login node's side of it (`__slurm-submit`, `__slurm-job`).
+
+mod cancel;
+#[cfg(feature = "ssh")]
+pub mod login;
+pub mod login_side;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -24,9 +33,8 @@ use crate::plan::Plan;
 use crate::process;
 use crate::rundir::{ExitRecord, JobRecord, RunDir, RunMeta, now_unix};
 use crate::slurm::source::SlurmSource;
-use crate::slurm::{CANCEL_MARKER, Slurm, is_this_host, submit};
+use crate::slurm::{Slurm, submit};
 use crate::source::Source;
-use crate::stop::{JobStop, StopReport};
 use crate::target::Target;
 
 /// How long a stop waits for the cancelled job to reach a terminal state (COMPLETING can last
@@ -336,148 +344,61 @@ impl Host for SlurmHost {
         Ok(Before::capture(port))
     }
 
-    fn finish_cell(&self, _req: &FinishRequest, _cancel: &AtomicBool) -> FinishAnswer {
-        FinishAnswer {
-            bench: None,
-            teardown: TeardownCheck {
-                clean: false,
-                problems: vec!["matrix cells as Slurm jobs are not supported yet".into()],
+    fn finish_cell(&self, req: &FinishRequest, cancel: &AtomicBool) -> FinishAnswer {
+        let began = Instant::now();
+        let run = match RunDir::open(&req.run_id) {
+            Ok(run) => run,
+            Err(e) => {
+                return FinishAnswer {
+                    bench: None,
+                    teardown: TeardownCheck {
+                        clean: false,
+                        problems: vec![format!("teardown not verified: {e:#}")],
+                        ..Default::default()
+                    },
+                };
+            }
+        };
+        // The bench runs here, where firedup runs (it reaches the job's server by its address).
+        let bench = req
+            .bench
+            .as_ref()
+            .map(|b| super::local::run_bench(b, &run, cancel));
+        let job = run.meta().ok().and_then(|m| m.job);
+        let mut teardown = match job {
+            Some(job) => {
+                let stop =
+                    self.cancel_job(Some(&run), &job.id, Duration::from_millis(req.grace_ms));
+                let clean = stop.clean();
+                let state = stop
+                    .job
+                    .as_ref()
+                    .and_then(|j| j.state.clone())
+                    .unwrap_or_else(|| "no longer known".into());
+                TeardownCheck {
+                    clean,
+                    problems: if clean {
+                        Vec::new()
+                    } else {
+                        vec![stop.describe()]
+                    },
+                    notes: vec![format!("slurm job {} {state}", job.id)],
+                    ..Default::default()
+                }
+            }
+            // sbatch refused it: nothing was queued.
+            None => TeardownCheck {
+                clean: true,
                 ..Default::default()
             },
-        }
+        };
+        teardown.took_s = began.elapsed().as_secs_f64();
+        FinishAnswer { bench, teardown }
     }
 
     fn cancel(&self, target: &Target, grace: Duration) {
         if let Some(job) = self.job_of(target) {
             let _ = self.cancel_job(target.run.as_ref(), &job, grace);
-        }
-    }
-}
-
-impl SlurmHost {
-    /// `scancel`, then the proof: a terminal state (bounded wait), `squeue -j`, and on this
-    /// machine no process carrying the run's id (nor listed by `scontrol listpids`).
-    fn cancel_job(&self, run: Option<&RunDir>, job: &str, grace: Duration) -> StopReport {
-        let began = Instant::now();
-        let run_id = run.map(|r| r.id.clone()).unwrap_or_default();
-        if let Some(run) = run {
-            // Read by the watch: this CANCELLED is firedup's own, not someone else's.
-            let _ = std::fs::write(run.path.join(CANCEL_MARKER), b"");
-        }
-        let mut checked = Vec::new();
-        let before = self.slurm.show_job(job);
-        let here =
-            matches!(&before, Ok(Some(i)) if i.batch_host.as_deref().is_some_and(is_this_host));
-        let mut targeted = process::of_run(&run_id).pids;
-        if here {
-            targeted.extend(self.slurm.listpids(job).unwrap_or_default());
-        }
-        targeted.sort_unstable();
-        targeted.dedup();
-        let active = matches!(&before, Ok(Some(i)) if !i.is_terminal());
-        let mut cancelled = false;
-        if active {
-            match self.slurm.cancel(job) {
-                Ok(()) => {
-                    cancelled = true;
-                    checked.push(format!("scancel {job}"));
-                }
-                Err(e) => checked.push(format!("scancel {job} failed: {e}")),
-            }
-        } else {
-            checked.push(format!("job {job} had already ended: nothing to cancel"));
-        }
-        let deadline = Instant::now() + CANCEL_WAIT + grace;
-        let mut state = None;
-        let mut ended = false;
-        let mut exit = None;
-        loop {
-            match self.slurm.show_job(job) {
-                Ok(Some(i)) => {
-                    ended = i.is_terminal();
-                    exit = i.exit();
-                    state = Some(i.state);
-                }
-                Ok(None) => ended = true,
-                Err(e) => state = Some(format!("unknown (scontrol failed: {e})")),
-            }
-            if ended || Instant::now() >= deadline {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(250));
-        }
-        checked.push(format!(
-            "scontrol show job {job}: {}",
-            state.as_deref().unwrap_or("no longer known")
-        ));
-        match self.slurm.queue_state(job) {
-            Ok(None) => checked.push(format!("squeue -j {job}: not listed")),
-            Ok(Some(s)) => {
-                let done = crate::slurm::job_info::JobInfo {
-                    state: s.clone(),
-                    ..Default::default()
-                }
-                .is_terminal();
-                ended &= done;
-                checked.push(format!("squeue -j {job}: {s}"));
-            }
-            Err(e) => checked.push(format!("squeue -j {job} failed: {e}")),
-        }
-        // The processes of the job on this machine: by the run's id, and as Slurm lists them.
-        let gone_by = Instant::now() + PROCESSES_GONE_WAIT;
-        let mut left = process::of_run(&run_id).pids;
-        while !left.is_empty() && Instant::now() < gone_by {
-            std::thread::sleep(Duration::from_millis(100));
-            left = process::of_run(&run_id).pids;
-        }
-        if !run_id.is_empty() {
-            checked.push(format!(
-                "processes carrying FIREDUP_RUN_ID={run_id} here: {}",
-                if left.is_empty() {
-                    "none".to_string()
-                } else {
-                    left.len().to_string()
-                }
-            ));
-        }
-        if here {
-            match self.slurm.listpids(job) {
-                Some(p) if !p.is_empty() => {
-                    checked.push(format!("scontrol listpids {job}: {}", p.len()));
-                    left.extend(p);
-                }
-                Some(_) => checked.push(format!("scontrol listpids {job}: none")),
-                None => checked.push(format!(
-                    "scontrol listpids {job}: no processes on this node"
-                )),
-            }
-        }
-        left.sort_unstable();
-        left.dedup();
-        left.retain(|p| process::is_alive(*p, None));
-        // The end, for `ps` and a later `watch` (the watch, when one runs, records it first).
-        if let (Some(run), true) = (run, ended) {
-            if run.exit().is_none() {
-                let _ = run.write_exit(&ExitRecord {
-                    exit,
-                    spawn_error: None,
-                    ended_at: now_unix(),
-                });
-            }
-        }
-        StopReport {
-            targeted,
-            escalated: false,
-            survivors: left.into_iter().map(|p| (p, process::cmdline(p))).collect(),
-            took: began.elapsed(),
-            swept: None,
-            job: Some(Box::new(JobStop {
-                id: job.to_string(),
-                state,
-                ended,
-                cancelled,
-                checked,
-            })),
         }
     }
 }

@@ -79,7 +79,7 @@ impl SshHost {
 
     /// Runs the remote firedup with `args` and `stdin`; its stdout when it exits 0, else its
     /// one-sentence error (`firedup: ` taken off).
-    fn remote_firedup(
+    pub(crate) fn remote_firedup(
         &self,
         args: Vec<String>,
         stdin: Option<Vec<u8>>,
@@ -101,8 +101,54 @@ impl SshHost {
         })
     }
 
-    fn host(&self) -> &str {
+    /// Runs the remote firedup with `args` and `stdin`: its stdout when it exits 0; its
+    /// sentence as a usage error when it refused the request (exit 2: a mistake of the user's,
+    /// said there); else the host cannot be used for it ([`HostError::Unreachable`]).
+    pub(crate) fn remote_request(
+        &self,
+        args: Vec<String>,
+        stdin: Option<Vec<u8>>,
+    ) -> Result<String, HostError> {
+        let host = self.host().to_string();
+        let out = self
+            .with_remote(|r| {
+                Box::pin(async move {
+                    let refs: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+                    r.firedup(&refs, stdin.as_deref()).await
+                })
+            })
+            .map_err(HostError::Unreachable)?;
+        let said = out
+            .stderr
+            .trim()
+            .trim_start_matches("firedup: ")
+            .to_string();
+        match out.code {
+            Some(0) => Ok(out.stdout),
+            Some(crate::verdict::USAGE_EXIT_CODE) => Err(HostError::Failed(crate::Error::Usage(
+                format!("{host}: {said}"),
+            ))),
+            _ => Err(HostError::Unreachable(format!("{host}: {said}"))),
+        }
+    }
+
+    pub(crate) fn host(&self) -> &str {
         &self.spec.destination
+    }
+
+    /// The stream of a watch of Slurm job `job`, submitted some other way, whose output file on
+    /// the host is `log`: the agent there follows it and polls the job's state.
+    pub(crate) fn job_source(&self, plan: &Plan, log: &Path, job: &str) -> Box<dyn Source> {
+        let mut spec = agent_spec(plan, None, Some(log.to_path_buf()), None);
+        spec.slurm_job = Some(job.to_string());
+        let hint = format!("firedup watch --host {} --slurm-job {job}", self.host());
+        Box::new(RemoteSource::start(
+            self.spec.clone(),
+            spec,
+            self.reconnect_for,
+            &hint,
+            true,
+        ))
     }
 }
 
@@ -123,6 +169,7 @@ fn agent_spec(
         probes: plan.probes.clone(),
         sample_every_ms: sample_interval(plan).as_millis() as u64,
         t0_unix: None,
+        slurm_job: None,
     }
 }
 

@@ -185,6 +185,9 @@ impl Source for RemoteSource {
                         }
                     }
                     WireEvent::Heartbeat { t } => self.tick_clock(t),
+                    WireEvent::Note { t, text } => {
+                        out.push(Seen::Note(Duration::from_secs_f64(t.max(0.0)), text))
+                    }
                     WireEvent::Error { message } => out.push(Seen::Obs(
                         self.now(),
                         Observation::MonitorFault(format!("on {}: {message}", self.host)),

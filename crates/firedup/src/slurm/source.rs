@@ -85,6 +85,16 @@ impl SlurmSource {
             sample_every: sample_interval(plan),
             follow_run: false,
         };
+        SlurmSource::with_settings(&settings, target, job_id)
+    }
+
+    /// As [`SlurmSource::new`], with the observer's settings given (the SSH agent's, which
+    /// resume the log where a lost link left it).
+    pub(crate) fn with_settings(
+        settings: &ObserveSettings,
+        target: &Target,
+        job_id: &str,
+    ) -> SlurmSource {
         // The log is followed without a process: the job's end comes from its state.
         let followed = Target {
             pid: None,
@@ -92,6 +102,10 @@ impl SlurmSource {
             spawn_error: None,
             exit_pipe: None,
             ..target.clone()
+        };
+        let settings = ObserveSettings {
+            follow_run: false,
+            ..settings.clone()
         };
         let start = Instant::now();
         SlurmSource {
@@ -114,6 +128,16 @@ impl SlurmSource {
             sample_every: settings.sample_every,
             notes: Vec::new(),
         }
+    }
+
+    /// Whether the watch is over: the job's end (or the reason it cannot be told) was sent.
+    pub(crate) fn ended(&self) -> bool {
+        self.done
+    }
+
+    /// Where a new observer would resume the log: see [`LocalObserver::resume_point`].
+    pub(crate) fn resume_point(&self) -> (u64, u64) {
+        self.observer.resume_point()
     }
 
     fn at(&self) -> Duration {
