@@ -156,6 +156,10 @@ pub enum Command {
         run_id: String,
         #[arg(long, value_name = "DURATION", default_value = "10s")]
         grace: String,
+        /// Print what the teardown found as one JSON object on stdout: the processes stopped,
+        /// the survivors, whether the run's port is free and its GPU memory released.
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         remote: RemoteArgs,
     },
@@ -325,6 +329,9 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 if notify {
                     firedup::host::slurm::refuse_with("--notify")?;
                 }
+                if judge.auto_port() {
+                    firedup::host::slurm::refuse_with("--port auto")?;
+                }
             }
             let args = crate::run_cmd::RunArgs {
                 log,
@@ -368,11 +375,13 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Stop {
             run_id,
             grace,
+            json,
             remote,
         } => crate::runs_cmd::stop(
             run_host(&remote, Some(&run_id), false)?.as_ref(),
             &run_id,
             &grace,
+            json,
         ),
         Command::Ps { json, all, remote } => match remote.ssh_host()? {
             Some(host) => {

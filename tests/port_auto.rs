@@ -1,0 +1,160 @@
+//! `run --port auto` and `stop --json` through the real binary: firedup picks a free port, the
+//! command gets it in place of `{port}` and as `FIREDUP_PORT`, the port is probed, the verdict
+//! carries `url` and `port`; `stop --json` says what the teardown found (the processes, the
+//! port, the GPU).
+
+mod common;
+
+use common::Env;
+
+/// A server that listens on its first argument and says which port `FIREDUP_PORT` gave it.
+const SERVER: &str =
+    "echo \"env port $FIREDUP_PORT\"; exec python3 -m http.server \"$0\" --bind 127.0.0.1";
+
+#[test]
+fn a_server_on_an_auto_port_is_ready_there_and_a_json_stop_finds_the_port_free() {
+    let env = Env::new();
+    let run = env.firedup(&[
+        "run",
+        "--json",
+        "--port",
+        "auto",
+        "--timeout",
+        "60s",
+        "--name",
+        "web",
+        "--",
+        "sh",
+        "-c",
+        SERVER,
+        "{port}",
+    ]);
+    assert_eq!(run.verdict(), "ready", "{}", run.explain());
+    let port = run.json["port"].as_u64().expect("a port") as u16;
+    assert_eq!(run.json["url"], format!("http://127.0.0.1:{port}"));
+    assert_eq!(run.json["schema"], 1);
+    assert_eq!(run.json["name"], "web");
+    // The port probe decided, on the port the command was given.
+    let probe = &run.json["probes"][0];
+    assert_eq!(probe["kind"], "port", "{}", run.explain());
+    assert_eq!(probe["target"], format!("127.0.0.1:{port}"));
+    let log = common::file_text(std::path::Path::new(run.json["log"].as_str().unwrap()));
+    assert!(log.contains(&format!("env port {port}")), "{log}");
+    let pid = run.json["pid"].as_u64().expect("a pid");
+
+    let stop = env.firedup(&["stop", "--json", "--grace", "5s", "web"]);
+    assert_eq!(stop.code, 0, "{}", stop.explain());
+    let s = &stop.json;
+    assert_eq!(s["run_id"], run.json["run_id"], "{}", stop.explain());
+    assert_eq!(s["clean"], true);
+    assert_eq!(s["survivors"], serde_json::json!([]));
+    assert!(
+        s["stopped"]
+            .as_array()
+            .is_some_and(|p| p.iter().any(|p| p.as_u64() == Some(pid))),
+        "{s}"
+    );
+    assert_eq!(s["port"], port);
+    assert_eq!(s["port_free"], true, "{s}");
+    assert_eq!(s["port_holders"], serde_json::json!([]));
+    assert!(!common::alive(pid));
+    // The port is free indeed: it can be bound again.
+    std::net::TcpListener::bind(("127.0.0.1", port)).expect("the port is free after the stop");
+}
+
+#[test]
+fn every_placeholder_is_filled_and_a_failure_still_says_the_port() {
+    let env = Env::new();
+    let run = env.firedup(&[
+        "run",
+        "--json",
+        "--port",
+        "auto",
+        "--timeout",
+        "60s",
+        "--",
+        "sh",
+        "-c",
+        "echo \"args $0 $1, env $FIREDUP_PORT\"; exit 3",
+        "{port}",
+        "--port={port}",
+    ]);
+    assert_eq!(run.verdict(), "exited", "{}", run.explain());
+    assert_eq!(run.code, 3);
+    let port = run.json["port"]
+        .as_u64()
+        .expect("the port is known also when it failed");
+    let want = format!("args {port} --port={port}, env {port}");
+    assert_eq!(run.json["line"]["text"], want, "{}", run.explain());
+}
+
+#[test]
+fn a_fixed_port_is_in_the_verdict_and_placeholders_are_left_alone_without_auto() {
+    let env = Env::new();
+    let port = common::free_port();
+    let run = env.firedup(&[
+        "run",
+        "--json",
+        "--port",
+        &port.to_string(),
+        "--timeout",
+        "60s",
+        "--",
+        "sh",
+        "-c",
+        "echo \"arg $0\"; exit 3",
+        "{port}",
+    ]);
+    assert_eq!(run.verdict(), "exited", "{}", run.explain());
+    assert_eq!(run.json["port"], port);
+    assert_eq!(run.json["line"]["text"], "arg {port}");
+}
+
+#[test]
+fn port_auto_is_refused_where_it_cannot_mean_this_machine() {
+    let env = Env::new();
+    let table: [(&[&str], &str); 3] = [
+        (
+            &["watch", "--port", "auto", "--log", "x.log"],
+            "--port auto is for `firedup run`",
+        ),
+        (
+            &["run", "--port", "auto", "--slurm", "--", "true"],
+            "--port auto does not go with --slurm",
+        ),
+        (
+            &["run", "--port", "eighty", "--", "true"],
+            "'eighty' is not a port",
+        ),
+    ];
+    for (args, says) in table {
+        let run = env.firedup(args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.explain());
+        assert!(run.stderr.contains(says), "{args:?}: {}", run.explain());
+    }
+}
+
+#[test]
+fn a_json_stop_of_a_run_with_no_known_port_says_null() {
+    let env = Env::new();
+    let run = env.firedup(&[
+        "run",
+        "--json",
+        "--ready-line",
+        "up",
+        "--timeout",
+        "60s",
+        "--",
+        "sh",
+        "-c",
+        "echo up; exec sleep 300",
+    ]);
+    assert_eq!(run.verdict(), "ready", "{}", run.explain());
+    assert_eq!(run.json["url"], serde_json::Value::Null);
+    let stop = env.firedup(&["stop", "--json", "--grace", "5s", run.run_id()]);
+    assert_eq!(stop.code, 0, "{}", stop.explain());
+    assert_eq!(stop.json["clean"], true, "{}", stop.explain());
+    assert_eq!(stop.json["port"], serde_json::Value::Null);
+    assert_eq!(stop.json["port_free"], serde_json::Value::Null);
+    assert_eq!(stop.json["stopped"].as_array().map(Vec::len), Some(1));
+}
