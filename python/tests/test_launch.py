@@ -1,0 +1,102 @@
+"""firedup.launch (the context manager) and firedup.start against real servers: python -m
+http.server and Redis, ready on a port firedup picked; a server that cannot bind raises NotReady
+with its signature and decisive line."""
+
+from __future__ import annotations
+
+import urllib.request
+
+import pytest
+
+import firedup
+from helpers import held_port, port_is_free, processes_of_run, redis_ping
+
+HTTP_SERVER = ["python3", "-m", "http.server", "--bind", "127.0.0.1", "{port}"]
+
+
+def test_an_http_server_on_an_auto_port_answers_at_its_url_and_is_gone_after_the_block() -> None:
+    with firedup.launch(HTTP_SERVER, port="auto", timeout="60s", grace="5s") as server:
+        assert server.verdict["verdict"] == "ready"
+        assert server.url == f"http://127.0.0.1:{server.port}"
+        assert server.pid in processes_of_run(server.run_id)
+        with urllib.request.urlopen(server.url, timeout=10) as r:
+            assert r.status == 200
+    teardown = server.teardown
+    assert teardown is not None and teardown.clean, teardown
+    assert server.pid in teardown.stopped
+    assert teardown.port == server.port and teardown.port_free is True
+    assert processes_of_run(server.run_id) == []
+    assert port_is_free(server.port)
+
+
+def test_redis_by_its_profile_is_ready_and_answers_ping() -> None:
+    with firedup.launch(
+        ["redis-server", "--port", "{port}", "--save", ""],
+        profile="redis",
+        port="auto",
+        timeout="60s",
+        name="pytest-redis",
+    ) as redis:
+        assert redis.name == "pytest-redis"
+        assert redis.port is not None
+        assert redis_ping(redis.port) == b"+PONG\r\n"
+    assert redis.teardown is not None and redis.teardown.clean
+
+
+def test_a_server_that_cannot_bind_raises_not_ready_with_its_signature_and_decisive_line() -> None:
+    holder = held_port()
+    port = holder.getsockname()[1]
+    try:
+        with pytest.raises(firedup.NotReady) as failed:
+            with firedup.launch(
+                ["python3", "-m", "http.server", "--bind", "127.0.0.1", str(port)],
+                ready_line="Serving HTTP",
+                timeout="60s",
+            ):
+                pytest.fail("a server whose port is taken was ready")
+    finally:
+        holder.close()
+    e = failed.value
+    assert e.signature == "port_in_use", str(e)
+    assert e.verdict["verdict"] == "failed"
+    line = e.verdict["line"]
+    assert "Address already in use" in line["text"]
+    message = str(e)
+    assert "FAILED (port_in_use)" in message
+    assert f"line {line['number']}: {line['text']}" in message
+    assert e.verdict["log"] in message
+    # firedup stopped what was left of it before raising.
+    assert processes_of_run(e.verdict["run_id"]) == []
+
+
+def test_a_usage_mistake_is_firedups_own_error() -> None:
+    with pytest.raises(firedup.FiredupError, match="no readiness condition"):
+        firedup.start(["sleep", "30"])
+
+
+def test_start_and_stop_without_the_context_manager() -> None:
+    # The port reaches the command as FIREDUP_PORT too.
+    server = firedup.start(
+        [
+            "sh",
+            "-c",
+            'echo "up on $FIREDUP_PORT"; exec python3 -m http.server --bind 127.0.0.1 "$FIREDUP_PORT"',
+        ],
+        ready_line="up on",
+        port="auto",
+        timeout="60s",
+        grace="2s",
+    )
+    log = open(server.log).read()
+    assert f"up on {server.port}" in log
+    first = server.stop()
+    assert first.clean and server.pid in first.stopped
+    assert server.stop() is first
+
+
+def test_the_binary_is_the_one_the_wheel_installed() -> None:
+    import os
+    import sys
+
+    found = firedup.find_firedup()
+    assert os.path.realpath(found).startswith(os.path.realpath(sys.prefix)), found
