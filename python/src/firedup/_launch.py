@@ -13,6 +13,7 @@ import contextlib
 import json
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
@@ -146,12 +147,27 @@ def run_args(
 
 
 def _firedup(args: Sequence[str]) -> "subprocess.CompletedProcess[str]":
-    # firedup's progress (stderr) is passed on once it returns, so pytest shows it with a failure.
-    done = subprocess.run([find_firedup(), *args], capture_output=True, text=True, check=False)
-    if done.stderr:
-        sys.stderr.write(done.stderr)
-        sys.stderr.flush()
-    return done
+    """Runs firedup to its end. Its progress (stderr) is passed on line by line as it comes, to
+    ``sys.stderr`` (where pytest captures it, to show with a failure), and kept for the error."""
+    with subprocess.Popen(
+        [find_firedup(), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as p:
+        said: List[str] = []
+
+        def relay() -> None:
+            assert p.stderr is not None
+            for line in p.stderr:
+                said.append(line)
+                sys.stderr.write(line)
+                sys.stderr.flush()
+
+        t = threading.Thread(target=relay, daemon=True)
+        t.start()
+        assert p.stdout is not None
+        out = p.stdout.read()
+        code = p.wait()
+        t.join()
+    return subprocess.CompletedProcess(p.args, code, out, "".join(said))
 
 
 def _json_or_error(done: "subprocess.CompletedProcess[str]", what: str) -> Dict[str, Any]:

@@ -43,10 +43,10 @@ class ServerFactory:
         self.keep = keep
         self.started: List[Server] = []
 
-    def __call__(self, command: Sequence[str], **options: Any) -> Server:
+    def __call__(self, command: Sequence[str], *, keep: bool = False, **options: Any) -> Server:
         __tracebackhide__ = True
         server = start(command, **options)
-        if self.keep:
+        if keep or self.keep:
             server.keep()
         self.started.append(server)
         return server
