@@ -158,3 +158,67 @@ fn a_json_stop_of_a_run_with_no_known_port_says_null() {
     assert_eq!(stop.json["port_free"], serde_json::Value::Null);
     assert_eq!(stop.json["stopped"].as_array().map(Vec::len), Some(1));
 }
+
+#[test]
+fn a_json_stop_says_who_still_holds_the_port() {
+    let env = Env::new();
+    // Someone else (this test) listens on the port the run's command names. Ready by the redis
+    // profile's ready line alone (--no-probe); the port comes from the command's own --port.
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = holder.local_addr().unwrap().port().to_string();
+    let run = env.firedup(&[
+        "run",
+        "--json",
+        "--profile",
+        "redis",
+        "--no-probe",
+        "--timeout",
+        "60s",
+        "--",
+        "sh",
+        "-c",
+        "echo 'Ready to accept connections'; exec sleep 300",
+        "sh",
+        "--port",
+        &port,
+    ]);
+    assert_eq!(run.verdict(), "ready", "{}", run.explain());
+    assert_eq!(run.json["port"].to_string(), port);
+
+    let stop = env.firedup(&["stop", "--json", "--grace", "5s", run.run_id()]);
+    let s = &stop.json;
+    // The run's processes are gone; the port is not free, and the stop says who holds it.
+    assert_eq!(stop.code, 0, "{}", stop.explain());
+    assert_eq!(s["clean"], true, "{s}");
+    assert_eq!(s["port"].to_string(), port);
+    assert_eq!(s["port_free"], false, "{s}");
+    assert_eq!(
+        s["port_holders"],
+        serde_json::json!([std::process::id()]),
+        "{s}"
+    );
+    drop(holder);
+}
+
+#[test]
+fn a_server_that_ignores_sigterm_is_killed_and_the_json_stop_says_it_escalated() {
+    let env = Env::new();
+    let run = env.firedup(&[
+        "run",
+        "--json",
+        "--ready-line",
+        "up",
+        "--timeout",
+        "60s",
+        "--",
+        "sh",
+        "-c",
+        "trap '' TERM; echo up; while :; do sleep 1; done",
+    ]);
+    assert_eq!(run.verdict(), "ready", "{}", run.explain());
+    let stop = env.firedup(&["stop", "--json", "--grace", "500ms", run.run_id()]);
+    assert_eq!(stop.code, 0, "{}", stop.explain());
+    assert_eq!(stop.json["escalated"], true, "{}", stop.explain());
+    assert_eq!(stop.json["clean"], true);
+    assert_eq!(stop.json["survivors"], serde_json::json!([]));
+}

@@ -4,6 +4,7 @@ with its signature and decisive line."""
 
 from __future__ import annotations
 
+import os
 import urllib.request
 
 import pytest
@@ -100,3 +101,25 @@ def test_the_binary_is_the_one_the_wheel_installed() -> None:
 
     found = firedup.find_firedup()
     assert os.path.realpath(found).startswith(os.path.realpath(sys.prefix)), found
+
+
+def test_a_port_still_held_after_the_stop_is_left_behind() -> None:
+    # Someone else listens on the port the server's command names; the redis profile's ready line
+    # alone decides (--no-probe), and the stop then finds the port held.
+    holder = held_port()
+    port = holder.getsockname()[1]
+    try:
+        with pytest.raises(firedup.LeftBehind) as left:
+            with firedup.launch(
+                ["sh", "-c", "echo 'Ready to accept connections'; exec sleep 300", "sh", "--port", str(port)],
+                profile="redis",
+                extra_args=["--no-probe"],
+                timeout="60s",
+                grace="2s",
+            ) as server:
+                assert server.port == port
+    finally:
+        holder.close()
+    t = left.value.teardown
+    assert t.clean and t.port_free is False and not t.left_nothing
+    assert f"port {port} still held by pid {os.getpid()}" in str(left.value)

@@ -65,6 +65,26 @@ class Teardown:
     description: str
     raw: Dict[str, Any] = field(repr=False)
 
+    @property
+    def left_nothing(self) -> bool:
+        """No process of the run survived, and, where known, its port is free and its GPU memory
+        released (a port or GPU memory still held is what the next server trips on)."""
+        return self.clean and self.port_free is not False and self.gpu_released is not False
+
+    def problems(self) -> List[str]:
+        """What is left, one phrase each."""
+        p = []
+        if self.survivors:
+            p.append("survivors: " + ", ".join(f"{s.get('pid')} ({s.get('command')})" for s in self.survivors))
+        elif not self.clean:
+            p.append(self.description)
+        if self.port_free is False:
+            held = ", ".join(str(h) for h in self.raw.get("port_holders") or [])
+            p.append(f"port {self.port} still held" + (f" by pid {held}" if held else ""))
+        if self.gpu_released is False:
+            p.append(f"{self.gpu_after_mib} MiB of GPU memory not released")
+        return p
+
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "Teardown":
         return cls(
@@ -81,10 +101,11 @@ class Teardown:
 
 
 class LeftBehind(RuntimeError):
-    """The stop found part of the run still alive (or its port still held)."""
+    """The stop found something of the run left: a process, its port still held, or GPU memory
+    not released (:attr:`Teardown.left_nothing` is false)."""
 
     def __init__(self, run_id: str, teardown: Teardown) -> None:
-        super().__init__(f"firedup stop {run_id}: {teardown.description}")
+        super().__init__(f"firedup stop {run_id}: " + "; ".join(teardown.problems()))
         self.teardown = teardown
 
 
@@ -206,12 +227,12 @@ class Server:
 
     def stop(self, check: bool = True) -> Teardown:
         """Stops the run (SIGTERM, the grace, SIGKILL; also what left its process tree) and
-        returns what the stop found; with ``check``, raises :class:`LeftBehind` when it was not
-        clean. A second call returns the first stop's findings."""
+        returns what the stop found; with ``check``, raises :class:`LeftBehind` when something
+        is left (:attr:`Teardown.left_nothing`). A second call returns the first stop's findings."""
         if self.teardown is None:
             done = _firedup(["stop", "--json", "--grace", _duration(self._grace), self.run_id])
             self.teardown = Teardown.from_json(_json_or_error(done, f"firedup stop {self.run_id}"))
-        if check and not self.teardown.clean:
+        if check and not self.teardown.left_nothing:
             raise LeftBehind(self.run_id, self.teardown)
         return self.teardown
 
@@ -228,8 +249,8 @@ class Server:
             return
         # A failing body keeps its own exception; a dirty stop is then only reported.
         teardown = self.stop(check=exc is None)
-        if exc is not None and not teardown.clean:
-            sys.stderr.write(f"firedup stop {self.run_id}: {teardown.description}\n")
+        if exc is not None and not teardown.left_nothing:
+            sys.stderr.write(f"firedup stop {self.run_id}: {'; '.join(teardown.problems())}\n")
 
 
 def start(command: Sequence[str], **options: Any) -> Server:
