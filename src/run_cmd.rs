@@ -53,6 +53,17 @@ pub(crate) fn run(host: Arc<dyn Host>, judge: &JudgeArgs, mut a: RunArgs) -> Res
                 "--port auto is not supported with --host yet: the port would be picked on this machine, not on {h}; give --port N"
             );
         }
+        if !a
+            .command
+            .iter()
+            .any(|x| x.contains(firedup::auto_port::PLACEHOLDER))
+        {
+            // Not an error: the server may read FIREDUP_PORT. One listening elsewhere never
+            // becomes ready, so say why before the wait.
+            eprintln!(
+                "firedup: --port auto: COMMAND has no {{port}} argument; the server must listen on $FIREDUP_PORT"
+            );
+        }
         firedup::auto_port::apply(&mut a.command, &mut env, &mut opts)?;
     }
     opts.notify = a.notify;

@@ -89,6 +89,33 @@ fn every_placeholder_is_filled_and_a_failure_still_says_the_port() {
 }
 
 #[test]
+fn a_command_without_a_placeholder_is_told_to_use_firedup_port() {
+    let env = Env::new();
+    let script = "echo \"env $FIREDUP_PORT\"; exec python3 -m http.server --bind 127.0.0.1 \"$FIREDUP_PORT\"";
+    let run = env.firedup(&[
+        "run",
+        "--json",
+        "--port",
+        "auto",
+        "--timeout",
+        "60s",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    assert!(
+        run.stderr
+            .contains("COMMAND has no {port} argument; the server must listen on $FIREDUP_PORT"),
+        "{}",
+        run.explain()
+    );
+    assert_eq!(run.verdict(), "ready", "{}", run.explain());
+    let stop = env.firedup(&["stop", "--json", "--grace", "5s", run.run_id()]);
+    assert_eq!(stop.json["port_free"], true, "{}", stop.explain());
+}
+
+#[test]
 fn a_fixed_port_is_in_the_verdict_and_placeholders_are_left_alone_without_auto() {
     let env = Env::new();
     let port = common::free_port();
