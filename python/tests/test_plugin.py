@@ -11,6 +11,14 @@ import firedup
 from helpers import processes_of_run, redis_ping
 
 
+@pytest.fixture(scope="session")
+def shell_server(firedup_server) -> Iterator[firedup.Server]:
+    with firedup_server(
+        ["sh", "-c", "echo session up; exec sleep 300"], ready_line="session up", grace="2s"
+    ) as server:
+        yield server
+
+
 @pytest.fixture(scope="module")
 def web(firedup_server) -> Iterator[firedup.Server]:
     with firedup_server(
@@ -55,3 +63,8 @@ def test_a_function_scoped_server(firedup_server) -> None:
     ) as s:
         assert s.pid in processes_of_run(s.run_id)
     assert processes_of_run(s.run_id) == []
+
+
+def test_a_session_scoped_server(shell_server: firedup.Server) -> None:
+    assert shell_server.pid in processes_of_run(shell_server.run_id)
+    assert shell_server.verdict["line"]["text"] == "session up"

@@ -15,7 +15,8 @@ import subprocess
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Literal, Mapping, Optional, Sequence, Union
+
 
 from ._binary import find_firedup
 from ._verdict import verdict_block
@@ -123,7 +124,7 @@ def run_args(
     command: Sequence[str],
     *,
     profile: Optional[str] = None,
-    port: Union[None, int, str] = None,
+    port: Union[None, int, Literal["auto"]] = None,
     timeout: Optional[Duration] = None,
     ready_line: Union[None, str, Sequence[str]] = None,
     fail_line: Union[None, str, Sequence[str]] = None,
@@ -272,7 +273,7 @@ def launch(
     command: Sequence[str],
     *,
     profile: Optional[str] = None,
-    port: Union[None, int, str] = None,
+    port: Union[None, int, Literal["auto"]] = None,
     timeout: Optional[Duration] = None,
     ready_line: Union[None, str, Sequence[str]] = None,
     fail_line: Union[None, str, Sequence[str]] = None,
