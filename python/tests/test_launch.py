@@ -123,3 +123,18 @@ def test_a_port_still_held_after_the_stop_is_left_behind() -> None:
     t = left.value.teardown
     assert t.clean and t.port_free is False and not t.left_nothing
     assert f"port {port} still held by pid {os.getpid()}" in str(left.value)
+
+
+def test_a_server_left_running_after_monitor_error_is_stopped_before_not_ready() -> None:
+    # firedup's own probe fails (a host that does not resolve): monitor_error, and firedup leaves
+    # the server running; the Python API stops it, since the caller gets no handle on it.
+    with pytest.raises(firedup.NotReady) as failed:
+        firedup.start(
+            ["sleep", "300"], http="http://no-such-host.invalid:1/health", timeout="60s", grace="2s"
+        )
+    e = failed.value
+    assert e.verdict["verdict"] == "monitor_error", str(e)
+    assert e.verdict["server_running"] is True
+    assert e.teardown is not None and e.teardown.clean and e.teardown.stopped
+    assert "stopped: stopped 1 process(es)" in str(e)
+    assert processes_of_run(e.verdict["run_id"]) == []

@@ -40,11 +40,17 @@ class FiredupError(RuntimeError):
 
 
 class NotReady(Exception):
-    """The server did not become ready: ``verdict`` is the JSON verdict, the message its block."""
+    """The server did not become ready: ``verdict`` is the JSON verdict, the message its block.
+    ``teardown`` is the stop made here when firedup had left the server running (after
+    ``monitor_error``, firedup's own probe failing, it does not stop a server it cannot judge)."""
 
-    def __init__(self, verdict: Mapping[str, Any]) -> None:
-        super().__init__(verdict_block(verdict))
+    def __init__(self, verdict: Mapping[str, Any], teardown: Optional["Teardown"] = None) -> None:
+        block = verdict_block(verdict)
+        if teardown is not None:
+            block += f"\n  stopped: {teardown.description}"
+        super().__init__(block)
         self.verdict: Dict[str, Any] = dict(verdict)
+        self.teardown = teardown
 
     @property
     def signature(self) -> Optional[str]:
@@ -263,9 +269,12 @@ def start(command: Sequence[str], **options: Any) -> Server:
     done = _firedup(args)
     verdict = _json_or_error(done, "firedup run")
     wanted = "succeeded" if options.get("until") == "exit" else "ready"
+    server = Server(verdict, grace=options.get("grace", "10s"))
     if verdict.get("verdict") != wanted:
-        raise NotReady(verdict)
-    return Server(verdict, grace=options.get("grace", "10s"))
+        # The caller gets no handle on a server that is not ready: none may be left running.
+        left = server.stop(check=False) if verdict.get("server_running") else None
+        raise NotReady(verdict, left)
+    return server
 
 
 @contextlib.contextmanager
