@@ -7,6 +7,14 @@ mod common;
 
 use common::Env;
 
+/// `firedup run --json --port auto --timeout 60s [FLAGS] -- COMMAND`; `args` are the flags, `--`
+/// and the command.
+fn run_auto(env: &Env, args: &[&str]) -> common::Run {
+    let mut all = vec!["run", "--json", "--port", "auto", "--timeout", "60s"];
+    all.extend_from_slice(args);
+    env.firedup(&all)
+}
+
 /// A server that listens on its first argument and says which port `FIREDUP_PORT` gave it.
 const SERVER: &str =
     "echo \"env port $FIREDUP_PORT\"; exec python3 -m http.server \"$0\" --bind 127.0.0.1";
@@ -14,21 +22,7 @@ const SERVER: &str =
 #[test]
 fn a_server_on_an_auto_port_is_ready_there_and_a_json_stop_finds_the_port_free() {
     let env = Env::new();
-    let run = env.firedup(&[
-        "run",
-        "--json",
-        "--port",
-        "auto",
-        "--timeout",
-        "60s",
-        "--name",
-        "web",
-        "--",
-        "sh",
-        "-c",
-        SERVER,
-        "{port}",
-    ]);
+    let run = run_auto(&env, &["--name", "web", "--", "sh", "-c", SERVER, "{port}"]);
     assert_eq!(run.verdict(), "ready", "{}", run.explain());
     let port = run.json["port"].as_u64().expect("a port") as u16;
     assert_eq!(run.json["url"], format!("http://127.0.0.1:{port}"));
@@ -65,20 +59,17 @@ fn a_server_on_an_auto_port_is_ready_there_and_a_json_stop_finds_the_port_free()
 #[test]
 fn every_placeholder_is_filled_and_a_failure_still_says_the_port() {
     let env = Env::new();
-    let run = env.firedup(&[
-        "run",
-        "--json",
-        "--port",
-        "auto",
-        "--timeout",
-        "60s",
-        "--",
-        "sh",
-        "-c",
-        "echo \"args $0 $1, env $FIREDUP_PORT\"; exit 3",
-        "{port}",
-        "--port={port}",
-    ]);
+    let run = run_auto(
+        &env,
+        &[
+            "--",
+            "sh",
+            "-c",
+            "echo \"args $0 $1, env $FIREDUP_PORT\"; exit 3",
+            "{port}",
+            "--port={port}",
+        ],
+    );
     assert_eq!(run.verdict(), "exited", "{}", run.explain());
     assert_eq!(run.code, 3);
     let port = run.json["port"]
@@ -92,18 +83,7 @@ fn every_placeholder_is_filled_and_a_failure_still_says_the_port() {
 fn a_command_without_a_placeholder_is_told_to_use_firedup_port() {
     let env = Env::new();
     let script = "echo \"env $FIREDUP_PORT\"; exec python3 -m http.server --bind 127.0.0.1 \"$FIREDUP_PORT\"";
-    let run = env.firedup(&[
-        "run",
-        "--json",
-        "--port",
-        "auto",
-        "--timeout",
-        "60s",
-        "--",
-        "sh",
-        "-c",
-        script,
-    ]);
+    let run = run_auto(&env, &["--", "sh", "-c", script]);
     assert!(
         run.stderr
             .contains("COMMAND has no {port} argument; the server must listen on $FIREDUP_PORT"),
@@ -248,4 +228,41 @@ fn a_server_that_ignores_sigterm_is_killed_and_the_json_stop_says_it_escalated()
     assert_eq!(stop.json["escalated"], true, "{}", stop.explain());
     assert_eq!(stop.json["clean"], true);
     assert_eq!(stop.json["survivors"], serde_json::json!([]));
+}
+
+#[test]
+fn a_profiles_health_probe_asks_on_the_auto_port() {
+    let env = Env::new();
+    // The scripted vLLM: /health answers 503 for a second, then 200 (whether a 503 was seen
+    // depends on how fast it starts: not asserted).
+    let vllm = env.fake_vllm();
+    let run = run_auto(
+        &env,
+        &[
+            "--",
+            &vllm,
+            "serve",
+            "fake-model",
+            "--port",
+            "{port}",
+            "--health-after",
+            "1.0",
+        ],
+    );
+    assert_eq!(run.verdict(), "ready", "{}", run.explain());
+    let port = run.json["port"].as_u64().expect("a port");
+    let http = run.json["probes"]
+        .as_array()
+        .and_then(|a| a.iter().find(|p| p["kind"] == "http"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        http["target"],
+        format!("http://127.0.0.1:{port}/health"),
+        "{}",
+        run.explain()
+    );
+    assert!(http["ready_s"].is_number(), "{}", run.explain());
+    let stop = env.firedup(&["stop", "--json", "--grace", "5s", run.run_id()]);
+    assert_eq!(stop.json["clean"], true, "{}", stop.explain());
 }
