@@ -138,3 +138,19 @@ def test_a_server_left_running_after_monitor_error_is_stopped_before_not_ready()
     assert e.teardown is not None and e.teardown.clean and e.teardown.stopped
     assert "stopped: stopped 1 process(es)" in str(e)
     assert processes_of_run(e.verdict["run_id"]) == []
+
+
+def test_a_server_that_never_gets_ready_is_timed_out_not_a_hang() -> None:
+    with pytest.raises(firedup.NotReady) as failed:
+        firedup.start(["sh", "-c", "echo loading; exec sleep 300"], ready_line="never printed", timeout="2s", grace="2s")
+    e = failed.value
+    assert e.verdict["verdict"] == "timed_out", str(e)
+    assert "TIMED_OUT" in str(e)
+    assert processes_of_run(e.verdict["run_id"]) == []
+
+
+def test_a_job_until_exit_succeeds() -> None:
+    job = firedup.start(["sh", "-c", "echo working; exit 0"], until="exit", timeout="60s")
+    assert job.verdict["verdict"] == "succeeded"
+    assert job.verdict["exit"] == {"code": 0, "core_dumped": False}
+    assert job.stop().stopped == []
