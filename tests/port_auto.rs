@@ -266,3 +266,54 @@ fn a_profiles_health_probe_asks_on_the_auto_port() {
     let stop = env.firedup(&["stop", "--json", "--grace", "5s", run.run_id()]);
     assert_eq!(stop.json["clean"], true, "{}", stop.explain());
 }
+
+#[test]
+fn a_json_stop_says_whether_the_gpu_memory_was_released() {
+    // A stand-in nvidia-smi: 20480 MiB for the pid in $FAKE_GPU_PIDFILE while it lives, or, with
+    // $FAKE_GPU_STUCK, for ever (a driver that never releases it).
+    let env = Env::new();
+    let bin = env.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let smi = bin.join("nvidia-smi");
+    std::fs::write(
+        &smi,
+        "#!/bin/sh\n[ -s \"$FAKE_GPU_PIDFILE\" ] || exit 0\npid=$(cat \"$FAKE_GPU_PIDFILE\")\n\
+         if [ -n \"$FAKE_GPU_STUCK\" ] || kill -0 \"$pid\" 2>/dev/null; then echo \"$pid, 20480\"; fi\nexit 0\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    // (stuck, gpu_after_mib, gpu_released)
+    let table = [("", 0, true), ("1", 20480, false)];
+    for (i, (stuck, after, released)) in table.into_iter().enumerate() {
+        let pidfile = env.path(&format!("gpu-{i}.pid")).display().to_string();
+        let vars = [
+            ("PATH", path.as_str()),
+            ("FAKE_GPU_PIDFILE", pidfile.as_str()),
+            ("FAKE_GPU_STUCK", stuck),
+        ];
+        let script = format!("echo $$ > {pidfile}; echo serving; exec sleep 300");
+        let run = env.cmd_json(
+            &[
+                "run",
+                "--json",
+                "--ready-line",
+                "serving",
+                "--timeout",
+                "60s",
+                "--",
+                "sh",
+                "-c",
+                &script,
+            ],
+            &vars,
+        );
+        assert_eq!(run.verdict(), "ready", "{}", run.explain());
+        let stop = env.cmd_json(&["stop", "--json", "--grace", "2s", run.run_id()], &vars);
+        let s = &stop.json;
+        assert_eq!(s["clean"], true, "stuck={stuck:?}: {}", stop.explain());
+        assert_eq!(s["gpu_after_mib"], after, "stuck={stuck:?}: {s}");
+        assert_eq!(s["gpu_released"], released, "stuck={stuck:?}: {s}");
+    }
+}

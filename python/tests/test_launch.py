@@ -154,3 +154,26 @@ def test_a_job_until_exit_succeeds() -> None:
     assert job.verdict["verdict"] == "succeeded"
     assert job.verdict["exit"] == {"code": 0, "core_dumped": False}
     assert job.stop().stopped == []
+
+
+
+def test_what_a_teardown_counts_as_left_behind() -> None:
+    # The stop's JSON as `firedup stop --json` prints it (tests/port_auto.rs checks the binary's).
+    base = {"clean": True, "stopped": [7], "survivors": [], "port": 8080, "port_free": True,
+            "port_holders": [], "gpu_after_mib": None, "gpu_released": None, "description": "stopped"}
+    table = [
+        ({}, True, []),
+        ({"gpu_after_mib": 0, "gpu_released": True}, True, []),
+        ({"port_free": None, "port_holders": None}, True, []),
+        ({"gpu_after_mib": 20480, "gpu_released": False}, False, ["20480 MiB of GPU memory not released"]),
+        ({"port_free": False, "port_holders": [42]}, False, ["port 8080 still held by pid 42"]),
+        (
+            {"clean": False, "survivors": [{"pid": 9, "command": "srv"}]},
+            False,
+            ["survivors: 9 (srv)"],
+        ),
+    ]
+    for change, left_nothing, problems in table:
+        t = firedup.Teardown.from_json({**base, **change})
+        assert t.left_nothing is left_nothing, change
+        assert t.problems() == problems, change
