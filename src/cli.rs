@@ -159,6 +159,10 @@ pub enum Command {
         run_id: String,
         #[arg(long, value_name = "DURATION", default_value = "10s")]
         grace: String,
+        /// Print what the teardown found as one JSON object on stdout: the processes stopped,
+        /// the survivors, whether the run's port is free and its GPU memory released.
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         remote: RemoteArgs,
     },
@@ -320,6 +324,9 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 if notify {
                     firedup::host::slurm::refuse_with("--notify")?;
                 }
+                if judge.auto_port() {
+                    firedup::host::slurm::refuse_with("--port auto")?;
+                }
             }
             let args = crate::run_cmd::RunArgs {
                 log,
@@ -372,8 +379,14 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Stop {
             run_id,
             grace,
+            json,
             remote,
-        } => crate::runs_cmd::stop(run_host(&remote, Some(&run_id))?.as_ref(), &run_id, &grace),
+        } => crate::runs_cmd::stop(
+            run_host(&remote, Some(&run_id))?.as_ref(),
+            &run_id,
+            &grace,
+            json,
+        ),
         Command::Ps { json, all, remote } => match remote.ssh_host()? {
             Some(host) => {
                 let mut args = vec!["ps"];

@@ -209,6 +209,8 @@ fn end(e: RunEnding, sig: i32) -> ! {
         name: e.spec.name.clone(),
         log_from_line: None,
         rank: None,
+        url: None,
+        port: None,
         job: None,
     });
     outcome.server_running = running;

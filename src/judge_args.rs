@@ -30,6 +30,24 @@ impl From<Until> for Mode {
     }
 }
 
+/// `--port N` or `--port auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortFlag {
+    /// The server's port, as given.
+    Given(u16),
+    /// `run --port auto`: firedup picks one ([`firedup::auto_port`]).
+    Auto,
+}
+
+fn parse_port_flag(s: &str) -> Result<PortFlag, String> {
+    if s == "auto" {
+        return Ok(PortFlag::Auto);
+    }
+    s.parse::<u16>()
+        .map(PortFlag::Given)
+        .map_err(|_| format!("'{s}' is not a port: give a number from 1 to 65535, or auto"))
+}
+
 #[derive(Debug, Args)]
 pub struct JudgeArgs {
     /// Server mode (`ready`, the default) or job mode (`exit`).
@@ -48,9 +66,11 @@ pub struct JudgeArgs {
     /// loading is "not yet".
     #[arg(long, value_name = "URL")]
     pub http: Option<String>,
-    /// Ready only when this TCP port accepts connections from the watched process tree.
-    #[arg(long, value_name = "PORT")]
-    pub port: Option<u16>,
+    /// Ready only when this TCP port accepts connections from the watched process tree. `run
+    /// --port auto`: firedup picks a free port, puts it in place of every `{port}` in COMMAND's
+    /// arguments, sets FIREDUP_PORT for the command, and probes it.
+    #[arg(long, value_name = "PORT|auto", value_parser = parse_port_flag)]
+    pub port: Option<PortFlag>,
     /// Ready only when a tiny real request returns tokens (`openai`: a 1-token completion; `tgi`:
     /// /generate; default: the profile's). Reports health-ready and request-ready times.
     #[arg(long = "ready-request", value_name = "KIND", num_args = 0..=1, default_missing_value = "")]
@@ -91,6 +111,11 @@ pub struct JudgeArgs {
 }
 
 impl JudgeArgs {
+    /// `--port auto` was given.
+    pub(crate) fn auto_port(&self) -> bool {
+        self.port == Some(PortFlag::Auto)
+    }
+
     pub(crate) fn options(&self, from_end: bool) -> WatchOptions {
         WatchOptions {
             until_exit: Mode::from(self.until) == Mode::UntilExit,
@@ -104,7 +129,11 @@ impl JudgeArgs {
             from_end,
             profile_files: self.profile_file.clone(),
             http: self.http.clone(),
-            port: self.port,
+            // `auto` is applied by `run` once it has picked the port.
+            port: match self.port {
+                Some(PortFlag::Given(p)) => Some(p),
+                Some(PortFlag::Auto) | None => None,
+            },
             ready_request: self.ready_request.clone(),
             notify: false,
             no_probe: self.no_probe,

@@ -16,6 +16,7 @@ mod prune;
 mod report;
 mod run_cmd;
 mod runs_cmd;
+mod stop_json;
 mod watch_cmd;
 
 // The library's modules under the names the commands use.

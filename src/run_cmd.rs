@@ -33,7 +33,7 @@ pub(crate) struct RunArgs {
 }
 
 /// `firedup run [--host HOST] ... -- COMMAND`.
-pub(crate) fn run(host: Arc<dyn Host>, judge: &JudgeArgs, a: RunArgs) -> Result<i32> {
+pub(crate) fn run(host: Arc<dyn Host>, judge: &JudgeArgs, mut a: RunArgs) -> Result<i32> {
     if a.notify && host.name().is_some() {
         bail!(
             "--notify is not supported with --host yet: the sd_notify socket would be on the other machine"
@@ -47,6 +47,25 @@ pub(crate) fn run(host: Arc<dyn Host>, judge: &JudgeArgs, a: RunArgs) -> Result<
         .collect::<Result<_, _>>()?;
     // Resolve once before launching, so usage mistakes launch nothing.
     let mut opts = judge.options(false);
+    if judge.auto_port() {
+        if let Some(h) = host.name() {
+            bail!(
+                "--port auto is not supported with --host yet: the port would be picked on this machine, not on {h}; give --port N"
+            );
+        }
+        if !a
+            .command
+            .iter()
+            .any(|x| x.contains(firedup::auto_port::PLACEHOLDER))
+        {
+            // Not an error: the server may read FIREDUP_PORT. One listening elsewhere never
+            // becomes ready, so say why before the wait.
+            eprintln!(
+                "firedup: --port auto: COMMAND has no {{port}} argument; the server must listen on $FIREDUP_PORT"
+            );
+        }
+        firedup::auto_port::apply(&mut a.command, &mut env, &mut opts)?;
+    }
     opts.notify = a.notify;
     opts.env = env.clone();
     // Validate first, create last: a refused run leaves no notify socket, run directory or
@@ -107,7 +126,7 @@ pub(crate) fn run(host: Arc<dyn Host>, judge: &JudgeArgs, a: RunArgs) -> Result<
             events.as_mut().map(|e| e.as_mut() as &mut dyn Write),
         )
     };
-    let mut outcome = engine::outcome(judgement, &target);
+    let mut outcome = engine::outcome(judgement, &plan, &target);
     outcome.host = host.name().map(String::from);
     outcome.name = spec.name.clone();
     started.reap();
@@ -246,6 +265,8 @@ pub(crate) fn transport_verdict(json: bool, host: Option<&str>, reason: String) 
         host: host.map(String::from),
         log_from_line: None,
         rank: None,
+        url: None,
+        port: None,
         job: None,
     };
     print_outcome(json, &o, None, None);

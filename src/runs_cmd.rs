@@ -15,13 +15,35 @@ use firedup::host::{Host, HostError, SshHost};
 
 use crate::judge_args::grace_flag;
 
-/// `firedup stop [--host HOST] RUN_ID`: stops the run on its host and verifies nothing of it is
-/// left (exit 1 when something survived).
-pub(crate) fn stop(host: &dyn Host, run_id: &str, grace: &str) -> Result<i32> {
+/// `firedup stop [--host HOST] [--json] RUN_ID`: stops the run on its host and verifies nothing
+/// of it is left (exit 1 when something survived); `--json` says what the teardown found
+/// (`stop_json`).
+pub(crate) fn stop(host: &dyn Host, run_id: &str, grace: &str, json: bool) -> Result<i32> {
     let grace = grace_flag(grace)?;
+    // The port and the GPU are checked here only for a run on this machine.
+    let here = host.name().is_none();
+    let port = if json && here {
+        crate::stop_json::recorded_port(run_id)
+    } else {
+        None
+    };
     match host.stop(run_id, grace) {
         Ok(stopped) => {
-            println!("{run_id}: {}", stopped.describe());
+            if json {
+                let left = crate::stop_json::Leftovers {
+                    port,
+                    port_holders: port.map(crate::probe::tcp::listener_pids),
+                    gpu_after_mib: if here {
+                        host.gpu_after_stop(&stopped)
+                    } else {
+                        None
+                    },
+                };
+                let id = RunDir::open(run_id).map_or_else(|_| run_id.to_string(), |r| r.id);
+                println!("{}", crate::stop_json::stop_json(&id, &stopped, &left));
+            } else {
+                println!("{run_id}: {}", stopped.describe());
+            }
             Ok(if stopped.clean() { 0 } else { 1 })
         }
         Err(HostError::Unreachable(reason)) => {

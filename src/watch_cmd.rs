@@ -44,6 +44,11 @@ pub(crate) fn watch(
             "--from-start and --from-end go with --log: a RUN_ID is judged from where its launch began"
         );
     }
+    if judge.auto_port() {
+        bail!(
+            "--port auto is for `firedup run`: give watch the port the server listens on (--port N); a run launched with --port auto is watched on its port by `firedup watch RUN_ID`"
+        );
+    }
     let mut note = |text: String| eprintln!("firedup: {text}");
     // `--slurm-job`: the host that attached knows the job.
     let mut attached_job: Option<Box<dyn Host>> = None;
@@ -181,7 +186,7 @@ pub(crate) fn watch(
             events.as_mut().map(|e| e.as_mut() as &mut dyn Write),
         )
     };
-    let mut outcome = engine::outcome(judgement, &target);
+    let mut outcome = engine::outcome(judgement, &plan, &target);
     outcome.attached = attached;
     outcome.host = host.name().map(String::from);
     outcome.name = found.and_then(|f| f.meta.name);

@@ -202,3 +202,30 @@ fn a_server_ready_by_its_port_gives_its_url_and_port() {
     assert_eq!(server.port(), Some(port));
     assert_eq!(server.url(), Some(format!("http://127.0.0.1:{port}")));
 }
+
+#[test]
+fn auto_port_picks_a_free_port_fills_the_command_and_gives_the_url() {
+    state_dir();
+    // The server listens on the filled-in argument; FIREDUP_PORT carries the same port.
+    let command = [
+        "sh",
+        "-c",
+        "echo \"env port $FIREDUP_PORT\"; exec python3 -m http.server \"$0\" --bind 127.0.0.1",
+        "{port}",
+    ];
+    let server = Launch::new(command)
+        .firedup_bin(FIREDUP)
+        .timeout(Duration::from_secs(60))
+        .auto_port()
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let port = server.port().expect("the picked port");
+    assert_eq!(server.outcome().verdict, Verdict::Ready);
+    assert_eq!(server.outcome().port, Some(port));
+    assert_eq!(server.url(), Some(format!("http://127.0.0.1:{port}")));
+    assert_eq!(server.outcome().url, server.url());
+    let log = std::fs::read_to_string(server.log()).unwrap();
+    assert!(log.contains(&format!("env port {port}")), "{log}");
+    let teardown = server.stop();
+    assert!(teardown.survivors.is_empty(), "{}", teardown.describe());
+}

@@ -8,19 +8,7 @@ mod common;
 use std::net::TcpListener;
 use std::path::PathBuf;
 
-use common::{Env, fixture, free_port};
-
-/// A `vllm` executable (so the command line reads `./vllm serve MODEL --port P`) that runs the
-/// scripted server.
-fn fake_vllm(env: &Env) -> String {
-    env.script(
-        "vllm",
-        &format!(
-            "exec python3 {} \"$@\"",
-            fixture("servers/fake_llm_server.py")
-        ),
-    )
-}
+use common::{Env, free_port};
 
 fn probe<'a>(json: &'a serde_json::Value, kind: &str) -> &'a serde_json::Value {
     json["probes"]
@@ -32,7 +20,7 @@ fn probe<'a>(json: &'a serde_json::Value, kind: &str) -> &'a serde_json::Value {
 #[test]
 fn health_503_then_200_and_a_lagging_real_request_detected_from_the_command_line() {
     let env = Env::new();
-    let vllm = fake_vllm(&env);
+    let vllm = env.fake_vllm();
     let port = free_port().to_string();
     let r = env.firedup(&[
         "run",
@@ -94,7 +82,7 @@ fn health_503_then_200_and_a_lagging_real_request_detected_from_the_command_line
 #[test]
 fn the_real_request_sends_the_servers_own_api_key_and_never_shows_it() {
     let env = Env::new();
-    let vllm = fake_vllm(&env);
+    let vllm = env.fake_vllm();
     let port = free_port().to_string();
     let r = env.firedup(&[
         "run",
@@ -125,7 +113,7 @@ fn the_real_request_sends_the_servers_own_api_key_and_never_shows_it() {
 #[test]
 fn log_says_ready_but_health_never_does_is_not_ready() {
     let env = Env::new();
-    let vllm = fake_vllm(&env);
+    let vllm = env.fake_vllm();
     let port = free_port().to_string();
     let r = env.firedup(&[
         "run",
@@ -154,7 +142,7 @@ fn log_says_ready_but_health_never_does_is_not_ready() {
 #[test]
 fn no_probe_judges_by_the_log_alone() {
     let env = Env::new();
-    let vllm = fake_vllm(&env);
+    let vllm = env.fake_vllm();
     let port = free_port().to_string();
     let r = env.firedup(&[
         "run",

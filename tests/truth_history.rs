@@ -599,13 +599,7 @@ fn a_name_goes_where_a_run_id_goes_over_ssh() {
 #[test]
 fn a_later_watch_sends_the_servers_own_api_key() {
     let env = Env::new();
-    let vllm = env.script(
-        "vllm",
-        &format!(
-            "exec python3 {} \"$@\"",
-            common::fixture("servers/fake_llm_server.py")
-        ),
-    );
+    let vllm = env.fake_vllm();
     let port = common::free_port().to_string();
     let r = firedup(
         &env,

@@ -40,6 +40,8 @@ fn outcome(run_id: &str, verdict: Verdict, signature: Option<Signature>) -> Outc
         host: None,
         log_from_line: None,
         rank: None,
+        url: None,
+        port: None,
         job: None,
     }
 }

@@ -255,7 +255,7 @@ fn run_on_host(
         let mut source = host.source(&plan, &target, false);
         engine::judge_loop(&plan, &target.log, source.as_mut(), progress.as_mut(), None)
     };
-    let mut outcome = engine::outcome(judgement, &target);
+    let mut outcome = engine::outcome(judgement, &plan, &target);
     outcome.host = host.name().map(String::from);
     let verdict_at = crate::rundir::now_unix();
     progress.finish();

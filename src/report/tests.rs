@@ -30,6 +30,8 @@ fn next_names_the_host_and_only_known_fields_are_shown() {
         name: None,
         log_from_line: None,
         rank: None,
+        url: None,
+        port: None,
         job: None,
     };
     let (r, f, m) = (Verdict::Ready, Verdict::Failed, Verdict::MonitorError);
@@ -94,6 +96,8 @@ fn the_verdict_line_names_the_rank_of_the_root_cause() {
         name: None,
         log_from_line: None,
         rank,
+        url: None,
+        port: None,
         job: None,
     };
     let table = [

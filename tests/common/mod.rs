@@ -49,6 +49,18 @@ impl Env {
         self.cmd_json(args, &[])
     }
 
+    /// A `vllm` executable in the work dir (so a command line reads `./vllm serve MODEL --port
+    /// P`) that runs the scripted server `tests/fixtures/servers/fake_llm_server.py`.
+    pub fn fake_vllm(&self) -> String {
+        self.script(
+            "vllm",
+            &format!(
+                "exec python3 {} \"$@\"",
+                fixture("servers/fake_llm_server.py")
+            ),
+        )
+    }
+
     /// Writes an executable shell script into the work dir.
     pub fn script(&self, name: &str, body: &str) -> String {
         let p = self.path(name);

@@ -61,7 +61,7 @@ pub fn watch(
 ) -> Result<Outcome> {
     let mut source = crate::host::local::LocalSource::new(plan, target);
     let j = judge_loop(plan, &target.log, &mut source, progress, events);
-    Ok(outcome(j, target))
+    Ok(outcome(j, plan, target))
 }
 
 /// Feeds the judge from `source` until the verdict, reporting to `progress` on the way.
@@ -213,8 +213,9 @@ impl PendingEvents {
     }
 }
 
-/// The verdict object for a judgement of `target`.
-pub fn outcome(mut j: Judgement, target: &Target) -> Outcome {
+/// The verdict object for a judgement of `target` under `plan` (which says the server's address,
+/// when known).
+pub fn outcome(mut j: Judgement, plan: &Plan, target: &Target) -> Outcome {
     // What the log said is shown and stored: secret-shaped values in it are redacted (a server
     // that logs its database URL or its arguments).
     let redact = |t: &mut String| {
@@ -258,6 +259,8 @@ pub fn outcome(mut j: Judgement, target: &Target) -> Outcome {
         host: None,
         log_from_line: target.log_start.map(|s| s.line),
         rank: j.rank,
+        url: plan.address.as_ref().map(|a| a.base_url()),
+        port: plan.address.as_ref().map(|a| a.port),
         job: j.job,
     }
 }

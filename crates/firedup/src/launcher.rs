@@ -64,6 +64,7 @@ pub struct Launch {
     name: Option<String>,
     grace: Duration,
     firedup_bin: Option<PathBuf>,
+    auto_port: bool,
 }
 
 impl Launch {
@@ -82,6 +83,7 @@ impl Launch {
             name: None,
             grace: DEFAULT_GRACE,
             firedup_bin: None,
+            auto_port: false,
         }
     }
 
@@ -144,6 +146,15 @@ impl Launch {
     /// Ready only when this TCP port accepts connections from the run's processes (`--port`).
     pub fn port(mut self, port: u16) -> Launch {
         self.options.port = Some(port);
+        self.auto_port = false;
+        self
+    }
+
+    /// Let firedup pick a free port (`--port auto`): it replaces every `{port}` in the command's
+    /// arguments, is given to the command as `FIREDUP_PORT`, and must accept connections from the
+    /// run's processes; [`Running::port`] and [`Running::url`] tell it (see [`crate::auto_port`]).
+    pub fn auto_port(mut self) -> Launch {
+        self.auto_port = true;
         self
     }
 
@@ -194,8 +205,11 @@ impl Launch {
     /// asked for (`ready`, or `succeeded` in job mode), else [`StartError::NotReady`] with the
     /// [`Outcome`] once the run was stopped. [`StartError::Firedup`] when firedup itself failed
     /// (a usage mistake is found before anything is launched).
-    pub fn start(self) -> Result<Running, StartError> {
+    pub fn start(mut self) -> Result<Running, StartError> {
         let firedup = find_firedup(self.firedup_bin.as_deref())?;
+        if self.auto_port {
+            crate::auto_port::apply(&mut self.command, &mut self.env, &mut self.options)?;
+        }
         let mut options = self.options.clone();
         options.env = self.env.clone();
         // Resolved once before launching, so that usage mistakes launch nothing.

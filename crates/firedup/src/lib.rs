@@ -97,6 +97,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod agent;
+pub mod auto_port;
 #[cfg(test)]
 mod bounded_wait;
 mod dirwatch;

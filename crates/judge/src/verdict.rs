@@ -299,6 +299,13 @@ pub struct Outcome {
     /// else null (additive field).
     #[serde(default)]
     pub rank: Option<u32>,
+    /// The server's base URL (`http://127.0.0.1:30000`), once known: from `--port` (`auto`
+    /// too), `--http` or the profile and the command's flags; else null (additive field).
+    #[serde(default)]
+    pub url: Option<String>,
+    /// The server's port, once known (as `url`); else null (additive field).
+    #[serde(default)]
+    pub port: Option<u16>,
     /// For a batch scheduler's job: its scheduler, id, last state, nodes and pending reason
     /// (additive field).
     #[serde(default)]
