@@ -52,7 +52,11 @@ impl Judge {
         launcher: &str,
         events: &mut Vec<Event>,
     ) -> bool {
-        if exit.is_some_and(|e| e.code == Some(0)) || !self.ranks.any_ending() {
+        // A launcher that exits 0 after reporting that a rank died (vLLM's front end shuts down
+        // cleanly once its engine core is gone) still ended by that rank's failure.
+        if !self.ranks.any_ending()
+            || (exit.is_some_and(|e| e.code == Some(0)) && self.ranks.first_failed().is_none())
+        {
             return false;
         }
         let failed = self.ranks.first_failed().cloned();
