@@ -1246,3 +1246,23 @@ fn a_launcher_that_exits_0_leaving_a_daemon_is_followed_to_ready_and_to_its_exit
     assert_eq!(v.verdict, Verdict::Exited);
     assert!(!v.process_alive);
 }
+
+#[test]
+fn the_decisive_line_of_ready_is_the_one_that_met_the_condition_first() {
+    // llama-server's ready pattern also matches its idle line, printed right after (and again
+    // after every request): the line that made it ready stays decisive.
+    let j = run(
+        cfg(Mode::UntilReady),
+        &[
+            Started(0),
+            Line(100, "READY: server is listening"),
+            Line(200, "READY: all slots are idle"),
+            Tick(2000),
+        ],
+    );
+    assert_eq!(j.verdict, Verdict::Ready, "{}", j.reason);
+    assert_eq!(
+        j.line.map(|l| l.text).as_deref(),
+        Some("READY: server is listening")
+    );
+}
