@@ -391,12 +391,7 @@ const CASES: &[Case] = &[
         line: Some("srv  llama_server: server is listening on http://127.0.0.1:8080"),
         phase: Some("ready"),
         // Today's server prints no early "HTTP server is listening" line.
-        timeline: &[
-            "load_model",
-            "warmup",
-            "init_slots",
-            "ready",
-        ],
+        timeline: &["load_model", "warmup", "init_slots", "ready"],
     },
     Case {
         // A context too big for host memory: a CPU buffer, host_oom (not cuda_oom).
