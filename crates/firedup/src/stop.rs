@@ -347,6 +347,15 @@ mod tests {
     #[test]
     fn a_stopped_tree_ends_by_its_sigterm_without_waiting_for_the_kill() {
         // Issue 15: `stop` of a SIGSTOPped server waited the whole grace, then SIGKILLed it.
+        // Both ways in: the tree alone (a matrix cell's teardown) and the run (`firedup stop`).
+        let by_tree = |pid, ticks| stop_tree(pid, ticks, Duration::from_secs(60));
+        let by_run = |pid, ticks| stop_run(Some(pid), ticks, "", Duration::from_secs(60));
+        for stop in [&by_tree as &dyn Fn(u32, Option<u64>) -> StopReport, &by_run] {
+            stop_a_stopped_tree(stop);
+        }
+    }
+
+    fn stop_a_stopped_tree(stop: &dyn Fn(u32, Option<u64>) -> StopReport) {
         let mut cmd = Command::new("sh");
         cmd.args(["-c", "sleep 300 & wait"]);
         // SAFETY: setsid is async-signal-safe.
@@ -380,7 +389,7 @@ mod tests {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        let report = stop_tree(pid, ticks, Duration::from_secs(60));
+        let report = stop(pid, ticks);
         let _ = leader.wait();
         assert!(report.survivors.is_empty(), "{report:?}");
         assert!(
