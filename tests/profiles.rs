@@ -248,6 +248,20 @@ const CASES: &[Case] = &[
         timeline: &[],
     },
     Case {
+        // The same, the front end naming the core's exit (`{'EngineCore_DP0': 1}`): the ranks
+        // decide, and the exception line still shows the cause.
+        profile: "vllm",
+        fixture: "worker_generic_exception_core_exit1.log",
+        then: "1",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("python_exception"),
+        secondary: &[],
+        line: Some("KeyError: 'model.layers.0.mlp.gate_up_proj.weight'"),
+        phase: Some("load_weights"),
+        timeline: &[],
+    },
+    Case {
         // vLLM-CPU (vllm/v1/worker/cpu_worker.py): the KV cache does not fit in host memory.
         profile: "vllm",
         fixture: "cpu_kv_host_oom.log",

@@ -76,7 +76,7 @@ impl Judge {
     /// rank printed after `announcer`, within the settle window. Not for an announcer that is
     /// itself a traceback header ("Scheduler hit an exception: Traceback ..."): it names what
     /// failed.
-    fn exception_announced_by(&self, announcer: &Evidence) -> Option<&Evidence> {
+    pub(super) fn exception_announced_by(&self, announcer: &Evidence) -> Option<&Evidence> {
         const HEADER: &str = "Traceback (most recent call last)";
         let python = Some(Signature::PythonException);
         if announcer.hit.signature != python

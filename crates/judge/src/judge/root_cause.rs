@@ -154,14 +154,17 @@ impl Judge {
             .iter()
             .filter(counts)
             .min_by_key(|e| e.hit.precedence())?;
-        self.evidence
+        let first = self
+            .evidence
             .iter()
             .filter(counts)
-            .find(|e| e.hit.signature == best.hit.signature)
-            .map(|first| Evidence {
-                hit: best.hit,
-                ..first.clone()
-            })
+            .find(|e| e.hit.signature == best.hit.signature)?;
+        // A generic failure announced on its own line is shown by its exception line (cause.rs).
+        let shown = self.exception_announced_by(first).unwrap_or(first);
+        Some(Evidence {
+            hit: best.hit,
+            ..shown.clone()
+        })
     }
 
     /// The rank whose failure the log shows first: the earliest fatal line or traceback line
