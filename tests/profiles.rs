@@ -428,6 +428,19 @@ const CASES: &[Case] = &[
         phase: Some("load_model"),
         timeline: &[],
     },
+    Case {
+        // A truncated GGUF under today's llama-server (`E` lines with a timestamp).
+        profile: "llamacpp",
+        fixture: "corrupt_weights_2026.log",
+        then: "1",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("model_load_failed"),
+        secondary: &[],
+        line: Some("gguf_init_from_file_impl: failed to read tensor data"),
+        phase: Some("load_model"),
+        timeline: &[],
+    },
     // ---------------------------------------------------------------- llama-cpp-python
     Case {
         profile: "llama-cpp-python",
