@@ -71,6 +71,44 @@ fn llama_server_is_ready_by_its_health_answer_without_a_ready_line() {
     );
 }
 
+/// Issue 15: llama-cpp-python's server has no /health; its profile probes /v1/models, and a
+/// 1-token request with `--ready-request`.
+#[test]
+fn llama_cpp_python_is_probed_at_a_route_it_has() {
+    let env = Env::new();
+    let port = free_port().to_string();
+    let server = fixture("servers/fake_llm_server.py");
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--profile",
+        "llama-cpp-python",
+        "--ready-request",
+        "--timeout",
+        "30s",
+        "--",
+        "python3",
+        &server,
+        "--port",
+        &port,
+        "--uvicorn-line",
+    ]);
+    assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
+    let http = probe(&r.json, "http");
+    assert_eq!(http["target"], format!("http://127.0.0.1:{port}/v1/models"));
+    assert!(
+        http["last"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("HTTP 200"),
+        "{}",
+        r.explain()
+    );
+    assert!(probe(&r.json, "request")["ready_s"].as_f64().is_some());
+    let line = r.json["line"]["text"].as_str().unwrap_or_default();
+    assert!(line.contains("Uvicorn running on"), "{line}");
+}
+
 #[test]
 fn health_503_then_200_and_a_lagging_real_request_detected_from_the_command_line() {
     let env = Env::new();
