@@ -26,6 +26,7 @@ use super::decide::{Decision, LineFailure};
 use super::output::Event;
 use super::ranks::RankEnding;
 use crate::classify::{Hit, Strength};
+use crate::mode::Mode;
 use crate::verdict::{ExitInfo, Signature, Verdict, signal_name};
 
 /// The signature of an end by signal `sig` (`oom`: the kernel's OOM killer was seen).
@@ -52,11 +53,14 @@ impl Judge {
         launcher: &str,
         events: &mut Vec<Event>,
     ) -> bool {
-        // A launcher that exits 0 after reporting that a rank died (vLLM's front end shuts down
-        // cleanly once its engine core is gone) still ended by that rank's failure.
-        if !self.ranks.any_ending()
-            || (exit.is_some_and(|e| e.code == Some(0)) && self.ranks.first_failed().is_none())
-        {
+        // A server that exits 0 after its launcher reported that a rank died (vLLM's front end
+        // shuts down cleanly once its engine core is gone) ended by that rank's failure: a server
+        // never ends well. A job's exit 0 stands (torchrun restarts a failed worker group and
+        // can still succeed).
+        let clean_exit = exit.is_some_and(|e| e.code == Some(0));
+        let server_lost_a_rank =
+            self.cfg.mode == Mode::UntilReady && self.ranks.first_failed().is_some();
+        if !self.ranks.any_ending() || (clean_exit && !server_lost_a_rank) {
             return false;
         }
         let failed = self.ranks.first_failed().cloned();
