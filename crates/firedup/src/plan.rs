@@ -183,12 +183,13 @@ pub fn resolve(
     let (probes, address) = resolve_probes(opts, &prof, command)?;
     let ready_probes = ready_probe_list(&probes);
     // Explicit ready lines replace the profile's: the user knows what "ready" means here. A
-    // profile whose probes are the authority (`ready_by_probe`) waits for its lines only when
-    // no probe runs.
+    // profile whose own probes are the authority (`ready_by_probe`) waits for its lines only
+    // when they do not run (`--no-probe`; a `--port` probe alone says less than the lines).
     let no_lines = Vec::new();
+    let profile_probes_run = !opts.no_probe && !prof.ready_probes.is_empty();
     let ready_patterns = if !opts.ready_lines.is_empty() {
         &opts.ready_lines
-    } else if prof.ready_by_probe && !ready_probes.is_empty() {
+    } else if prof.ready_by_probe && profile_probes_run {
         &no_lines
     } else {
         &prof.ready
@@ -587,6 +588,15 @@ mod tests {
                     ..Default::default()
                 },
                 (1, 0),
+            ),
+            // A port probe alone (the server listens before it loads): the line decides too.
+            (
+                WatchOptions {
+                    no_probe: true,
+                    port: Some(8080),
+                    ..Default::default()
+                },
+                (1, 1),
             ),
             // A user's ready line always counts, beside the probe.
             (

@@ -125,10 +125,11 @@ pub struct Profile {
     /// Probes that must also pass before `ready`, unless `--no-probe` (e.g. `["http"]`).
     #[serde(default)]
     pub ready_probes: Vec<ProbeKind>,
-    /// While any readiness probe runs, the probes alone decide readiness and the `ready` lines
-    /// are not waited for (they are the condition under `--no-probe`): for a server whose own
-    /// health answer is the authority and whose ready line may sit in a buffer (llama-server
-    /// writes its INFO lines to stdout, which a log file does not flush line by line).
+    /// While the profile's own readiness probes run, they alone decide readiness and the
+    /// `ready` lines are not waited for (the lines are the condition under `--no-probe`, also
+    /// beside a `--port` probe): for a server whose own health answer is the authority
+    /// (llama-server's /health, 503 until the model is loaded) and whose ready line's wording
+    /// has changed from version to version.
     #[serde(default)]
     pub ready_by_probe: bool,
     /// `ready` (server, the default) or `exit` (a job), as written: [`Profile::mode`] is the
