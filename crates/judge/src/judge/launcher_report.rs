@@ -141,8 +141,10 @@ fn vllm(text: &str) -> Option<Report> {
         return Some(Report::Ended { rank, exit });
     }
     let died = text.find(" died unexpectedly")?;
-    let exit = number_after(&text[died..], "exit code: ")
-        .or_else(|| number_after(&text[died..], "exitcode="))
+    let after = text[died..].to_ascii_lowercase();
+    let exit = ["exit code: ", "exit code ", "exitcode: ", "exitcode="]
+        .iter()
+        .find_map(|k| number_after(&after, k))
         .map(python_exit);
     let rank = if let Some(at) = text
         .find("Worker proc ")
@@ -359,6 +361,11 @@ mod tests {
                 "(EngineCore pid=51) ERROR 12-04 03:01:09 [multiproc_executor.py:154] Worker proc VllmWorker-0 died unexpectedly (exit code: -9), shutting down executor.",
                 false,
                 ended(0, sig(9)),
+            ),
+            (
+                "ERROR 12-04 03:01:09 [multiproc_executor.py:154] Worker proc VllmWorker-1 died unexpectedly, shutting down executor. Exit code: -11",
+                false,
+                ended(1, Some(ExitInfo::signal(11, false))),
             ),
             // vllm/v1/engine/core_client.py's engine monitor.
             (
