@@ -453,3 +453,35 @@ fn the_log_is_byte_identical_to_what_the_server_wrote_across_firedup_crashes() {
     let s = env.firedup(&["stop", &id]);
     assert_eq!(s.code, 0, "{}", s.explain());
 }
+
+/// Issue 15: `firedup stop` of a server whose tree was SIGSTOPped (a debugger, `kill -STOP`): its
+/// SIGTERM is sent with SIGCONT, so the tree ends by the SIGTERM; before, the SIGTERM stayed
+/// pending and the stop waited the whole grace, then needed SIGKILL.
+#[test]
+fn stop_ends_a_stopped_server_by_its_sigterm() {
+    let env = Env::new();
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--ready-line",
+        "READY",
+        "--",
+        "sh",
+        "-c",
+        "echo READY; sleep 300 & wait",
+    ]);
+    assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
+    let pid = r.json["pid"].as_u64().expect("a pid");
+    // The whole group stopped (the server is its group's leader).
+    let group = rustix::process::Pid::from_raw(pid as i32).expect("a pid");
+    rustix::process::kill_process_group(group, rustix::process::Signal::STOP).unwrap();
+    let s = env.firedup(&["stop", "--grace", "60s", r.run_id()]);
+    assert_eq!(s.code, 0, "{}", s.explain());
+    let said = format!("{}{}", s.stdout, s.stderr);
+    assert!(said.contains("with SIGTERM in"), "{said}");
+    assert!(
+        !said.contains("SIGKILL"),
+        "the stopped tree needed SIGKILL: {said}"
+    );
+    assert!(!alive(pid));
+}

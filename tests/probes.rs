@@ -8,13 +8,93 @@ mod common;
 use std::net::TcpListener;
 use std::path::PathBuf;
 
-use common::{Env, free_port};
+use common::{Env, fixture, free_port};
 
 fn probe<'a>(json: &'a serde_json::Value, kind: &str) -> &'a serde_json::Value {
     json["probes"]
         .as_array()
         .and_then(|a| a.iter().find(|p| p["kind"] == kind))
         .unwrap_or(&serde_json::Value::Null)
+}
+
+/// Issue 15: the llamacpp profile is ready by llama-server's own /health (503 "Loading model",
+/// then 200), whatever its log says: a `llama-server` whose log never shows a ready line the
+/// profile knows is `ready` once /health answers 200 (before: `stalled`/`timed_out` waiting for
+/// the line).
+#[test]
+fn llama_server_is_ready_by_its_health_answer_without_a_ready_line() {
+    let env = Env::new();
+    let server = env.script(
+        "llama-server",
+        &format!(
+            "exec python3 {} \"$@\"",
+            fixture("servers/fake_llm_server.py")
+        ),
+    );
+    let port = free_port().to_string();
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--timeout",
+        "30s",
+        "--",
+        &server,
+        "--port",
+        &port,
+        "--health-after",
+        "1.0",
+    ]);
+    assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
+    let http = probe(&r.json, "http");
+    assert_eq!(http["target"], format!("http://127.0.0.1:{port}/health"));
+    let h = http["ready_s"].as_f64().expect("health ready time");
+    assert!(h >= 1.0, "ready before /health answered 200: {h}");
+    assert!(
+        r.json["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("http"),
+        "{}",
+        r.json["reason"]
+    );
+}
+
+/// Issue 15: llama-cpp-python's server has no /health; its profile probes /v1/models, and a
+/// 1-token request with `--ready-request`.
+#[test]
+fn llama_cpp_python_is_probed_at_a_route_it_has() {
+    let env = Env::new();
+    let port = free_port().to_string();
+    let server = fixture("servers/fake_llm_server.py");
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--profile",
+        "llama-cpp-python",
+        "--ready-request",
+        "--timeout",
+        "30s",
+        "--",
+        "python3",
+        &server,
+        "--port",
+        &port,
+        "--uvicorn-line",
+    ]);
+    assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
+    let http = probe(&r.json, "http");
+    assert_eq!(http["target"], format!("http://127.0.0.1:{port}/v1/models"));
+    assert!(
+        http["last"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("HTTP 200"),
+        "{}",
+        r.explain()
+    );
+    assert!(probe(&r.json, "request")["ready_s"].as_f64().is_some());
+    let line = r.json["line"]["text"].as_str().unwrap_or_default();
+    assert!(line.contains("Uvicorn running on"), "{line}");
 }
 
 #[test]
@@ -417,7 +497,16 @@ fn profiles_list_show_check_and_user_overrides() {
     let r = env.firedup(&["profiles"]);
     assert_eq!(r.code, 0, "{}", r.explain());
     for name in [
-        "sglang", "vllm", "tgi", "llamacpp", "ollama", "triton", "pytorch", "postgres", "redis",
+        "sglang",
+        "vllm",
+        "tgi",
+        "llamacpp",
+        "llama-cpp-python",
+        "ollama",
+        "triton",
+        "pytorch",
+        "postgres",
+        "redis",
         "generic",
     ] {
         assert!(

@@ -103,6 +103,19 @@ const CASES: &[Case] = &[
         phase: Some("warmup"),
         timeline: &[],
     },
+    Case {
+        // sglang/srt/utils/common.py get_device(), on a machine without an accelerator.
+        profile: "sglang",
+        fixture: "no_accelerator.log",
+        then: "1",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("gpu_unavailable"),
+        secondary: &[],
+        line: Some("RuntimeError: No accelerator (CUDA, XPU, HPU, NPU) is available."),
+        phase: None,
+        timeline: &[],
+    },
     // ---------------------------------------------------------------- vllm
     Case {
         profile: "vllm",
@@ -157,6 +170,108 @@ const CASES: &[Case] = &[
         secondary: &[],
         line: Some("[Errno 98] Address already in use"),
         phase: None,
+        timeline: &[],
+    },
+    // Issue 15: endings of vLLM's processes, from vllm/v1/engine/utils.py (wait_for_engine_startup:
+    // "Failed core proc(s): {'EngineCore_DP0': -9}"), core_client.py ("Engine core proc ... died
+    // unexpectedly") and v1/executor/multiproc_executor.py ("Worker proc ... died unexpectedly
+    // (exit code: -9)"): the process that died is the verdict, not the front end's echo.
+    Case {
+        profile: "vllm",
+        fixture: "engine_core_sigkill.log",
+        then: "1",
+        extra: &[],
+        verdict: "killed",
+        signature: Some("sigkill"),
+        secondary: &[],
+        line: Some("Failed core proc(s): {'EngineCore_DP0': -9}"),
+        phase: Some("load_weights"),
+        timeline: &[],
+    },
+    Case {
+        // The front end shuts down cleanly (exit 0) once its engine is gone.
+        profile: "vllm",
+        fixture: "worker_sigkill_after_ready.log",
+        then: "0",
+        extra: &["--hold", "2s"],
+        verdict: "killed",
+        signature: Some("sigkill"),
+        secondary: &[],
+        line: Some("Worker proc VllmWorker-0 died unexpectedly (exit code: -9)"),
+        phase: Some("ready"),
+        // vLLM-CPU's compile warm-up and "CPU KV cache size" lines are phases.
+        timeline: &[
+            "init_engine",
+            "load_weights",
+            "torch_compile",
+            "kv_cache",
+            "api_server",
+            "ready",
+        ],
+    },
+    Case {
+        profile: "vllm",
+        fixture: "engine_core_died_after_ready.log",
+        then: "0",
+        extra: &["--hold", "2s"],
+        verdict: "failed",
+        signature: Some("rank_exited"),
+        secondary: &[],
+        line: Some("Engine core proc EngineCore_DP0 died unexpectedly"),
+        phase: Some("ready"),
+        timeline: &[],
+    },
+    // The cause 30+ lines under "WorkerProc failed to start." (multiproc_executor.py's
+    // logger.exception): the exception line decides, named or generic.
+    Case {
+        profile: "vllm",
+        fixture: "worker_corrupt_weights.log",
+        then: "1",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("model_load_failed"),
+        secondary: &[],
+        line: Some("SafetensorError: Error while deserializing header: HeaderTooLarge"),
+        phase: Some("load_weights"),
+        timeline: &[],
+    },
+    Case {
+        profile: "vllm",
+        fixture: "worker_generic_exception.log",
+        then: "1",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("python_exception"),
+        secondary: &[],
+        line: Some("KeyError: 'model.layers.0.mlp.gate_up_proj.weight'"),
+        phase: Some("load_weights"),
+        timeline: &[],
+    },
+    Case {
+        // The same, the front end naming the core's exit (`{'EngineCore_DP0': 1}`): the ranks
+        // decide, and the exception line still shows the cause.
+        profile: "vllm",
+        fixture: "worker_generic_exception_core_exit1.log",
+        then: "1",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("python_exception"),
+        secondary: &[],
+        line: Some("KeyError: 'model.layers.0.mlp.gate_up_proj.weight'"),
+        phase: Some("load_weights"),
+        timeline: &[],
+    },
+    Case {
+        // vLLM-CPU (vllm/v1/worker/cpu_worker.py): the KV cache does not fit in host memory.
+        profile: "vllm",
+        fixture: "cpu_kv_host_oom.log",
+        then: "1",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("host_oom"),
+        secondary: &[],
+        line: Some("is less than requested memory for kv (1.0 GiB)"),
+        phase: Some("kv_cache"),
         timeline: &[],
     },
     // ---------------------------------------------------------------- tgi
@@ -283,6 +398,73 @@ const CASES: &[Case] = &[
         secondary: &[],
         line: Some("unknown model architecture: 'qwen3'"),
         phase: Some("load_model"),
+        timeline: &[],
+    },
+    Case {
+        // Today's llama-server (tools/server/server.cpp, server-http.cpp, server-context.cpp):
+        // `I` lines with a timestamp, `srv  llama_server:` as the function.
+        profile: "llamacpp",
+        fixture: "ready_2026.log",
+        then: "hang",
+        extra: &[],
+        verdict: "ready",
+        signature: None,
+        secondary: &[],
+        line: Some("srv  llama_server: server is listening on http://127.0.0.1:8080"),
+        phase: Some("ready"),
+        // Today's server prints no early "HTTP server is listening" line.
+        timeline: &["load_model", "warmup", "init_slots", "ready"],
+    },
+    Case {
+        // A context too big for host memory: a CPU buffer, host_oom (not cuda_oom).
+        profile: "llamacpp",
+        fixture: "host_oom_cpu_buffer.log",
+        then: "1",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("host_oom"),
+        secondary: &[],
+        line: Some("failed to allocate buffer of size 137438953472"),
+        phase: Some("load_model"),
+        timeline: &[],
+    },
+    Case {
+        // A truncated GGUF under today's llama-server (`E` lines with a timestamp).
+        profile: "llamacpp",
+        fixture: "corrupt_weights_2026.log",
+        then: "1",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("model_load_failed"),
+        secondary: &[],
+        line: Some("gguf_init_from_file_impl: failed to read tensor data"),
+        phase: Some("load_model"),
+        timeline: &[],
+    },
+    // ---------------------------------------------------------------- llama-cpp-python
+    Case {
+        profile: "llama-cpp-python",
+        fixture: "ready.log",
+        then: "hang",
+        extra: &[],
+        verdict: "ready",
+        signature: None,
+        secondary: &[],
+        line: Some("Uvicorn running on http://localhost:8000"),
+        phase: Some("ready"),
+        timeline: &["load_model", "init_context", "starting_http", "ready"],
+    },
+    Case {
+        // llama_cpp/llama.py: `raise ValueError(f"Model path does not exist: {model_path}")`.
+        profile: "llama-cpp-python",
+        fixture: "model_not_found.log",
+        then: "1",
+        extra: &[],
+        verdict: "failed",
+        signature: Some("model_not_found"),
+        secondary: &[],
+        line: Some("ValueError: Model path does not exist: /models/missing.gguf"),
+        phase: None,
         timeline: &[],
     },
     // ---------------------------------------------------------------- ollama
@@ -613,7 +795,16 @@ fn builtin_profiles_replayed_reach_the_verdict_a_person_would_name() {
 #[test]
 fn every_builtin_profile_has_a_ready_case_and_a_failure_case() {
     for p in [
-        "sglang", "vllm", "tgi", "llamacpp", "ollama", "triton", "pytorch", "postgres", "redis",
+        "sglang",
+        "vllm",
+        "tgi",
+        "llamacpp",
+        "llama-cpp-python",
+        "ollama",
+        "triton",
+        "pytorch",
+        "postgres",
+        "redis",
     ] {
         let ok = CASES
             .iter()
@@ -622,5 +813,56 @@ fn every_builtin_profile_has_a_ready_case_and_a_failure_case() {
             .iter()
             .any(|c| c.profile == p && c.verdict == "failed" && c.signature.is_some());
         assert!(ok && failed, "{p}: needs a ready run and a named failure");
+    }
+}
+
+/// The rank and exit the vLLM endings name (issue 15): the engine core's or worker's, from the
+/// launcher's line.
+#[test]
+fn vllm_endings_name_the_process_that_ended() {
+    let env = Env::new();
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+    let replay = format!("{dir}/replay.sh");
+    let table: &[(&str, &str, &[&str], Option<i64>)] = &[
+        ("engine_core_sigkill.log", "1", &[], Some(9)),
+        (
+            "worker_sigkill_after_ready.log",
+            "0",
+            &["--hold", "2s"],
+            Some(9),
+        ),
+        (
+            "engine_core_died_after_ready.log",
+            "0",
+            &["--hold", "2s"],
+            None,
+        ),
+    ];
+    for (fixture, then, extra, signal) in table {
+        let fixture_path = format!("{dir}/profiles/vllm/{fixture}");
+        let mut args = vec![
+            "run",
+            "--profile",
+            "vllm",
+            "--no-probe",
+            "--json",
+            "--timeout",
+            "120s",
+        ];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "sh", &replay, &fixture_path, then]);
+        let r = env.firedup(&args);
+        assert_eq!(
+            r.json["rank"].as_u64(),
+            Some(0),
+            "{fixture}: {}",
+            r.explain()
+        );
+        assert_eq!(
+            r.json["exit"]["signal"].as_i64(),
+            *signal,
+            "{fixture}: {}",
+            r.explain()
+        );
     }
 }

@@ -300,6 +300,44 @@ fn a_bind_error_right_after_the_ready_line_is_the_verdict() {
     }
 }
 
+/// Issue 15: vLLM with its port taken and the default HTTP probe. The other server answers the
+/// profile's /health with 404 while vLLM is still importing; the owner check cannot call it
+/// foreign (it runs inside the watched tree, `tests/fixtures/truth/port_taken_in_tree.sh`). The
+/// refusals before the ready line are not firedup's fault: vLLM's bind failure decides, `failed`
+/// with `port_in_use` (before the fix: `monitor_error` after three 404s).
+#[test]
+fn a_refused_probe_before_the_ready_line_lets_the_bind_failure_decide() {
+    let env = Env::new();
+    let p = free_port().to_string();
+    let script = fixture("truth/port_taken_in_tree.sh");
+    let r = firedup(
+        &env,
+        &[
+            "run",
+            "--json",
+            "--profile",
+            "vllm",
+            "--timeout",
+            "50s",
+            "--",
+            "sh",
+            &script,
+            "--port",
+            &p,
+        ],
+    );
+    assert_eq!(
+        (r.code, r.verdict(), r.json["signature"].as_str()),
+        (1, "failed", Some("port_in_use")),
+        "{}",
+        r.explain()
+    );
+    let line = r.json["line"]["text"].as_str().unwrap_or_default();
+    assert!(line.contains("[Errno 98] Address already in use"), "{line}");
+    let last = r.json["probes"][0]["last"].as_str().unwrap_or_default();
+    assert!(last.contains("404"), "the probe was refused: {last}");
+}
+
 /// When the port is free the same app serves: `ready`, and the time reported is the time of the
 /// ready line, not the end of the confirmation window.
 #[test]

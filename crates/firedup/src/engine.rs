@@ -321,6 +321,7 @@ fn write_observation(w: &mut dyn Write, at: Duration, obs: &Observation) {
                 }
                 crate::probe::ProbeOutcome::NotYet { .. } => ("not_yet", None),
                 crate::probe::ProbeOutcome::Foreign { .. } => ("foreign", None),
+                crate::probe::ProbeOutcome::Rejected { .. } => ("rejected", None),
                 crate::probe::ProbeOutcome::Fault { .. } => ("fault", None),
             };
             serde_json::json!({"t": t, "kind": "probe", "probe": kind.as_str(), "state": state, "detail": outcome.detail(), "latency_ms": latency})

@@ -182,11 +182,17 @@ pub fn resolve(
     };
     let (probes, address) = resolve_probes(opts, &prof, command)?;
     let ready_probes = ready_probe_list(&probes);
-    // Explicit ready lines replace the profile's: the user knows what "ready" means here.
-    let ready_patterns = if opts.ready_lines.is_empty() {
-        &prof.ready
-    } else {
+    // Explicit ready lines replace the profile's: the user knows what "ready" means here. A
+    // profile whose own probes are the authority (`ready_by_probe`) waits for its lines only
+    // when they do not run (`--no-probe`; a `--port` probe alone says less than the lines).
+    let no_lines = Vec::new();
+    let profile_probes_run = !opts.no_probe && !prof.ready_probes.is_empty();
+    let ready_patterns = if !opts.ready_lines.is_empty() {
         &opts.ready_lines
+    } else if prof.ready_by_probe && profile_probes_run {
+        &no_lines
+    } else {
+        &prof.ready
     };
     if mode == Mode::UntilReady && ready_patterns.is_empty() && ready_probes.is_empty() {
         usage!(
@@ -559,5 +565,50 @@ mod tests {
             ("A".to_string(), "b=c".to_string())
         );
         assert!(parse_env("novalue").is_err());
+    }
+
+    #[test]
+    fn a_profile_ready_by_probe_waits_for_its_lines_only_without_probes() {
+        let server = ["llama-server".to_string(), "-m".into(), "m.gguf".into()];
+        let lines = |opts: &WatchOptions| {
+            let p = resolve(opts, &server, "/tmp/l", true).unwrap();
+            assert_eq!(p.profile, "llamacpp");
+            (
+                p.judge.classifier.ready_lines().len(),
+                p.judge.ready_probes.len(),
+            )
+        };
+        let table: &[(WatchOptions, (usize, usize))] = &[
+            // The health probe runs: it alone decides.
+            (WatchOptions::default(), (0, 1)),
+            // No probe: the profile's ready line decides.
+            (
+                WatchOptions {
+                    no_probe: true,
+                    ..Default::default()
+                },
+                (1, 0),
+            ),
+            // A port probe alone (the server listens before it loads): the line decides too.
+            (
+                WatchOptions {
+                    no_probe: true,
+                    port: Some(8080),
+                    ..Default::default()
+                },
+                (1, 1),
+            ),
+            // A user's ready line always counts, beside the probe.
+            (
+                WatchOptions {
+                    ready_lines: vec!["all slots are idle".into()],
+                    ..Default::default()
+                },
+                (1, 1),
+            ),
+        ];
+        for (opts, want) in table {
+            assert_eq!(lines(opts), *want, "{opts:?}");
+        }
     }
 }

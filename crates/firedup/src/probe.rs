@@ -4,8 +4,9 @@
 //! runs them on a thread of their own and turns the outcomes into observations for the judge. A
 //! probe never confuses its own failure with "not ready yet": `NotYet` is the server not answering
 //! (connection refused, 503 while loading), `Fault` is firedup's own access failing (a name that
-//! does not resolve, permission denied, a URL that is not HTTP), and `Foreign` is an answer from a
-//! process that is not the watched one (someone else is on your port).
+//! does not resolve, permission denied, a URL that is not HTTP), `Rejected` is an HTTP answer that
+//! refuses the probe (404, 401, a redirect), and `Foreign` is an answer from a process that is not
+//! the watched one (someone else is on your port).
 //!
 //! - [`tcp`]: connect to host:port; who owns the listener (`/proc/net/tcp*` → socket inode → pid).
 //! - [`http`]: GET a health URL: status and latency, no proxy from the environment, no redirects.

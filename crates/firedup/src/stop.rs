@@ -1,6 +1,7 @@
 //! Stopping a server and proving it is gone: SIGTERM to its process group (and every process of its
-//! tree, which may have left the group), a grace period, SIGKILL for what is left, then a check
-//! that no process of the tree survives.
+//! tree, which may have left the group), then SIGCONT (a stopped process, `kill -STOP` or a
+//! debugger's, only handles its SIGTERM once it runs again), a grace period, SIGKILL for what is
+//! left, then a check that no process of the tree survives.
 //!
 //! [`stop_run`] also sweeps `/proc` for the run's `FIREDUP_RUN_ID` before and after, so a daemon,
 //! a double fork or a `setsid` grandchild that left the tree is stopped too, and "none left" is
@@ -177,7 +178,7 @@ pub(crate) fn stop_run(
         .count();
     let mut escalated = false;
     if !targeted.is_empty() {
-        signal_all(group, &targeted, Signal::TERM);
+        terminate(group, &targeted);
         let deadline = began + grace;
         while any_alive(&targeted) {
             if Instant::now() >= deadline {
@@ -258,7 +259,7 @@ pub(crate) fn stop_tree(pid: u32, start_ticks: Option<u64>, grace: Duration) -> 
         }
         left
     };
-    signal_all(Some(pid), &targeted, Signal::TERM);
+    terminate(Some(pid), &targeted);
     let deadline = began + grace;
     let mut escalated = false;
     while any_alive(&targeted) {
@@ -314,6 +315,13 @@ fn left_in_session(leader: u32, start_ticks: Option<u64>) -> Vec<u32> {
         .collect()
 }
 
+/// SIGTERM, then SIGCONT: a stopped process keeps a SIGTERM pending until it runs again, and
+/// would otherwise sit out the whole grace before its SIGKILL (a running one ignores SIGCONT).
+fn terminate(group: Option<u32>, pids: &[u32]) {
+    signal_all(group, pids, Signal::TERM);
+    signal_all(group, pids, Signal::CONT);
+}
+
 fn signal_all(group: Option<u32>, pids: &[u32], sig: Signal) {
     if let Some(p) = group.and_then(|g| Pid::from_raw(g as i32)) {
         let _ = kill_process_group(p, sig);
@@ -335,6 +343,60 @@ mod tests {
     use std::io::{BufRead, BufReader};
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
+
+    #[test]
+    fn a_stopped_tree_ends_by_its_sigterm_without_waiting_for_the_kill() {
+        // Issue 15: `stop` of a SIGSTOPped server waited the whole grace, then SIGKILLed it.
+        // Both ways in: the tree alone (a matrix cell's teardown) and the run (`firedup stop`).
+        let by_tree = |pid, ticks| stop_tree(pid, ticks, Duration::from_secs(60));
+        let by_run = |pid, ticks| stop_run(Some(pid), ticks, "", Duration::from_secs(60));
+        for stop in [&by_tree as &dyn Fn(u32, Option<u64>) -> StopReport, &by_run] {
+            stop_a_stopped_tree(stop);
+        }
+    }
+
+    fn stop_a_stopped_tree(stop: &dyn Fn(u32, Option<u64>) -> StopReport) {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "sleep 300 & wait"]);
+        // SAFETY: setsid is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            });
+        }
+        let mut leader = cmd.spawn().unwrap();
+        let pid = leader.id();
+        let ticks = process::stat(pid).map(|s| s.start_ticks);
+        // Bounded wait for the child, then stop the whole group.
+        let mut tree = Vec::new();
+        for _ in 0..500 {
+            tree = process::tree(pid);
+            if tree.len() == 2 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(tree.len(), 2, "sh and its sleep: {tree:?}");
+        let group = Pid::from_raw(pid as i32).unwrap();
+        kill_process_group(group, Signal::STOP).unwrap();
+        for _ in 0..500 {
+            if tree
+                .iter()
+                .all(|p| process::stat(*p).is_some_and(|s| s.state == 'T'))
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let report = stop(pid, ticks);
+        let _ = leader.wait();
+        assert!(report.survivors.is_empty(), "{report:?}");
+        assert!(
+            !report.escalated,
+            "the stopped tree needed SIGKILL: its SIGTERM was never handled: {report:?}"
+        );
+    }
 
     #[test]
     fn what_an_exited_leader_left_in_its_session_is_stopped() {

@@ -408,8 +408,13 @@ impl Classifier {
         self.counter_fraction(text)
     }
 
+    /// The first `n/total` counter that is not a count of attempts: huggingface_hub's "Retrying
+    /// in 1s [Retry 3/5]." is no progress (a server retrying its download is not 60 % through).
     fn counter_fraction(&self, text: &str) -> Option<f64> {
-        let c = self.counter.captures(text)?;
+        let c = self.counter.captures_iter(text).find(|c| {
+            c.get(0)
+                .is_some_and(|m| !counts_attempts(&text[..m.start()]))
+        })?;
         let n: f64 = c[1].parse().ok()?;
         let total: f64 = c[2].parse().ok()?;
         (total > 0.0 && n <= total).then(|| n / total)
@@ -431,6 +436,21 @@ fn ascii_set(patterns: &[String]) -> Option<regex::bytes::RegexSet> {
         .dfa_size_limit(8 << 20)
         .build()
         .ok()
+}
+
+/// Whether the word just before a counter (`before` ends there) says it counts attempts:
+/// `Retry 3/5`, `attempt 2/10`, `try 1/3`, `retries 4/5`.
+fn counts_attempts(before: &str) -> bool {
+    let word = before
+        .trim_end_matches([' ', '[', '(', '#', ':'])
+        .rsplit(|c: char| !c.is_ascii_alphabetic())
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    matches!(
+        word.as_str(),
+        "retry" | "retries" | "retrying" | "attempt" | "attempts" | "try" | "tries"
+    )
 }
 
 /// Whether `hay` holds `needle`: one vectorised scan (every line is scanned for `%`).

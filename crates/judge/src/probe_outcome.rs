@@ -24,6 +24,15 @@ pub enum ProbeOutcome {
         /// What it saw, in words.
         detail: String,
     },
+    /// An HTTP server answers but refuses the probe (a redirect, 404, 401, 405, ...): the probe
+    /// asks the wrong thing, or someone else's server answers (one the owner check cannot tell
+    /// from the watched one, e.g. a blocker started inside the watched tree). Counts as a fault
+    /// once the server's log says it is ready; before that, the log still tells what the server is
+    /// doing (see `judge/probes.rs`).
+    Rejected {
+        /// What it saw, in words.
+        detail: String,
+    },
     /// firedup's own probe cannot work (bad name, unresolvable host, permission denied, not HTTP).
     Fault {
         /// What went wrong, in words.
@@ -38,6 +47,7 @@ impl ProbeOutcome {
             ProbeOutcome::Up { detail, .. }
             | ProbeOutcome::NotYet { detail }
             | ProbeOutcome::Foreign { detail }
+            | ProbeOutcome::Rejected { detail }
             | ProbeOutcome::Fault { detail } => detail,
         }
     }

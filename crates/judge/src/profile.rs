@@ -4,7 +4,8 @@
 //! log lines that mean ready (`ready`, all must be seen), its startup phases in order (`[[phase]]`),
 //! its noise lines, its own failure signatures (on top of the common catalog), where it listens and
 //! how to ask it whether it is usable (`[endpoint]`), which probes count towards readiness by
-//! default (`ready_probes`), and its stall/timeout defaults.
+//! default (`ready_probes`; with `ready_by_probe`, the probes alone when they run), and its
+//! stall/timeout defaults.
 //!
 //! Built-in profiles are embedded in the crate. User profiles are read from files by the shell
 //! (the `firedup` library) and parsed here with [`parse_checked`]; a user profile with a
@@ -124,6 +125,13 @@ pub struct Profile {
     /// Probes that must also pass before `ready`, unless `--no-probe` (e.g. `["http"]`).
     #[serde(default)]
     pub ready_probes: Vec<ProbeKind>,
+    /// While the profile's own readiness probes run, they alone decide readiness and the
+    /// `ready` lines are not waited for (the lines are the condition under `--no-probe`, also
+    /// beside a `--port` probe): for a server whose own health answer is the authority
+    /// (llama-server's /health, 503 until the model is loaded) and whose ready line's wording
+    /// has changed from version to version.
+    #[serde(default)]
+    pub ready_by_probe: bool,
     /// `ready` (server, the default) or `exit` (a job), as written: [`Profile::mode`] is the
     /// typed value. Kept as text so that a wrong value is reported by `validate` naming the field
     /// and its line, as for every other field.
@@ -168,11 +176,12 @@ impl Profile {
     }
 }
 
-const BUILTIN: [&str; 10] = [
+const BUILTIN: [&str; 11] = [
     include_str!("profiles/sglang.toml"),
     include_str!("profiles/vllm.toml"),
     include_str!("profiles/tgi.toml"),
     include_str!("profiles/llamacpp.toml"),
+    include_str!("profiles/llama_cpp_python.toml"),
     include_str!("profiles/ollama.toml"),
     include_str!("profiles/triton.toml"),
     include_str!("profiles/pytorch.toml"),

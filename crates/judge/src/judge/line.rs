@@ -53,10 +53,15 @@ impl Judge {
             self.last_line = Some(line.clone());
         }
         self.collect_evidence(at, &line, origin, class);
+        // The decisive line of `ready` is the line that met the last ready condition: a
+        // condition met again later (a ready pattern that also matches the server's idle line)
+        // does not move it.
         for r in &class.ready {
             if let Some(seen) = self.ready_seen.get_mut(*r) {
-                *seen = true;
-                self.ready_line = Some(line.clone());
+                if !*seen {
+                    *seen = true;
+                    self.ready_line = Some(line.clone());
+                }
             }
         }
         self.check_ready(at, events);

@@ -1,6 +1,10 @@
 //! Readiness probes as the judge tracks them: each one's latest outcome (up, not yet, someone
-//! else's answer, firedup's own fault), when it first came up, and its faults in a row (this many
-//! end the watch as `monitor_error`). sd_notify is a probe too (`READY=1`), and its `STATUS=` and
+//! else's answer, an answer refusing the probe, firedup's own fault), when it first came up, and
+//! its faults in a row (this many end the watch as `monitor_error`, unless a fatal line settles:
+//! then that failure is the verdict). A refusing answer (404, 401, a redirect) counts as a fault
+//! only once every ready line was seen (at once when readiness is the probes alone): before that,
+//! the log still says what the server is doing, and the answer may be another server's (vLLM
+//! whose port is taken prints its bind failure seconds after the other server's 404s). sd_notify is a probe too (`READY=1`), and its `STATUS=` and
 //! `EXTEND_TIMEOUT_USEC=` are progress and a later start deadline.
 
 use std::time::Duration;
@@ -73,6 +77,8 @@ impl Judge {
         };
         let limit = self.cfg.probe_fault_limit;
         let ready = self.stage.ready_at().is_some();
+        let settling = self.stage.settling().is_some();
+        let lines_all_seen = self.ready_seen.iter().all(|s| *s);
         let p = &mut self.probes[i];
         p.last = outcome.detail().to_string();
         match outcome {
@@ -90,14 +96,28 @@ impl Judge {
                 }
                 p.faults_in_a_row = 0;
             }
-            ProbeOutcome::Fault { detail } => {
+            ProbeOutcome::Rejected { .. } if !ready && !lines_all_seen => {
+                // An HTTP answer that refuses the probe, before the log says ready: the log still
+                // tells what the server is doing (a server that could not bind prints so, and the
+                // answer was someone else's); not a fault of firedup's yet.
+                p.up = false;
+                p.faults_in_a_row = 0;
+            }
+            ProbeOutcome::Fault { ref detail } | ProbeOutcome::Rejected { ref detail } => {
                 p.faults_in_a_row += 1;
                 if !ready {
                     p.up = false;
                 }
-                if p.faults_in_a_row >= limit {
+                // A fatal line that settles decides: the failure it names is the verdict, and a
+                // probe of a failing server (or of whoever took its port) says nothing more.
+                if p.faults_in_a_row >= limit && !settling {
+                    let what = if matches!(outcome, ProbeOutcome::Rejected { .. }) {
+                        "was refused"
+                    } else {
+                        "failed"
+                    };
                     let reason = format!(
-                        "firedup's {} probe of {} failed {} times in a row: {detail}",
+                        "firedup's {} probe of {} {what} {} times in a row: {detail}",
                         kind.as_str(),
                         p.target,
                         p.faults_in_a_row

@@ -34,7 +34,12 @@ enum Extra {
 /// Feeds `log` (one line a millisecond, with `extra` observations where they fall), then the
 /// exit, in job mode; returns the verdict.
 fn judge(log: &str, extra: &[Extra], exit: Option<ExitInfo>) -> Judgement {
-    let mut cfg = JudgeConfig::new(Mode::UntilExit, "/tmp/torchrun.log", classifier());
+    judge_in(Mode::UntilExit, log, extra, exit)
+}
+
+/// [`judge`] in `mode` (a server: `Mode::UntilReady`).
+fn judge_in(mode: Mode, log: &str, extra: &[Extra], exit: Option<ExitInfo>) -> Judgement {
+    let mut cfg = JudgeConfig::new(mode, "/tmp/torchrun.log", classifier());
     cfg.stall = Some(Duration::from_secs(3600));
     let mut j = Judge::new(cfg);
     j.observe(Duration::ZERO, Observation::Started { pid: 42 });
@@ -353,6 +358,17 @@ fn other_launchers_report_the_rank_that_ended() {
             want(Failed, Some(CudaOom), Some(1), Some(1), code(1)),
         ),
         (
+            // vllm/v1/engine/utils.py wait_for_engine_startup names the core's exit code.
+            "vLLM engine core SIGKILLed while loading",
+            "(EngineCore_DP0 pid=4180) INFO 12-04 03:00:10 [cpu_model_runner.py:98] Starting to load model /models/tiny-llama...\n\
+             (APIServer pid=4100) Traceback (most recent call last):\n\
+             (APIServer pid=4100)   File \"/venv/lib/python3.12/site-packages/vllm/v1/engine/utils.py\", line 785, in wait_for_engine_startup\n\
+             (APIServer pid=4100)     raise RuntimeError(\"Engine core initialization failed. \"\n\
+             (APIServer pid=4100) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP0': -9}",
+            code(1),
+            want(Killed, Some(Sigkill), Some(0), Some(5), signal(9)),
+        ),
+        (
             "sglang scheduler SIGKILLed",
             "[2026-02-27 15:27:00] Load weight begin. avail mem=78.50 GB\n\
              [2026-02-27 15:27:12] Rank 0 scheduler is dead. Please check if there are relevant logs.\n\
@@ -460,4 +476,42 @@ fn a_stall_names_the_rank_outside_the_collective() {
         "{}",
         got.reason
     );
+}
+
+#[test]
+fn a_server_that_exits_0_after_a_rank_died_ended_by_that_rank() {
+    use Signature::*;
+    use Verdict::*;
+    let cases = [
+        (
+            // vllm/v1/executor/multiproc_executor.py with the exit code; the front end then
+            // shuts down cleanly.
+            "vLLM worker SIGKILLed, the front end exits 0",
+            "(APIServer pid=40) INFO:     Application startup complete.\n\
+             (EngineCore pid=51) ERROR 12-04 03:01:09 [multiproc_executor.py:154] Worker proc VllmWorker-0 died unexpectedly (exit code: -9), shutting down executor.\n\
+             (APIServer pid=40) ERROR 12-04 03:01:09 [async_llm.py:480] vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.\n\
+             (APIServer pid=40) INFO:     Finished server process [40]",
+            code(0),
+            want(Killed, Some(Sigkill), Some(0), Some(2), signal(9)),
+        ),
+        (
+            // vllm/v1/engine/core_client.py's engine monitor (no exit code in the line).
+            "vLLM engine core died, the front end exits 0",
+            "(APIServer pid=40) INFO:     Application startup complete.\n\
+             (APIServer pid=40) ERROR 12-04 03:01:09 [core_client.py:564] Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.\n\
+             (APIServer pid=40) ERROR 12-04 03:01:09 [async_llm.py:480] vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.",
+            code(0),
+            want(Failed, Some(RankExited), Some(0), Some(2), code(0)),
+        ),
+    ];
+    for (name, log, exit, w) in cases {
+        let got = judge_in(Mode::UntilReady, log, &[], exit);
+        check(name, &got, &w);
+    }
+    // A job's exit 0 stands: torchrun restarted the failed worker group and the job succeeded.
+    let log = "E1203 17:39:43.657000 25001 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) local_rank: 1 (pid: 25029) of binary: /work/torchvenv/bin/python3\n\
+               W1203 17:39:43.700000 25001 torch/distributed/elastic/agent/server/api.py:720] [default] Worker group FAILED. 2/3 attempts left; will restart worker group\n\
+               step 100 loss 1.23";
+    let got = judge(log, &[], code(0));
+    assert_eq!(got.verdict, Succeeded, "{}", got.reason);
 }

@@ -26,6 +26,7 @@ use super::decide::{Decision, LineFailure};
 use super::output::Event;
 use super::ranks::RankEnding;
 use crate::classify::{Hit, Strength};
+use crate::mode::Mode;
 use crate::verdict::{ExitInfo, Signature, Verdict, signal_name};
 
 /// The signature of an end by signal `sig` (`oom`: the kernel's OOM killer was seen).
@@ -52,7 +53,14 @@ impl Judge {
         launcher: &str,
         events: &mut Vec<Event>,
     ) -> bool {
-        if exit.is_some_and(|e| e.code == Some(0)) || !self.ranks.any_ending() {
+        // A server that exits 0 after its launcher reported that a rank died (vLLM's front end
+        // shuts down cleanly once its engine core is gone) ended by that rank's failure: a server
+        // never ends well. A job's exit 0 stands (torchrun restarts a failed worker group and
+        // can still succeed).
+        let clean_exit = exit.is_some_and(|e| e.code == Some(0));
+        let server_lost_a_rank =
+            self.cfg.mode == Mode::UntilReady && self.ranks.first_failed().is_some();
+        if !self.ranks.any_ending() || (clean_exit && !server_lost_a_rank) {
             return false;
         }
         let failed = self.ranks.first_failed().cloned();
@@ -150,14 +158,17 @@ impl Judge {
             .iter()
             .filter(counts)
             .min_by_key(|e| e.hit.precedence())?;
-        self.evidence
+        let first = self
+            .evidence
             .iter()
             .filter(counts)
-            .find(|e| e.hit.signature == best.hit.signature)
-            .map(|first| Evidence {
-                hit: best.hit,
-                ..first.clone()
-            })
+            .find(|e| e.hit.signature == best.hit.signature)?;
+        // A generic failure announced on its own line is shown by its exception line (cause.rs).
+        let shown = self.exception_announced_by(first).unwrap_or(first);
+        Some(Evidence {
+            hit: best.hit,
+            ..shown.clone()
+        })
     }
 
     /// The rank whose failure the log shows first: the earliest fatal line or traceback line

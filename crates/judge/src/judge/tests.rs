@@ -44,7 +44,8 @@ enum Step {
     Oom(u64),
     Log(u64, LogState),
     Tick(u64),
-    /// A probe result: 'u' up, 'n' not yet, 'x' foreign (someone else's port), 'f' fault.
+    /// A probe result: 'u' up, 'n' not yet, 'x' foreign (someone else's port), 'r' rejected (an
+    /// HTTP answer refusing the probe), 'f' fault.
     Probe(u64, ProbeKind, char),
     /// An sd_notify datagram.
     Notify(u64, &'static str),
@@ -126,6 +127,7 @@ fn run(config: JudgeConfig, steps: &[Step]) -> Judgement {
                     },
                     'n' => ProbeOutcome::NotYet { detail },
                     'x' => ProbeOutcome::Foreign { detail },
+                    'r' => ProbeOutcome::Rejected { detail },
                     _ => ProbeOutcome::Fault { detail },
                 };
                 feed(&mut j, at, Observation::Probe { kind, outcome })
@@ -946,6 +948,68 @@ fn probes_table() {
             750,
         ),
         (
+            // vLLM with its port taken by another HTTP server the owner check cannot tell apart:
+            // its 404s come for seconds before vLLM reaches its bind and says why it failed.
+            "refusals before the ready line wait for the log, which names the bind failure",
+            with(&http, true),
+            vec![
+                Started(0),
+                Probe(250, Http, 'r'),
+                Probe(500, Http, 'r'),
+                Probe(750, Http, 'r'),
+                Probe(1000, Http, 'r'),
+                Probe(4000, Http, 'r'),
+                Line(
+                    4100,
+                    "(APIServer pid=7) OSError: [Errno 98] Address already in use",
+                ),
+                Probe(4250, Http, 'r'),
+                Exit(4300, Some(ExitInfo::code(1))),
+            ],
+            Verdict::Failed,
+            4300,
+        ),
+        (
+            "refusals once every ready line was seen are a monitor error",
+            with(&http, true),
+            vec![
+                Started(0),
+                Probe(250, Http, 'r'),
+                Line(300, "READY"),
+                Probe(500, Http, 'r'),
+                Probe(750, Http, 'r'),
+                Probe(1000, Http, 'r'),
+            ],
+            Verdict::MonitorError,
+            1000,
+        ),
+        (
+            "refusals with readiness by probes alone are a monitor error, fast",
+            with(&http, false),
+            vec![
+                Started(0),
+                Probe(250, Http, 'r'),
+                Probe(500, Http, 'r'),
+                Probe(750, Http, 'r'),
+            ],
+            Verdict::MonitorError,
+            750,
+        ),
+        (
+            "a fatal line that settles wins over the probe's faults",
+            with(&http, true),
+            vec![
+                Started(0),
+                Line(100, "torch.OutOfMemoryError: CUDA out of memory."),
+                Probe(250, Http, 'f'),
+                Probe(500, Http, 'f'),
+                Probe(750, Http, 'f'),
+                Probe(1000, Http, 'f'),
+            ],
+            Verdict::Failed,
+            1600,
+        ),
+        (
             "a fault between answers does not add up",
             with(&http, true),
             vec![
@@ -1030,6 +1094,17 @@ fn probes_table() {
     for (name, config, steps, verdict, at) in cases {
         let j = run(config, &steps);
         assert_eq!(j.verdict, verdict, "{name}: {}", j.reason);
+        if name.starts_with("refusals before") {
+            assert_eq!(
+                j.signature,
+                Some(Signature::PortInUse),
+                "{name}: {}",
+                j.reason
+            );
+        }
+        if name.starts_with("refusals once") {
+            assert!(j.reason.contains("was refused 3 times"), "{}", j.reason);
+        }
         if name.starts_with("someone else") {
             assert!(
                 j.reason.contains("port 127.0.0.1:6379 (x at"),
@@ -1170,4 +1245,24 @@ fn a_launcher_that_exits_0_leaving_a_daemon_is_followed_to_ready_and_to_its_exit
     let v = j.verdict().expect("exited");
     assert_eq!(v.verdict, Verdict::Exited);
     assert!(!v.process_alive);
+}
+
+#[test]
+fn the_decisive_line_of_ready_is_the_one_that_met_the_condition_first() {
+    // llama-server's ready pattern also matches its idle line, printed right after (and again
+    // after every request): the line that made it ready stays decisive.
+    let j = run(
+        cfg(Mode::UntilReady),
+        &[
+            Started(0),
+            Line(100, "READY: server is listening"),
+            Line(200, "READY: all slots are idle"),
+            Tick(2000),
+        ],
+    );
+    assert_eq!(j.verdict, Verdict::Ready, "{}", j.reason);
+    assert_eq!(
+        j.line.map(|l| l.text).as_deref(),
+        Some("READY: server is listening")
+    );
 }

@@ -13,7 +13,16 @@ fn builtin_profiles_parse_and_pass_their_own_checks() {
     }
     let names: Vec<String> = builtin_profiles().into_iter().map(|p| p.name).collect();
     for want in [
-        "sglang", "vllm", "tgi", "llamacpp", "ollama", "triton", "pytorch", "postgres", "redis",
+        "sglang",
+        "vllm",
+        "tgi",
+        "llamacpp",
+        "llama-cpp-python",
+        "ollama",
+        "triton",
+        "pytorch",
+        "postgres",
+        "redis",
         "generic",
     ] {
         assert!(
@@ -76,6 +85,12 @@ fn detects_servers_from_their_command_lines() {
             "./build/bin/llama-server -m model.gguf --port 8081",
             "llamacpp",
         ),
+        (
+            "python3 -m llama_cpp.server --model /m/tiny.gguf --port 8001",
+            "llama-cpp-python",
+        ),
+        ("python -m llama_cpp.server_tools", "generic"),
+        ("pip install llama-cpp-python", "generic"),
         ("ollama serve", "ollama"),
         ("/usr/local/bin/ollama serve", "ollama"),
         ("tritonserver --model-repository=/models", "triton"),

@@ -52,12 +52,12 @@ fn five_oh_three_is_not_yet_then_two_hundred_is_up() {
 }
 
 #[test]
-fn four_oh_four_is_a_fault_about_the_path() {
+fn four_oh_four_is_a_rejection_about_the_path() {
     let s = FakeServer::start(vec![http("404 Not Found", "")]);
     let url = s.url("/helth");
     assert_eq!(
         probe(&url, T),
-        ProbeOutcome::Fault {
+        ProbeOutcome::Rejected {
             detail: format!("HTTP 404 Not Found from health URL {url}: is the health path right?")
         }
     );
@@ -72,7 +72,7 @@ fn a_redirect_is_reported_not_followed() {
     let url = s.url("/health");
     assert_eq!(
         probe(&url, T),
-        ProbeOutcome::Fault {
+        ProbeOutcome::Rejected {
             detail: format!(
                 "health URL {url} redirects to /health/ (HTTP 301 Moved Permanently); \
                  firedup does not follow redirects"
@@ -170,20 +170,21 @@ fn statuses_are_sorted_into_outcomes() {
     let kind = |code: u16| match non_success(code, None, "health URL u", t, None, "?") {
         None => "up",
         Some(ProbeOutcome::NotYet { .. }) => "not yet",
-        Some(ProbeOutcome::Fault { .. }) => "fault",
+        Some(ProbeOutcome::Rejected { .. }) => "rejected",
         Some(other) => panic!("{other:?}"),
     };
     let table = [
         (200, "up"),
         (204, "up"),
-        (301, "fault"),
-        (400, "fault"),
-        (401, "fault"),
-        (403, "fault"),
-        (404, "fault"),
+        (301, "rejected"),
+        (400, "rejected"),
+        (401, "rejected"),
+        (403, "rejected"),
+        (404, "rejected"),
+        (405, "rejected"),
         (429, "not yet"),
         (500, "not yet"),
-        (501, "fault"),
+        (501, "rejected"),
         (502, "not yet"),
         (503, "not yet"),
         (504, "not yet"),

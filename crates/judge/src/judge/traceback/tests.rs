@@ -448,6 +448,67 @@ Traceback (most recent call last):
 RuntimeError: Cannot call CUDAGeneratorImpl::current_seed during CUDA graph capture.
 "#;
 
+/// vLLM's worker (vllm/v1/executor/multiproc_executor.py): `logger.exception("WorkerProc failed to
+/// start.")` announces the failure on a line of its own; its traceback follows with the frames of
+/// the model loader, and the exception line says what failed.
+fn worker_announces(exception: &str) -> String {
+    let p = "(Worker pid=60) ERROR 12-04 03:00:12 [multiproc_executor.py:559] ";
+    let mut log =
+        format!("{p}WorkerProc failed to start.\n{p}Traceback (most recent call last):\n");
+    for i in 0..20 {
+        log.push_str(&format!(
+            "{p}  File \"/venv/lib/python3.12/site-packages/vllm/model_executor/m{i}.py\", line {i}, in load\n{p}    self.load_{i}()\n"
+        ));
+    }
+    log.push_str(&format!("{p}{exception}\n"));
+    log.push_str(
+        "(EngineCore pid=51) ERROR 12-04 03:00:13 [core.py:708] EngineCore failed to start.\n",
+    );
+    log
+}
+
+#[test]
+fn a_failure_announced_on_its_own_line_is_shown_by_its_exception_line() {
+    // (exception line, signature, decisive line number, decisive line ends with)
+    let cases = [
+        (
+            "KeyError: 'model.layers.0.mlp.gate_up_proj.weight'",
+            Signature::PythonException,
+            43,
+            "KeyError: 'model.layers.0.mlp.gate_up_proj.weight'",
+        ),
+        // A named cause wins by precedence, on the same line.
+        (
+            "safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge",
+            Signature::ModelLoadFailed,
+            43,
+            "HeaderTooLarge",
+        ),
+    ];
+    for (exception, signature, number, ends) in cases {
+        let j = judge(&worker_announces(exception), 1);
+        let line = j.line.clone().expect("a decisive line");
+        assert_eq!(
+            (j.verdict, j.signature, line.number),
+            (Verdict::Failed, Some(signature), number),
+            "{exception}: {}",
+            j.reason
+        );
+        assert!(line.text.ends_with(ends), "{}", line.text);
+        assert!(
+            j.context.iter().any(|c| c == &line.text),
+            "the context shows the decisive line: {:?}",
+            j.context
+        );
+    }
+    // An announcer with no traceback after it stays decisive.
+    let j = judge(
+        "(Worker pid=60) ERROR 12-04 03:00:12 [multiproc_executor.py:559] WorkerProc failed to start.\n",
+        1,
+    );
+    assert_eq!(j.line.map(|l| l.number), Some(1), "{}", j.reason);
+}
+
 #[test]
 fn the_cause_of_a_traceback_chain_is_its_most_specific_hit_on_its_first_line() {
     // (what, log, exit code, signature, decisive line number, decisive line starts with)
