@@ -289,7 +289,27 @@ impl Source for SlurmSource {
         if let Some(note) = self.observer.take_note() {
             self.notes.push(note);
         }
-        self.observer.collect(&mut buf);
+        let mut followed = Vec::new();
+        self.observer.collect(&mut followed);
+        // Output from a job last read as pending shows that it runs: its state is read again
+        // first, so the judge learns it runs before it reads what it printed (a server that
+        // starts and prints its ready line within one poll is not ready "while queued").
+        let printed = followed
+            .iter()
+            .any(|(_, o)| matches!(o, Observation::Line { .. }));
+        let pending = self.last.as_ref().is_some_and(|s| s.state == "PENDING");
+        if printed && pending && !self.done && self.ended.is_none() {
+            let mut state = Vec::new();
+            self.poll(&mut state);
+            // A watch that ends on this poll (Slurm forgot the job) drains the log after the
+            // lines followed: those come first then.
+            if self.done {
+                followed.append(&mut state);
+            } else {
+                buf.append(&mut state);
+            }
+        }
+        buf.append(&mut followed);
         if !self.done {
             match self.ended.take() {
                 Some((at, info)) if at.elapsed() >= LOG_SETTLE => self.finish(info, &mut buf),
