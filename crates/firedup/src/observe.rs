@@ -302,7 +302,7 @@ impl LocalObserver {
             let scan = self.process_gone_at.is_none() && (sample || self.ranks.scan_due());
             let tree = if scan { process::tree(pid) } else { Vec::new() };
             if scan {
-                self.ranks.discover(&tree, &self.tx, &self.stop);
+                self.ranks.discover(pid, &tree, &self.tx, &self.stop);
             }
             if sample {
                 self.oom.sample(&tree);

@@ -6,6 +6,11 @@
 //! the rank is the topmost process carrying that value. And a process whose descendants carry
 //! other rank values is a launcher that inherited a rank from its own environment (a node's
 //! `RANK` in a job's pod), not a rank.
+//!
+//! A server that renames its processes (vLLM's `VLLM::EngineCore` and `VLLM::Worker_TP1`,
+//! sglang's `sglang::scheduler_TP0`, by setproctitle) also blanks the environment `/proc`
+//! shows: those processes are named by their title instead ([`rank_of_title`]), each one on its
+//! own (a one-GPU server has one engine core and one worker, and either dying is the root cause).
 
 use std::collections::HashMap;
 
@@ -31,6 +36,33 @@ pub(crate) fn rank_of_environ(environ: &[u8]) -> Option<(Level, u32)> {
         }
     }
     best
+}
+
+/// The rank a server process's title names: vLLM's engine core and workers, sglang's schedulers
+/// (their `setproctitle` titles, as `/proc/PID/cmdline` shows them: `VLLM::EngineCore`,
+/// `VLLM::EngineCore_DP1`, `VLLM::Worker`, `VLLM::Worker_PP1_TP3`, `sglang::scheduler_TP2`). The
+/// rank is the tensor-parallel rank where the title gives one, else the data-parallel rank, else
+/// 0; `None` for any other process (vLLM's API server and coordinator, sglang's detokenizer,
+/// everything else).
+pub(crate) fn rank_of_title(cmdline: &[u8]) -> Option<u32> {
+    let title = cmdline.split(|b| *b == 0).next()?;
+    let title = std::str::from_utf8(title).ok()?.trim();
+    let (server, role) = title.split_once("::")?;
+    let (role, suffix) = role.split_once('_').unwrap_or((role, ""));
+    let known = match server {
+        "VLLM" => matches!(role, "EngineCore" | "Worker"),
+        "sglang" => role == "scheduler",
+        _ => false,
+    };
+    if !known || suffix.contains(' ') {
+        return None;
+    }
+    let numbered = |key: &str| {
+        suffix
+            .split('_')
+            .find_map(|part| part.strip_prefix(key).and_then(|n| n.parse().ok()))
+    };
+    Some(numbered("TP").or_else(|| numbered("DP")).unwrap_or(0))
 }
 
 /// A process of the run, as the rank finder needs it.
@@ -112,6 +144,33 @@ mod tests {
                 want,
                 "{}",
                 String::from_utf8_lossy(environ)
+            );
+        }
+    }
+
+    #[test]
+    fn server_titles_name_ranks_and_nothing_else_does() {
+        let cases: [(&[u8], Option<u32>); 12] = [
+            (b"VLLM::EngineCore\0\0\0", Some(0)),
+            (b"VLLM::EngineCore_DP1", Some(1)),
+            (b"VLLM::Worker", Some(0)),
+            (b"VLLM::Worker_TP3", Some(3)),
+            (b"VLLM::Worker_DP1_PP1_TP2_EP5", Some(2)),
+            (b"sglang::scheduler_TP1", Some(1)),
+            (b"sglang::scheduler_DP1_TP0", Some(0)),
+            (b"VLLM::APIServer_0", None),
+            (b"sglang::detokenizer", None),
+            // Not a title: a command line whose first argument merely looks like one.
+            (b"python3\0-m\0VLLM::Worker", None),
+            (b"VLLM::Worker_TP1 --port 8000", None),
+            (b"", None),
+        ];
+        for (cmdline, want) in cases {
+            assert_eq!(
+                rank_of_title(cmdline),
+                want,
+                "{}",
+                String::from_utf8_lossy(cmdline)
             );
         }
     }

@@ -150,10 +150,10 @@ impl Host for LocalHost {
                 ..Default::default()
             },
             from_end,
-            // The command of the process given, for the run's id and the history.
-            command: pid
-                .map(|p| process::cmdline(p).split(' ').map(String::from).collect())
-                .unwrap_or_default(),
+            // The command of the process watched (given, or found writing the log): the run's id
+            // and the history name it, and the plan takes the profile and the server's address
+            // from it as from a launched command (a server started with nohup on its own port).
+            command: watched.map(process::argv).unwrap_or_default(),
         })
     }
 

