@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod bounded;
+pub mod cgroup;
 pub mod pg;
 pub mod slurm;
 pub mod sshd;

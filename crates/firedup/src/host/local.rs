@@ -150,8 +150,10 @@ impl Host for LocalHost {
                 ..Default::default()
             },
             from_end,
-            // The command of the process given, for the run's id and the history.
-            command: pid
+            // The command of the process given or found writing the log: the run's id, the
+            // history, and the profile and address read from it (a llama-server started with
+            // nohup on --port 18080 is probed there, as the llamacpp profile).
+            command: watched
                 .map(|p| process::cmdline(p).split(' ').map(String::from).collect())
                 .unwrap_or_default(),
         })
