@@ -3,6 +3,7 @@
 
 pub mod bounded;
 pub mod cgroup;
+pub mod llama;
 pub mod pg;
 pub mod slurm;
 pub mod sshd;
