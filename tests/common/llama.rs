@@ -187,12 +187,7 @@ impl Case {
     /// No process of any run of this case is left (a bounded moment for one on its way out;
     /// survivors are killed, then the case fails), and the port is free.
     pub fn assert_nothing_left(&self) {
-        let ids: Vec<String> = std::fs::read_dir(self.env.state.path().join("runs"))
-            .map(|d| {
-                d.filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let ids = self.run_ids();
         let left = || -> Vec<(u32, Vec<String>)> {
             pids()
                 .into_iter()
@@ -221,6 +216,32 @@ impl Case {
             self.name,
             self.port
         );
+    }
+}
+
+impl Case {
+    /// Every run this case made (its state directory's runs).
+    fn run_ids(&self) -> Vec<String> {
+        std::fs::read_dir(self.env.state.path().join("runs"))
+            .map(|d| {
+                d.filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// A case that failed half-way leaves nothing running either: whatever still carries one of
+/// its runs' `FIREDUP_RUN_ID` is killed.
+impl Drop for Case {
+    fn drop(&mut self) {
+        let ids = self.run_ids();
+        for pid in pids() {
+            if ids.iter().any(|id| carries(pid, id)) {
+                // SAFETY: kill(2) on a process carrying this case's FIREDUP_RUN_ID.
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            }
+        }
     }
 }
 
