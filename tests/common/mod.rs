@@ -2,6 +2,8 @@
 #![allow(dead_code)]
 
 pub mod bounded;
+pub mod cgroup;
+pub mod llama;
 pub mod pg;
 pub mod slurm;
 pub mod sshd;

@@ -1,0 +1,342 @@
+//! The harness of `tests/live_llamacpp.rs`: the real llama-server and tiny GGUF from the
+//! environment (`FIREDUP_TEST_LLAMA_SERVER`, `FIREDUP_TEST_TINY_GGUF`; "not run" without them
+//! unless `FIREDUP_TEST_REQUIRE_SERVERS=1`), one case's directories, port and log, bounded
+//! firedup runs, the recording of logs as fixtures (`FIREDUP_TEST_LLAMA_RECORD=DIR`), and the
+//! checks that nothing of a run is left (`/proc` by `FIREDUP_RUN_ID`, the port).
+
+use super::bounded::wait_output;
+use super::{Env, Run, free_port};
+
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A hang bound for any one firedup or helper process, not a speed check.
+pub const BOUND: Duration = Duration::from_secs(300);
+
+pub struct Llama {
+    pub server: String,
+    pub gguf: String,
+}
+
+pub fn llama() -> Option<Llama> {
+    let file = |var: &'static str| {
+        std::env::var(var)
+            .ok()
+            .filter(|p| Path::new(p).is_file())
+            .ok_or(var)
+    };
+    match (
+        file("FIREDUP_TEST_LLAMA_SERVER"),
+        file("FIREDUP_TEST_TINY_GGUF"),
+    ) {
+        (Ok(server), Ok(gguf)) => Some(Llama { server, gguf }),
+        (a, b) => {
+            let missing: Vec<&str> = [a.err(), b.err()].into_iter().flatten().collect();
+            let what = format!(
+                "{} not set to a file (tests/live_servers/build_llama_server.sh and make_tiny_gguf.py make them)",
+                missing.join(" and ")
+            );
+            if std::env::var("FIREDUP_TEST_REQUIRE_SERVERS").as_deref() == Ok("1") {
+                panic!("FIREDUP_TEST_REQUIRE_SERVERS=1 but {what}");
+            }
+            eprintln!("note: {what}: not run");
+            None
+        }
+    }
+}
+
+/// One case: its own state and work directories, a free port and the log path.
+pub struct Case {
+    pub env: Env,
+    pub name: &'static str,
+    pub port: u16,
+    pub log: PathBuf,
+}
+
+impl Case {
+    pub fn new(name: &'static str) -> Case {
+        let env = Env::new();
+        let log = env.path("server.log");
+        Case {
+            env,
+            name,
+            port: free_port(),
+            log,
+        }
+    }
+
+    /// `llama-server -m MODEL` on this case's port, small and on one thread, then `extra`.
+    pub fn server_args(&self, l: &Llama, model: &str, extra: &[&str]) -> Vec<String> {
+        let mut v: Vec<String> = [
+            &l.server,
+            "-m",
+            model,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &self.port.to_string(),
+            "-c",
+            "256",
+            "-t",
+            "1",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    }
+
+    /// `firedup run --json --log LOG FLAGS -- SERVER`, spawned (stdout and stderr piped).
+    pub fn spawn(&self, flags: &[&str], server: &[String]) -> Child {
+        let mut cmd = self.env.cmd();
+        cmd.args(["run", "--json", "--log"])
+            .arg(&self.log)
+            .args(flags)
+            .arg("--")
+            .args(server)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd.spawn().expect("firedup starts")
+    }
+
+    /// Like `spawn`, waiting (bounded) for the verdict.
+    pub fn run(&self, flags: &[&str], server: &[String]) -> Run {
+        let r = finish(self.spawn(flags, server));
+        self.record(&r);
+        r
+    }
+
+    pub fn firedup(&self, args: &[&str]) -> Run {
+        let mut cmd = self.env.cmd();
+        cmd.args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        finish(cmd.spawn().expect("firedup starts"))
+    }
+
+    /// With `FIREDUP_TEST_LLAMA_RECORD=DIR`: the log as `DIR/CASE.log`, the exit as `DIR/CASE.exit`.
+    pub fn record(&self, r: &Run) {
+        let Some(dir) = std::env::var_os("FIREDUP_TEST_LLAMA_RECORD") else {
+            return;
+        };
+        let dir = PathBuf::from(dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let work = self.env.work.path().display().to_string();
+        let mut text = super::file_text(&self.log).replace(&work, "/work");
+        if let Some(models) = std::env::var_os("FIREDUP_TEST_TINY_GGUF")
+            .and_then(|g| Some(PathBuf::from(g).parent()?.display().to_string()))
+        {
+            text = text.replace(&models, "/models");
+        }
+        std::fs::write(dir.join(format!("{}.log", self.name)), text).unwrap();
+        let exit = &r.json["exit"];
+        let status = match (exit["code"].as_i64(), exit["signal"].as_i64()) {
+            (Some(c), _) => c.to_string(),
+            (None, Some(s)) => format!("signal {s}"),
+            (None, None) => "running".into(),
+        };
+        std::fs::write(dir.join(format!("{}.exit", self.name)), status + "\n").unwrap();
+        let verdict = serde_json::json!({
+            "verdict": r.json["verdict"], "signature": r.json["signature"],
+            "line": r.json["line"]["text"], "phase": r.json["phase"], "code": r.code,
+        });
+        std::fs::write(
+            dir.join(format!("{}.verdict", self.name)),
+            verdict.to_string(),
+        )
+        .unwrap();
+    }
+
+    /// Waits (bounded) until the log holds `text`.
+    pub fn wait_for_log(&self, text: &str) {
+        let deadline = Instant::now() + BOUND;
+        while !super::file_text(&self.log).contains(text) {
+            assert!(
+                Instant::now() < deadline,
+                "{}: the log never showed {text:?}:\n{}",
+                self.name,
+                super::file_text(&self.log)
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The llama-server process of this case (found by its port on its command line).
+    pub fn server_pid(&self) -> u32 {
+        let port = self.port.to_string();
+        let deadline = Instant::now() + BOUND;
+        loop {
+            let found = pids().into_iter().find(|p| {
+                let argv = cmdline(*p);
+                argv.first().is_some_and(|a| a.ends_with("llama-server"))
+                    && argv.windows(2).any(|w| w[0] == "--port" && w[1] == port)
+            });
+            if let Some(p) = found {
+                return p;
+            }
+            assert!(Instant::now() < deadline, "{}: no llama-server", self.name);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// No process of any run of this case is left (a bounded moment for one on its way out;
+    /// survivors are killed, then the case fails), and the port is free.
+    pub fn assert_nothing_left(&self) {
+        let ids = self.run_ids();
+        let left = || -> Vec<(u32, Vec<String>)> {
+            pids()
+                .into_iter()
+                .filter(|p| ids.iter().any(|id| carries(*p, id)))
+                .map(|p| (p, cmdline(p)))
+                .collect()
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut survivors = left();
+        while !survivors.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+            survivors = left();
+        }
+        for (pid, _) in &survivors {
+            // SAFETY: kill(2) on a process carrying this case's FIREDUP_RUN_ID.
+            unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+        }
+        assert!(
+            survivors.is_empty(),
+            "{}: processes of the run left: {survivors:?}",
+            self.name
+        );
+        assert!(
+            refuses(self.port),
+            "{}: port {} still accepts",
+            self.name,
+            self.port
+        );
+    }
+}
+
+impl Case {
+    /// Every run this case made (its state directory's runs).
+    fn run_ids(&self) -> Vec<String> {
+        std::fs::read_dir(self.env.state.path().join("runs"))
+            .map(|d| {
+                d.filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// A case that failed half-way leaves nothing running either: whatever still carries one of
+/// its runs' `FIREDUP_RUN_ID` is killed.
+impl Drop for Case {
+    fn drop(&mut self) {
+        let ids = self.run_ids();
+        for pid in pids() {
+            if ids.iter().any(|id| carries(pid, id)) {
+                // SAFETY: kill(2) on a process carrying this case's FIREDUP_RUN_ID.
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            }
+        }
+    }
+}
+
+pub fn finish(child: Child) -> Run {
+    let out = wait_output(child, BOUND);
+    Run {
+        code: out.code,
+        json: serde_json::from_str(out.stdout.trim()).unwrap_or(serde_json::Value::Null),
+        stdout: out.stdout,
+        stderr: out.stderr,
+        took: out.took,
+    }
+}
+
+pub fn pids() -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub fn cmdline(pid: u32) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|c| {
+            c.split(|b| *b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub fn carries(pid: u32, run_id: &str) -> bool {
+    let marker = format!("FIREDUP_RUN_ID={run_id}");
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .map(|env| env.split(|b| *b == 0).any(|kv| kv == marker.as_bytes()))
+        .unwrap_or(false)
+}
+
+pub fn refuses(port: u16) -> bool {
+    match TcpStream::connect_timeout(
+        &format!("127.0.0.1:{port}").parse().unwrap(),
+        Duration::from_secs(2),
+    ) {
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionRefused,
+        Ok(_) => false,
+    }
+}
+
+pub fn signal(pid: u32, sig: i32) {
+    // SAFETY: kill(2) on a llama-server this case started (found by its port).
+    assert_eq!(unsafe { libc::kill(pid as i32, sig) }, 0, "kill {pid}");
+}
+
+pub fn line(r: &Run) -> &str {
+    r.json["line"]["text"].as_str().unwrap_or("")
+}
+
+/// Verdict, signature and (a substring of) the decisive line, with firedup's exit code.
+pub fn assert_verdict(r: &Run, code: i32, verdict: &str, signature: Option<&str>, decisive: &str) {
+    assert_eq!(
+        (r.code, r.verdict(), r.signature()),
+        (code, verdict, signature),
+        "{}",
+        r.explain()
+    );
+    assert!(
+        line(r).contains(decisive),
+        "decisive line {:?}, want one with {decisive:?}\n{}",
+        line(r),
+        r.explain()
+    );
+}
+
+/// `args` with `-c` (the context size, in tokens) set to `tokens`.
+pub fn with_context(mut args: Vec<String>, tokens: u64) -> Vec<String> {
+    let at = args.iter().position(|a| a == "-c").unwrap();
+    args[at + 1] = tokens.to_string();
+    args
+}
+
+/// A FIFO in the work dir: a model file whose reader waits until someone writes it.
+pub fn fifo(case: &Case) -> String {
+    let p = case.env.path("model.gguf");
+    let made = Command::new("mkfifo").arg(&p).status().unwrap();
+    assert!(made.success(), "mkfifo");
+    p.display().to_string()
+}
+
+/// The probe of kind `kind` in the verdict.
+pub fn probe<'a>(r: &'a Run, kind: &str) -> &'a serde_json::Value {
+    r.json["probes"]
+        .as_array()
+        .and_then(|a| a.iter().find(|p| p["kind"] == kind))
+        .unwrap_or_else(|| panic!("no {kind} probe\n{}", r.explain()))
+}

@@ -1,0 +1,462 @@
+//! A real llama.cpp `llama-server` (CPU build) through the real binary: each way it becomes ready
+//! or breaks, asserted on the JSON verdict (verdict, signature, decisive line) that a person
+//! reading its log would name (docs/contract.md), and afterwards that no process carrying the
+//! run's `FIREDUP_RUN_ID` is left and its port is free.
+//!
+//! Inputs: `FIREDUP_TEST_LLAMA_SERVER` (the binary, built by
+//! `tests/live_servers/build_llama_server.sh`) and `FIREDUP_TEST_TINY_GGUF` (a tiny random-weight
+//! Llama, `tests/live_servers/make_tiny_gguf.py`); `.ci/run` makes both. Without them every test
+//! says "not run" and passes, unless `FIREDUP_TEST_REQUIRE_SERVERS=1`, when they fail.
+//!
+//! The tiny model loads in well under a second, too fast to catch "mid-load" by timing: those
+//! cases give the server a FIFO as its model, so it waits in its model loader (as on a slow
+//! network filesystem) for as long as the case needs. Every wait is bounded (the firedup process
+//! is killed past `BOUND`, a hang) and nothing asserts how fast anything was.
+//!
+//! `FIREDUP_TEST_LLAMA_RECORD=DIR` copies each case's log to `DIR/CASE.log` (the work directory
+//! written as `/work`, the model's as `/models`) with its exit in `DIR/CASE.exit` and the verdict
+//! in `DIR/CASE.verdict`: the fixtures that `tests/replay_llamacpp.rs` replays without the
+//! server. The harness (inputs, cases, bounded runs, what is left) is `tests/common/llama.rs`.
+
+mod common;
+use common::cgroup::limited_cgroup;
+use common::llama::{
+    BOUND, Case, assert_verdict, fifo, finish, llama, probe, refuses, signal, with_context,
+};
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+// ------------------------------------------------------------------------------ ready and stop
+
+#[test]
+fn ready_by_its_health_answer_and_stop_leaves_nothing() {
+    let Some(l) = llama() else { return };
+    let c = Case::new("ready");
+    let r = c.run(&["--timeout", "120s"], &c.server_args(&l, &l.gguf, &[]));
+    assert_verdict(&r, 0, "ready", None, "");
+    let health = probe(&r, "http");
+    assert!(
+        health["target"]
+            .as_str()
+            .is_some_and(|t| t.ends_with(&format!("127.0.0.1:{}/health", c.port))),
+        "{}",
+        r.explain()
+    );
+    assert!(health["ready_s"].as_f64().is_some(), "{}", r.explain());
+    // The log says the server listens, and firedup waited for that: the line is in the log
+    // before the verdict.
+    assert!(
+        common::file_text(&c.log).contains("listening on http"),
+        "{}",
+        common::file_text(&c.log)
+    );
+    assert_eq!(r.json["port"], c.port, "{}", r.explain());
+    let s = c.firedup(&["stop", "--json", r.run_id()]);
+    assert_eq!(s.code, 0, "{}", s.explain());
+    assert_eq!(s.json["clean"], true, "{}", s.explain());
+    assert_eq!(s.json["port_free"], true, "{}", s.explain());
+    c.assert_nothing_left();
+}
+
+#[test]
+fn ready_request_completes_a_token_and_reports_the_gap() {
+    let Some(l) = llama() else { return };
+    let c = Case::new("ready_request_human");
+    let mut cmd = c.env.cmd();
+    // The human output (no --json) names the gap; the JSON is checked through a second run.
+    cmd.args(["run", "--ready-request", "--timeout", "120s", "--log"])
+        .arg(&c.log)
+        .arg("--")
+        .args(c.server_args(&l, &l.gguf, &[]))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let human = finish(cmd.spawn().unwrap());
+    assert_eq!(human.code, 0, "{}", human.explain());
+    let said = format!("{}{}", human.stdout, human.stderr);
+    assert!(said.contains("READY"), "{}", human.explain());
+    assert!(
+        said.contains("request") && said.contains("after health"),
+        "the human output names the health-to-request gap\n{}",
+        human.explain()
+    );
+    let id = said
+        .lines()
+        .find_map(|l| l.split("firedup stop ").nth(1))
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or_default()
+        .to_string();
+    let s = c.firedup(&["stop", &id]);
+    assert_eq!(s.code, 0, "{}", s.explain());
+
+    let c2 = Case::new("ready_request");
+    let r = c2.run(
+        &["--ready-request", "--timeout", "120s"],
+        &c2.server_args(&l, &l.gguf, &[]),
+    );
+    assert_verdict(&r, 0, "ready", None, "");
+    let request = probe(&r, "request");
+    assert!(request["ready_s"].as_f64().is_some(), "{}", r.explain());
+    let gap = r.json["request_gap_s"].as_f64();
+    assert!(gap.is_some_and(|g| g >= 0.0), "{}", r.explain());
+    c2.firedup(&["stop", r.run_id()]);
+    c.assert_nothing_left();
+    c2.assert_nothing_left();
+}
+
+// ------------------------------------------------------------------------ failures at start-up
+
+#[test]
+fn port_taken_by_another_http_server_is_port_in_use() {
+    let Some(l) = llama() else { return };
+    let c = Case::new("port_in_use");
+    let mut other = Command::new("python3")
+        .args(["-m", "http.server", "--bind", "127.0.0.1"])
+        .arg(c.port.to_string())
+        .current_dir(c.env.work.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + BOUND;
+    while refuses(c.port) {
+        assert!(Instant::now() < deadline, "http.server never listened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let r = c.run(&["--timeout", "120s"], &c.server_args(&l, &l.gguf, &[]));
+    let _ = other.kill();
+    let _ = other.wait();
+    assert_verdict(
+        &r,
+        1,
+        "failed",
+        Some("port_in_use"),
+        "couldn't bind HTTP server socket",
+    );
+    c.assert_nothing_left();
+}
+
+#[test]
+fn a_bad_flag_is_config_error() {
+    let Some(l) = llama() else { return };
+    let c = Case::new("bad_flag");
+    let r = c.run(
+        &["--timeout", "120s"],
+        &c.server_args(&l, &l.gguf, &["--no-such-flag"]),
+    );
+    assert_verdict(&r, 1, "failed", Some("config_error"), "--no-such-flag");
+    c.assert_nothing_left();
+}
+
+#[test]
+fn a_missing_model_is_model_not_found() {
+    let Some(l) = llama() else { return };
+    let c = Case::new("missing_model");
+    let missing = c.env.path("no-such-model.gguf").display().to_string();
+    let r = c.run(&["--timeout", "120s"], &c.server_args(&l, &missing, &[]));
+    assert_verdict(
+        &r,
+        1,
+        "failed",
+        Some("model_not_found"),
+        "no-such-model.gguf",
+    );
+    c.assert_nothing_left();
+}
+
+#[test]
+fn a_truncated_gguf_is_model_load_failed() {
+    let Some(l) = llama() else { return };
+    let c = Case::new("truncated_gguf");
+    let bytes = std::fs::read(&l.gguf).unwrap();
+    let cut = c.env.path("truncated.gguf");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let r = c.run(
+        &["--timeout", "120s"],
+        &c.server_args(&l, cut.to_str().unwrap(), &[]),
+    );
+    assert_verdict(&r, 1, "failed", Some("model_load_failed"), "");
+    assert_eq!(r.json["phase"], "load_model", "{}", r.explain());
+    c.assert_nothing_left();
+}
+
+#[test]
+fn a_garbage_file_as_model_is_model_load_failed() {
+    let Some(l) = llama() else { return };
+    let c = Case::new("garbage_model");
+    let junk = c.env.path("garbage.gguf");
+    let text: String = (0..20_000).map(|i| format!("not a model {i}\n")).collect();
+    std::fs::write(&junk, text).unwrap();
+    let r = c.run(
+        &["--timeout", "120s"],
+        &c.server_args(&l, junk.to_str().unwrap(), &[]),
+    );
+    assert_verdict(&r, 1, "failed", Some("model_load_failed"), "");
+    c.assert_nothing_left();
+}
+
+/// A KV cache of 64 GiB (`-c` 64 Mi tokens, 1 KiB each for this model) on a host with less: the
+/// allocation fails in the server (no OOM killer: the kernel refuses a mapping that big). Not run
+/// where it could succeed and be touched (memory and swap near 64 GiB, or overcommit always on).
+#[test]
+fn a_context_too_big_for_host_memory_is_host_oom() {
+    let Some(l) = llama() else { return };
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let kib = |key: &str| -> u64 {
+        meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.split_whitespace().next()?.parse().ok())
+            .unwrap_or(u64::MAX / 4)
+    };
+    let overcommit = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").unwrap_or_default();
+    if kib("MemTotal:") + kib("SwapTotal:") > 48 << 20 || overcommit.trim() == "1" {
+        eprintln!("note: this host could map a 64 GiB KV cache: not run");
+        return;
+    }
+    let c = Case::new("context_too_big");
+    let args = with_context(c.server_args(&l, &l.gguf, &[]), 64 << 20);
+    let r = c.run(&["--timeout", "120s"], &args);
+    assert_verdict(&r, 1, "failed", Some("host_oom"), "insufficient memory");
+    assert_eq!(r.json["phase"], "load_model", "{}", r.explain());
+    c.assert_nothing_left();
+}
+
+/// A 1 GiB KV cache (`-c` 1 Mi tokens) in a 128 MiB memory cgroup: the mapping succeeds, clearing
+/// it touches the pages, and the kernel's OOM killer ends the server; the cgroup's OOM counter is
+/// the evidence. firedup itself joins the cgroup first, so the server starts inside it.
+#[test]
+fn a_memory_cgroup_too_small_is_killed_oom_killed() {
+    let Some(l) = llama() else { return };
+    let Some(procs) = limited_cgroup(&format!("firedup-llama-{}", std::process::id()), 128 << 20)
+    else {
+        eprintln!("note: no writable memory cgroup on this machine: not run");
+        return;
+    };
+    let c = Case::new("cgroup_oom");
+    let args = with_context(c.server_args(&l, &l.gguf, &[]), 1 << 20);
+    let child = Command::new("sh")
+        .args(["-c", r#"echo $$ > "$0" && exec "$@""#])
+        .arg(&procs)
+        .arg(env!("CARGO_BIN_EXE_firedup"))
+        .args(["run", "--json", "--timeout", "120s", "--log"])
+        .arg(&c.log)
+        .arg("--")
+        .args(&args)
+        .env("FIREDUP_STATE_DIR", c.env.state.path())
+        .env("FIREDUP_PLAIN", "1")
+        .current_dir(c.env.work.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let r = finish(child);
+    let _ = std::fs::remove_dir(procs.parent().unwrap());
+    c.record(&r);
+    assert_eq!(
+        (r.code, r.verdict(), r.signature()),
+        (4, "killed", Some("oom_killed")),
+        "{}",
+        r.explain()
+    );
+    assert_eq!(r.json["exit"]["signal"], 9, "{}", r.explain());
+    c.assert_nothing_left();
+}
+
+// ------------------------------------------------------------------------------------ signals
+
+#[test]
+fn sigkill_mid_load_is_killed_sigkill() {
+    let Some(l) = llama() else { return };
+    let c = Case::new("sigkill_mid_load");
+    let model = fifo(&c);
+    let child = c.spawn(&["--timeout", "120s"], &c.server_args(&l, &model, &[]));
+    c.wait_for_log("loading model");
+    signal(c.server_pid(), libc::SIGKILL);
+    let r = finish(child);
+    c.record(&r);
+    assert_eq!(
+        (r.code, r.verdict(), r.signature()),
+        (4, "killed", Some("sigkill")),
+        "{}",
+        r.explain()
+    );
+    assert_eq!(r.json["exit"]["signal"], 9, "{}", r.explain());
+    assert_eq!(r.json["phase"], "load_model", "{}", r.explain());
+    c.assert_nothing_left();
+}
+
+#[test]
+fn sigsegv_mid_load_is_killed_segfault() {
+    let Some(l) = llama() else { return };
+    let c = Case::new("sigsegv_mid_load");
+    let model = fifo(&c);
+    let child = c.spawn(&["--timeout", "120s"], &c.server_args(&l, &model, &[]));
+    c.wait_for_log("loading model");
+    signal(c.server_pid(), libc::SIGSEGV);
+    let r = finish(child);
+    c.record(&r);
+    assert_eq!(
+        (r.code, r.verdict(), r.signature()),
+        (4, "killed", Some("segfault")),
+        "{}",
+        r.explain()
+    );
+    assert_eq!(r.json["exit"]["signal"], 11, "{}", r.explain());
+    c.assert_nothing_left();
+}
+
+/// Ready, then killed inside `--hold`: the crash is the verdict.
+fn killed_after_ready(name: &'static str, sig: i32, want: &str) {
+    let Some(l) = llama() else { return };
+    let c = Case::new(name);
+    let child = c.spawn(
+        &["--timeout", "120s", "--hold", "120s"],
+        &c.server_args(&l, &l.gguf, &[]),
+    );
+    c.wait_for_log("listening on http");
+    // Serving: a completion answers (so the kill comes after ready, whatever firedup saw).
+    let port = c.port.to_string();
+    let mut curl = Command::new("python3");
+    curl.args([
+        "-c",
+        "import json, sys, urllib.request as u
+r = u.urlopen(u.Request(f'http://127.0.0.1:{sys.argv[1]}/v1/completions',
+    data=json.dumps({'prompt': 'Hello', 'max_tokens': 1}).encode(),
+    headers={'Content-Type': 'application/json'}), timeout=120)
+print(r.status)",
+        &port,
+    ]);
+    let out = common::bounded::run_bounded(curl, BOUND);
+    assert_eq!(out.stdout.trim(), "200", "{}", out.stderr);
+    signal(c.server_pid(), sig);
+    let r = finish(child);
+    c.record(&r);
+    assert_eq!(
+        (r.code, r.verdict(), r.signature()),
+        (4, "killed", Some(want)),
+        "{}",
+        r.explain()
+    );
+    assert_eq!(r.json["exit"]["signal"], sig, "{}", r.explain());
+    c.assert_nothing_left();
+}
+
+#[test]
+fn sigkill_after_ready_is_killed_sigkill() {
+    killed_after_ready("sigkill_after_ready", libc::SIGKILL, "sigkill");
+}
+
+#[test]
+fn sigsegv_after_ready_is_killed_segfault() {
+    killed_after_ready("sigsegv_after_ready", libc::SIGSEGV, "segfault");
+}
+
+/// SIGSTOP while it loads (waiting on its model): no line, no CPU time, so `stalled` after the
+/// stall window; firedup's teardown ends the stopped server (SIGCONT with its SIGTERM).
+#[test]
+fn sigstop_mid_load_is_stalled() {
+    let Some(l) = llama() else { return };
+    let c = Case::new("sigstop_mid_load");
+    let model = fifo(&c);
+    let child = c.spawn(
+        &["--timeout", "120s", "--stall", "3s"],
+        &c.server_args(&l, &model, &[]),
+    );
+    c.wait_for_log("loading model");
+    signal(c.server_pid(), libc::SIGSTOP);
+    let r = finish(child);
+    c.record(&r);
+    assert_eq!(
+        (r.code, r.verdict(), r.signature()),
+        (6, "stalled", None),
+        "{}",
+        r.explain()
+    );
+    assert_eq!(r.json["phase"], "load_model", "{}", r.explain());
+    c.assert_nothing_left();
+}
+
+/// Ctrl-C to `firedup run` while the server loads: the server is stopped and the teardown
+/// verified, one line says so, exit 130, and the history says `interrupted`.
+#[test]
+fn ctrl_c_of_firedup_tears_the_server_down() {
+    let Some(l) = llama() else { return };
+    let c = Case::new("ctrl_c");
+    let model = fifo(&c);
+    let child = c.spawn(&["--timeout", "120s"], &c.server_args(&l, &model, &[]));
+    c.wait_for_log("loading model");
+    let _ = c.server_pid();
+    // SAFETY: kill(2) on our own child, not yet reaped (finish() reaps it).
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let r = finish(child);
+    c.record(&r);
+    assert_eq!(r.code, 130, "{}", r.explain());
+    assert!(
+        r.stderr.to_lowercase().contains("interrupt"),
+        "{}",
+        r.explain()
+    );
+    c.assert_nothing_left();
+    let h = c.firedup(&["history", "--json"]);
+    assert!(h.stdout.contains("interrupted"), "{}", h.explain());
+}
+
+// ------------------------------------------------------------------------------------- attach
+
+/// A llama-server started with nohup, outside firedup: `firedup watch --log` finds the writer,
+/// its profile and its port from its command line, and says `ready` by its /health.
+#[test]
+fn watch_log_of_a_nohup_server_is_ready() {
+    let Some(l) = llama() else { return };
+    let c = Case::new("watch_nohup");
+    let argv = c.server_args(&l, &l.gguf, &[]);
+    let quoted: Vec<String> = argv.iter().map(|a| format!("'{a}'")).collect();
+    let started = Command::new("sh")
+        .args([
+            "-c",
+            &format!(
+                "nohup setsid {} > '{}' 2>&1 < /dev/null & echo $!",
+                quoted.join(" "),
+                c.log.display()
+            ),
+        ])
+        .output()
+        .unwrap();
+    let pid: u32 = String::from_utf8_lossy(&started.stdout)
+        .trim()
+        .parse()
+        .unwrap();
+    struct Kill(u32);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            // SAFETY: kill(2) on the server this test started.
+            unsafe { libc::kill(self.0 as i32, libc::SIGKILL) };
+        }
+    }
+    let guard = Kill(pid);
+    let r = c.firedup(&[
+        "watch",
+        "--json",
+        "--from-start",
+        "--timeout",
+        "120s",
+        "--log",
+        c.log.to_str().unwrap(),
+    ]);
+    c.record(&r);
+    assert_verdict(&r, 0, "ready", None, "");
+    assert_eq!(r.json["pid"], pid, "{}", r.explain());
+    assert_eq!(r.json["port"], c.port, "{}", r.explain());
+    let health = probe(&r, "http");
+    assert!(
+        health["target"]
+            .as_str()
+            .is_some_and(|t| t.contains(&format!(":{}/health", c.port))),
+        "{}",
+        r.explain()
+    );
+    drop(guard);
+}
