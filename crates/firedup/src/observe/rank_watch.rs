@@ -250,26 +250,40 @@ impl RankWatch {
         }
         self.watched.retain(|w| !w.done.load(Ordering::Relaxed));
         for (pid, rank) in ranks {
-            if self.watched.iter().any(|w| w.pid == pid) || self.watched.len() >= MAX_RANKS {
-                continue;
-            }
-            let Some(ending) = Ending::open(pid, self.seen[&pid].start) else {
-                continue;
-            };
-            let done = Arc::new(AtomicBool::new(false));
-            let watch = EndWatch {
-                rank,
-                ending,
-                above: None,
-            };
-            spawn_end_watch(watch, done.clone(), tx.clone(), stop.clone());
-            self.watched.push(Watched {
-                rank,
-                pid,
-                by_title: false,
-                done,
-            });
+            self.watch(pid, rank, None, tx, stop);
         }
+    }
+
+    /// Starts watching `pid` as rank `rank` unless it is watched already (or too many are);
+    /// `above`: for a process named by its title, the processes above it.
+    fn watch(
+        &mut self,
+        pid: u32,
+        rank: u32,
+        above: Option<Vec<(u32, u64)>>,
+        tx: &Sender<Wake>,
+        stop: &Arc<AtomicBool>,
+    ) {
+        if self.watched.iter().any(|w| w.pid == pid) || self.watched.len() >= MAX_RANKS {
+            return;
+        }
+        let Some(ending) = Ending::open(pid, self.seen[&pid].start) else {
+            return;
+        };
+        let done = Arc::new(AtomicBool::new(false));
+        let by_title = above.is_some();
+        let watch = EndWatch {
+            rank,
+            ending,
+            above,
+        };
+        spawn_end_watch(watch, done.clone(), tx.clone(), stop.clone());
+        self.watched.push(Watched {
+            rank,
+            pid,
+            by_title,
+            done,
+        });
     }
 
     /// Starts watching each process named by its title not watched yet, with the processes above
@@ -281,9 +295,6 @@ impl RankWatch {
             .filter_map(|(&pid, s)| s.titled.map(|r| (pid, r)))
             .collect();
         for (pid, rank) in titled {
-            if self.watched.iter().any(|w| w.pid == pid) || self.watched.len() >= MAX_RANKS {
-                continue;
-            }
             let mut above = Vec::new();
             let mut at = pid;
             while at != root && above.len() < 64 {
@@ -294,22 +305,7 @@ impl RankWatch {
                 above.push((s.ppid, up.start));
                 at = s.ppid;
             }
-            let Some(ending) = Ending::open(pid, self.seen[&pid].start) else {
-                continue;
-            };
-            let done = Arc::new(AtomicBool::new(false));
-            let watch = EndWatch {
-                rank,
-                ending,
-                above: Some(above),
-            };
-            spawn_end_watch(watch, done.clone(), tx.clone(), stop.clone());
-            self.watched.push(Watched {
-                rank,
-                pid,
-                by_title: true,
-                done,
-            });
+            self.watch(pid, rank, Some(above), tx, stop);
         }
     }
 

@@ -270,19 +270,7 @@ impl Judge {
             Some(l) => format!("as the launcher reported (line {})", l.number),
             None => "as seen live".to_string(),
         };
-        // Seen live, it has no line of its own: the first line the run printed about it (a peer's
-        // or the front end's echo of its end) shows it best, else the last line.
-        let echo = || {
-            self.evidence
-                .iter()
-                .find(|e| e.at >= f.at)
-                .map(|e| e.line.clone())
-        };
-        let line = f
-            .line
-            .clone()
-            .or_else(echo)
-            .or_else(|| self.last_line.clone());
+        let line = f.line.clone().or_else(|| self.last_line.clone());
         let rank_exit = f.exit.or(exit);
         if let Some(sig) = f.exit.and_then(|e| e.effective_signal()) {
             let signature = signal_signature(sig, self.oom.is_some());
