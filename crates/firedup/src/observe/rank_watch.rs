@@ -488,6 +488,21 @@ mod tests {
         }
     }
 
+    /// Waits (bounded) until `pid` runs `sleep` with its own environment in place: the kernel
+    /// names the new program (`comm`) before it lays out the environment, and `/proc` shows an
+    /// empty environment in between.
+    fn wait_for_exec_of_sleep(pid: u32) {
+        let began = std::time::Instant::now();
+        let ready = || {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            comm.trim() == "sleep" && !environ.is_empty()
+        };
+        while !ready() && began.elapsed() < crate::bounded_wait::HANG {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     fn sleeper(rank: Option<&str>) -> std::process::Child {
         let mut c = std::process::Command::new("sleep");
         c.arg("30").env_remove("RANK").env_remove("LOCAL_RANK");
@@ -496,14 +511,7 @@ mod tests {
             c.env("RANK", r);
         }
         let child = c.spawn().unwrap();
-        // Until it has exec'd, /proc shows this test's environment (bounded wait).
-        let comm = format!("/proc/{}/comm", child.id());
-        let began = std::time::Instant::now();
-        while std::fs::read_to_string(&comm).is_ok_and(|c| c.trim() != "sleep")
-            && began.elapsed() < crate::bounded_wait::HANG
-        {
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        wait_for_exec_of_sleep(child.id());
         child
     }
 
@@ -557,13 +565,7 @@ mod tests {
         watch.discover(0, &[zero.id(), late.id()], &tx, &stop);
         let before = watch.live().count();
         drop(late.stdin.take());
-        let comm = format!("/proc/{}/comm", late.id());
-        let began = std::time::Instant::now();
-        while std::fs::read_to_string(&comm).is_ok_and(|c| c.trim() != "sleep")
-            && began.elapsed() < crate::bounded_wait::HANG
-        {
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        wait_for_exec_of_sleep(late.id());
         watch.discover(0, &[zero.id(), late.id()], &tx, &stop);
         let after: Vec<(u32, u32)> = watch.live().map(|w| (w.rank, w.pid)).collect();
         stop.store(true, Ordering::Relaxed);
@@ -608,7 +610,11 @@ mod tests {
     #[allow(clippy::zombie_processes)]
     fn titled_under_bash(title: &str) -> (std::process::Child, u32) {
         let mut bash = std::process::Command::new("bash")
-            .args(["-c", &format!("(exec -a '{title}' sleep 30) & wait")])
+            // bash outlives its child (a server's front end outlives a dying engine core).
+            .args([
+                "-c",
+                &format!("(exec -a '{title}' sleep 30) & wait; exec sleep 30"),
+            ])
             .spawn()
             .unwrap();
         let began = std::time::Instant::now();
@@ -651,7 +657,9 @@ mod tests {
             watch.discover(bash.id(), &[bash.id(), kid], &tx, &stop);
             let watched: Vec<(u32, u32)> = watch.live().map(|w| (w.rank, w.pid)).collect();
             if parent_first {
+                // Gone (reaped) before its child dies, not merely signalled.
                 bash.kill().unwrap();
+                bash.wait().unwrap();
             }
             unsafe { libc::kill(kid as i32, sig) };
             let began = std::time::Instant::now();
