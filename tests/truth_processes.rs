@@ -253,6 +253,32 @@ fn a_double_forked_daemon_is_followed_to_ready_and_a_dead_one_is_the_exit() {
     assert_nothing_left(v["run_id"].as_str().unwrap_or("-"), "after the exit");
 }
 
+/// A Python program that exits 0 while its `multiprocessing` resource tracker lingers (here a
+/// lookalike that sleeps: the real one ends a moment after its program): the run ended with the
+/// program's exit 0, no daemon was left to follow, and teardown still takes the tracker.
+#[test]
+fn a_runtime_helper_outliving_an_exit_0_is_no_daemon() {
+    let env = Env::new();
+    let program = env.script(
+        "program.sh",
+        "python3 -c 'from multiprocessing.resource_tracker import main; import time; \
+         time.sleep(30)' </dev/null >/dev/null 2>&1 &\nsleep 0.3\nexit 0",
+    );
+    let out = firedup(
+        &env,
+        &["run", "--json", "--ready-line", "READY", "--", &program],
+    );
+    let v = json(&out);
+    let run_id = v["run_id"].as_str().unwrap_or("-").to_string();
+    let reason = v["reason"].as_str().unwrap_or("").to_string();
+    let left = left_of_run(&run_id);
+    kill_all(&left);
+    assert_eq!(v["verdict"], "exited", "{}", explain(&out));
+    assert_eq!(v["exit"]["code"], 0, "{}", explain(&out));
+    assert!(!reason.contains("daemon"), "{}", explain(&out));
+    assert!(left.is_empty(), "left {left:?}: {}", explain(&out));
+}
+
 // ---- case 8: stop and teardown find escaped processes ----
 
 #[test]

@@ -357,12 +357,17 @@ impl LocalObserver {
         self.exit_reported = true;
     }
 
-    /// The oldest live process of the run (by its `FIREDUP_RUN_ID`), its supervisor aside.
+    /// The oldest live process of the run (by its `FIREDUP_RUN_ID`), its supervisor and the
+    /// runtime helpers that end with the program that started them aside
+    /// ([`process::interpreter_helper`]).
     fn run_survivor(&self) -> Option<u32> {
         process::of_run(&self.target.run_id)
             .pids
             .into_iter()
-            .find(|p| !process::is_supervisor(*p))
+            .find(|&p| {
+                !process::is_supervisor(p)
+                    && !process::interpreter_helper::is_interpreter_helper(&process::argv(p))
+            })
     }
 
     fn launcher_left(&self, pid: u32) -> Observation {

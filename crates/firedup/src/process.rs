@@ -8,6 +8,7 @@ use std::os::fd::AsFd;
 use std::time::Duration;
 
 pub mod ending;
+pub mod interpreter_helper;
 
 /// Fields of `/proc/PID/stat` that firedup uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
