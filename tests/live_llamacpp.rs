@@ -21,11 +21,10 @@
 mod common;
 use common::cgroup::limited_cgroup;
 use common::llama::{
-    BOUND, Case, assert_verdict, fifo, finish, llama, probe, refuses, signal, with_context,
+    Case, assert_verdict, complete_one_token, fifo, finish, llama, probe, signal, with_context,
 };
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 // ------------------------------------------------------------------------------ ready and stop
 
@@ -52,11 +51,7 @@ fn ready_by_its_health_answer_and_stop_leaves_nothing() {
         common::file_text(&c.log)
     );
     assert_eq!(r.json["port"], c.port, "{}", r.explain());
-    let s = c.firedup(&["stop", "--json", r.run_id()]);
-    assert_eq!(s.code, 0, "{}", s.explain());
-    assert_eq!(s.json["clean"], true, "{}", s.explain());
-    assert_eq!(s.json["port_free"], true, "{}", s.explain());
-    c.assert_nothing_left();
+    c.stop_cleanly(&r);
 }
 
 #[test]
@@ -111,20 +106,7 @@ fn ready_request_completes_a_token_and_reports_the_gap() {
 fn port_taken_by_another_http_server_is_port_in_use() {
     let Some(l) = llama() else { return };
     let c = Case::new("port_in_use");
-    let mut other = Command::new("python3")
-        .args(["-m", "http.server", "--bind", "127.0.0.1"])
-        .arg(c.port.to_string())
-        .current_dir(c.env.work.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + BOUND;
-    while refuses(c.port) {
-        assert!(Instant::now() < deadline, "http.server never listened");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut other = c.occupy_port_with_http_server();
     let r = c.run(&["--timeout", "120s"], &c.server_args(&l, &l.gguf, &[]));
     let _ = other.kill();
     let _ = other.wait();
@@ -274,16 +256,7 @@ fn sigkill_mid_load_is_killed_sigkill() {
     let model = fifo(&c);
     let child = c.spawn(&["--timeout", "120s"], &c.server_args(&l, &model, &[]));
     c.wait_for_log("loading model");
-    signal(c.server_pid(), libc::SIGKILL);
-    let r = finish(child);
-    c.record(&r);
-    assert_eq!(
-        (r.code, r.verdict(), r.signature()),
-        (4, "killed", Some("sigkill")),
-        "{}",
-        r.explain()
-    );
-    assert_eq!(r.json["exit"]["signal"], 9, "{}", r.explain());
+    let r = c.kill_server(child, c.server_pid(), libc::SIGKILL, "sigkill");
     assert_eq!(r.json["phase"], "load_model", "{}", r.explain());
     c.assert_nothing_left();
 }
@@ -295,16 +268,7 @@ fn sigsegv_mid_load_is_killed_segfault() {
     let model = fifo(&c);
     let child = c.spawn(&["--timeout", "120s"], &c.server_args(&l, &model, &[]));
     c.wait_for_log("loading model");
-    signal(c.server_pid(), libc::SIGSEGV);
-    let r = finish(child);
-    c.record(&r);
-    assert_eq!(
-        (r.code, r.verdict(), r.signature()),
-        (4, "killed", Some("segfault")),
-        "{}",
-        r.explain()
-    );
-    assert_eq!(r.json["exit"]["signal"], 11, "{}", r.explain());
+    c.kill_server(child, c.server_pid(), libc::SIGSEGV, "segfault");
     c.assert_nothing_left();
 }
 
@@ -318,29 +282,8 @@ fn killed_after_ready(name: &'static str, sig: i32, want: &str) {
     );
     c.wait_for_log("listening on http");
     // Serving: a completion answers (so the kill comes after ready, whatever firedup saw).
-    let port = c.port.to_string();
-    let mut curl = Command::new("python3");
-    curl.args([
-        "-c",
-        "import json, sys, urllib.request as u
-r = u.urlopen(u.Request(f'http://127.0.0.1:{sys.argv[1]}/v1/completions',
-    data=json.dumps({'prompt': 'Hello', 'max_tokens': 1}).encode(),
-    headers={'Content-Type': 'application/json'}), timeout=120)
-print(r.status)",
-        &port,
-    ]);
-    let out = common::bounded::run_bounded(curl, BOUND);
-    assert_eq!(out.stdout.trim(), "200", "{}", out.stderr);
-    signal(c.server_pid(), sig);
-    let r = finish(child);
-    c.record(&r);
-    assert_eq!(
-        (r.code, r.verdict(), r.signature()),
-        (4, "killed", Some(want)),
-        "{}",
-        r.explain()
-    );
-    assert_eq!(r.json["exit"]["signal"], sig, "{}", r.explain());
+    complete_one_token(c.port);
+    c.kill_server(child, c.server_pid(), sig, want);
     c.assert_nothing_left();
 }
 
@@ -412,43 +355,10 @@ fn ctrl_c_of_firedup_tears_the_server_down() {
 fn watch_log_of_a_nohup_server_is_ready() {
     let Some(l) = llama() else { return };
     let c = Case::new("watch_nohup");
-    let argv = c.server_args(&l, &l.gguf, &[]);
-    let quoted: Vec<String> = argv.iter().map(|a| format!("'{a}'")).collect();
-    let started = Command::new("sh")
-        .args([
-            "-c",
-            &format!(
-                "nohup setsid {} > '{}' 2>&1 < /dev/null & echo $!",
-                quoted.join(" "),
-                c.log.display()
-            ),
-        ])
-        .output()
-        .unwrap();
-    let pid: u32 = String::from_utf8_lossy(&started.stdout)
-        .trim()
-        .parse()
-        .unwrap();
-    struct Kill(u32);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            // SAFETY: kill(2) on the server this test started.
-            unsafe { libc::kill(self.0 as i32, libc::SIGKILL) };
-        }
-    }
-    let guard = Kill(pid);
-    let r = c.firedup(&[
-        "watch",
-        "--json",
-        "--from-start",
-        "--timeout",
-        "120s",
-        "--log",
-        c.log.to_str().unwrap(),
-    ]);
-    c.record(&r);
+    let server = c.start_with_nohup(&c.server_args(&l, &l.gguf, &[]));
+    let r = c.watch_log();
     assert_verdict(&r, 0, "ready", None, "");
-    assert_eq!(r.json["pid"], pid, "{}", r.explain());
+    assert_eq!(r.json["pid"], server.0, "{}", r.explain());
     assert_eq!(r.json["port"], c.port, "{}", r.explain());
     let health = probe(&r, "http");
     assert!(
@@ -458,5 +368,5 @@ fn watch_log_of_a_nohup_server_is_ready() {
         "{}",
         r.explain()
     );
-    drop(guard);
+    drop(server);
 }

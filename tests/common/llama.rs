@@ -21,30 +21,28 @@ pub struct Llama {
 }
 
 pub fn llama() -> Option<Llama> {
-    let file = |var: &'static str| {
-        std::env::var(var)
-            .ok()
-            .filter(|p| Path::new(p).is_file())
-            .ok_or(var)
-    };
-    match (
-        file("FIREDUP_TEST_LLAMA_SERVER"),
-        file("FIREDUP_TEST_TINY_GGUF"),
-    ) {
-        (Ok(server), Ok(gguf)) => Some(Llama { server, gguf }),
-        (a, b) => {
-            let missing: Vec<&str> = [a.err(), b.err()].into_iter().flatten().collect();
-            let what = format!(
-                "{} not set to a file (tests/live_servers/build_llama_server.sh and make_tiny_gguf.py make them)",
-                missing.join(" and ")
-            );
-            if std::env::var("FIREDUP_TEST_REQUIRE_SERVERS").as_deref() == Ok("1") {
-                panic!("FIREDUP_TEST_REQUIRE_SERVERS=1 but {what}");
-            }
-            eprintln!("note: {what}: not run");
-            None
-        }
+    let [server, gguf] = input_files(
+        ["FIREDUP_TEST_LLAMA_SERVER", "FIREDUP_TEST_TINY_GGUF"],
+        "tests/live_servers/build_llama_server.sh and make_tiny_gguf.py make them",
+    )?;
+    Some(Llama { server, gguf })
+}
+
+/// The files that the environment variables `vars` name; `None` ("not run", said on stderr) when
+/// one is not set to a file, a panic instead under `FIREDUP_TEST_REQUIRE_SERVERS=1`. `made_by`
+/// says what makes them.
+pub fn input_files<const N: usize>(vars: [&'static str; N], made_by: &str) -> Option<[String; N]> {
+    let file = |var: &str| std::env::var(var).ok().filter(|p| Path::new(p).is_file());
+    let missing: Vec<&str> = vars.iter().copied().filter(|v| file(v).is_none()).collect();
+    if missing.is_empty() {
+        return Some(vars.map(|v| file(v).unwrap()));
     }
+    let what = format!("{} not set to a file ({made_by})", missing.join(" and "));
+    if std::env::var("FIREDUP_TEST_REQUIRE_SERVERS").as_deref() == Ok("1") {
+        panic!("FIREDUP_TEST_REQUIRE_SERVERS=1 but {what}");
+    }
+    eprintln!("note: {what}: not run");
+    None
 }
 
 /// One case: its own state and work directories, a free port and the log path.
@@ -166,20 +164,26 @@ impl Case {
         }
     }
 
-    /// The llama-server process of this case (found by its port on its command line).
+    /// The server process of this case, llama-server or `python -m llama_cpp.server` (found by
+    /// its port on its command line).
     pub fn server_pid(&self) -> u32 {
         let port = self.port.to_string();
         let deadline = Instant::now() + BOUND;
         loop {
             let found = pids().into_iter().find(|p| {
                 let argv = cmdline(*p);
-                argv.first().is_some_and(|a| a.ends_with("llama-server"))
-                    && argv.windows(2).any(|w| w[0] == "--port" && w[1] == port)
+                let server = argv.first().is_some_and(|a| a.ends_with("llama-server"))
+                    || argv.get(1..3) == Some(&["-m".to_string(), "llama_cpp.server".to_string()]);
+                server && argv.windows(2).any(|w| w[0] == "--port" && w[1] == port)
             });
             if let Some(p) = found {
                 return p;
             }
-            assert!(Instant::now() < deadline, "{}: no llama-server", self.name);
+            assert!(
+                Instant::now() < deadline,
+                "{}: no server process",
+                self.name
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -217,6 +221,117 @@ impl Case {
             self.port
         );
     }
+}
+
+impl Case {
+    /// Someone else's HTTP server (`python3 -m http.server`) on this case's port, listening.
+    pub fn occupy_port_with_http_server(&self) -> Child {
+        let other = Command::new("python3")
+            .args(["-m", "http.server", "--bind", "127.0.0.1"])
+            .arg(self.port.to_string())
+            .current_dir(self.env.work.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + BOUND;
+        while refuses(self.port) {
+            assert!(Instant::now() < deadline, "http.server never listened");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        other
+    }
+
+    /// `argv` started with nohup and setsid, outside firedup, writing this case's log; killed
+    /// when the guard drops.
+    pub fn start_with_nohup(&self, argv: &[String]) -> KillOnDrop {
+        let quoted: Vec<String> = argv.iter().map(|a| format!("'{a}'")).collect();
+        let started = Command::new("sh")
+            .args([
+                "-c",
+                &format!(
+                    "nohup setsid {} > '{}' 2>&1 < /dev/null & echo $!",
+                    quoted.join(" "),
+                    self.log.display()
+                ),
+            ])
+            .output()
+            .unwrap();
+        KillOnDrop(
+            String::from_utf8_lossy(&started.stdout)
+                .trim()
+                .parse()
+                .unwrap(),
+        )
+    }
+
+    /// `firedup stop --json RUN`: a clean stop with the port free, and nothing of the case left.
+    pub fn stop_cleanly(&self, r: &Run) {
+        let s = self.firedup(&["stop", "--json", r.run_id()]);
+        assert_eq!(s.code, 0, "{}", s.explain());
+        assert_eq!(s.json["clean"], true, "{}", s.explain());
+        assert_eq!(s.json["port_free"], true, "{}", s.explain());
+        self.assert_nothing_left();
+    }
+
+    /// Sends `sig` to the server `pid` of the run `child`, waits (bounded) for the verdict,
+    /// records it, and asserts `killed`/`want` with that signal as the server's end.
+    pub fn kill_server(&self, child: Child, pid: u32, sig: i32, want: &str) -> Run {
+        signal(pid, sig);
+        let r = finish(child);
+        self.record(&r);
+        assert_eq!(
+            (r.code, r.verdict(), r.signature()),
+            (4, "killed", Some(want)),
+            "{}",
+            r.explain()
+        );
+        assert_eq!(r.json["exit"]["signal"], sig, "{}", r.explain());
+        r
+    }
+
+    /// `firedup watch --json --from-start --log LOG` (bounded), recorded.
+    pub fn watch_log(&self) -> Run {
+        let r = self.firedup(&[
+            "watch",
+            "--json",
+            "--from-start",
+            "--timeout",
+            "120s",
+            "--log",
+            self.log.to_str().unwrap(),
+        ]);
+        self.record(&r);
+        r
+    }
+}
+
+/// A process this test started, SIGKILLed when this drops.
+pub struct KillOnDrop(pub u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on the server this test started.
+        unsafe { libc::kill(self.0 as i32, libc::SIGKILL) };
+    }
+}
+
+/// One real completion token from the server on `port` (`POST /v1/completions`), bounded: it
+/// serves.
+pub fn complete_one_token(port: u16) {
+    let mut post = Command::new("python3");
+    post.args([
+        "-c",
+        "import json, sys, urllib.request as u
+r = u.urlopen(u.Request(f'http://127.0.0.1:{sys.argv[1]}/v1/completions',
+    data=json.dumps({'prompt': 'Hello', 'max_tokens': 1}).encode(),
+    headers={'Content-Type': 'application/json'}), timeout=120)
+print(r.status)",
+        &port.to_string(),
+    ]);
+    let out = super::bounded::run_bounded(post, BOUND);
+    assert_eq!(out.stdout.trim(), "200", "{}", out.stderr);
 }
 
 impl Case {

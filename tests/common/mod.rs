@@ -4,7 +4,9 @@
 pub mod bounded;
 pub mod cgroup;
 pub mod llama;
+pub mod llama_cpp_python;
 pub mod pg;
+pub mod recorded_logs;
 pub mod slurm;
 pub mod sshd;
 

@@ -625,6 +625,37 @@ fn a_missing_log_with_a_live_process_keeps_waiting() {
     assert_eq!(j.verdict, Verdict::Ready);
 }
 
+/// llama-cpp-python's server given a file that is not a GGUF (recorded, issue 15): the vendored
+/// llama.cpp's reader names the cause first; its "failed to load model" and Python's ValueError
+/// follow. The first line is decisive.
+#[test]
+fn a_gguf_readers_invalid_magic_line_is_decisive_before_the_loaders_echoes() {
+    let j = run(
+        cfg(Mode::UntilReady),
+        &[
+            Started(0),
+            Line(
+                1,
+                "gguf_init_from_reader: invalid magic characters: 'not ', expected 'GGUF'",
+            ),
+            Line(
+                2,
+                "llama_model_load: error loading model: llama_model_loader: failed to load model from /work/garbage.gguf",
+            ),
+            Line(3, "llama_model_load_from_file_impl: failed to load model"),
+            Line(4, "Traceback (most recent call last):"),
+            Line(
+                5,
+                "ValueError: Failed to load model from file: /work/garbage.gguf",
+            ),
+            Exit(10, Some(ExitInfo::code(1))),
+        ],
+    );
+    assert_eq!(j.verdict, Verdict::Failed);
+    assert_eq!(j.signature, Some(Signature::ModelLoadFailed));
+    assert_eq!(j.line.unwrap().number, 1);
+}
+
 #[test]
 fn the_decisive_line_and_context_are_reported() {
     let j = run(
