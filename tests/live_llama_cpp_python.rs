@@ -8,7 +8,7 @@
 //! by `tests/live_servers/install_llama_cpp_python.sh` on the llama.cpp libraries that
 //! `build_llama_server.sh` built) and `FIREDUP_TEST_TINY_GGUF` (`make_tiny_gguf.py`); `.ci/run`
 //! makes both. Without them every test says "not run" and passes, unless
-//! `FIREDUP_TEST_REQUIRE_SERVERS=1`, when they fail.
+//! `FIREDUP_TEST_REQUIRE_SERVERS` requires their group, when they fail.
 //!
 //! The tiny model loads in well under a second, too fast to catch "mid-load" by timing: that case
 //! gives the server a FIFO as its model, so it waits opening it (the kernel's `wait_for_partner`)

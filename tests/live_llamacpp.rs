@@ -6,7 +6,8 @@
 //! Inputs: `FIREDUP_TEST_LLAMA_SERVER` (the binary, built by
 //! `tests/live_servers/build_llama_server.sh`) and `FIREDUP_TEST_TINY_GGUF` (a tiny random-weight
 //! Llama, `tests/live_servers/make_tiny_gguf.py`); `.ci/run` makes both. Without them every test
-//! says "not run" and passes, unless `FIREDUP_TEST_REQUIRE_SERVERS=1`, when they fail.
+//! says "not run" and passes, unless `FIREDUP_TEST_REQUIRE_SERVERS` requires their group, when
+//! they fail.
 //!
 //! The tiny model loads in well under a second, too fast to catch "mid-load" by timing: those
 //! cases give the server a FIFO as its model, so it waits in its model loader (as on a slow
@@ -25,6 +26,27 @@ use common::llama::{
 };
 
 use std::process::{Command, Stdio};
+
+/// `FIREDUP_TEST_REQUIRE_SERVERS` names every real-server group or some (tests/common/server_groups.rs).
+#[test]
+fn the_setting_names_every_group_or_some() {
+    let cases = [
+        (None, "vllm", false),
+        (Some("1"), "vllm", true),
+        (Some("0"), "vllm", false),
+        (Some(""), "vllm", false),
+        (Some("vllm,llamacpp"), "llamacpp", true),
+        (Some("vllm llamacpp"), "llama-cpp-python", false),
+        (Some("llama-cpp-python"), "llamacpp", false),
+    ];
+    for (setting, group, want) in cases {
+        assert_eq!(
+            common::server_groups::required_by(setting, group),
+            want,
+            "{setting:?} {group}"
+        );
+    }
+}
 
 // ------------------------------------------------------------------------------ ready and stop
 

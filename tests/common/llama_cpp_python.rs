@@ -1,7 +1,8 @@
 //! The inputs of `tests/live_llama_cpp_python.rs`: the python of a venv that runs
 //! llama-cpp-python's server (`FIREDUP_TEST_LLAMA_CPP_PYTHON`, made by
 //! `tests/live_servers/install_llama_cpp_python.sh`) and the tiny GGUF (`FIREDUP_TEST_TINY_GGUF`),
-//! "not run" without them unless `FIREDUP_TEST_REQUIRE_SERVERS=1`; and the server's command line.
+//! "not run" without them unless `FIREDUP_TEST_REQUIRE_SERVERS` requires their group; and the
+//! server's command line.
 //! A case's directories, bounded runs, recording and what is left are `tests/common/llama.rs`'s.
 
 use super::llama::{Case, input_files};
@@ -13,6 +14,7 @@ pub struct LlamaCppPython {
 
 pub fn llama_cpp_python() -> Option<LlamaCppPython> {
     let [python, gguf] = input_files(
+        "llama-cpp-python",
         ["FIREDUP_TEST_LLAMA_CPP_PYTHON", "FIREDUP_TEST_TINY_GGUF"],
         "tests/live_servers/install_llama_cpp_python.sh and make_tiny_gguf.py make them",
     )?;

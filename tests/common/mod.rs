@@ -7,6 +7,7 @@ pub mod llama;
 pub mod llama_cpp_python;
 pub mod pg;
 pub mod recorded_logs;
+pub mod server_groups;
 pub mod slurm;
 pub mod sshd;
 
