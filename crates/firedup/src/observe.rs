@@ -222,6 +222,12 @@ impl LocalObserver {
     /// Appends everything observed since the last call, stamped with the time since `start`.
     /// Never blocks (beyond reading what is there).
     pub(crate) fn collect(&mut self, out: &mut Vec<(Duration, Observation)>) {
+        // The OOM killer's evidence at every look (a counter file and a non-blocking read of the
+        // kernel log), ahead of what it explains: a worker's or rank's SIGKILL decides within the
+        // settle window after its launcher's report, sooner than the next usage sample.
+        if let Some(evidence) = self.oom.evidence() {
+            out.push((self.now(), Observation::OomEvidence(evidence)));
+        }
         // Start-up facts first (started, spawn failure), then the log, then probe results.
         let (early, later): (Vec<Observation>, Vec<Observation>) =
             std::mem::take(&mut self.pending)
@@ -305,12 +311,8 @@ impl LocalObserver {
                 self.ranks.discover(pid, &tree, &self.tx, &self.stop);
             }
             if sample {
+                // The run's processes, for the kernel's OOM-kill lines about them.
                 self.oom.sample(&tree);
-                // A process of the run OOM-killed (a worker, a rank): the judge takes its
-                // SIGKILL, or the watched one's, for the OOM killer's.
-                if let Some(evidence) = self.oom.news() {
-                    out.push((self.now(), Observation::OomEvidence(evidence)));
-                }
                 let (cpu, read) = process::usage_of(&tree);
                 self.ranks.usage_sample(cpu);
                 out.push((
@@ -431,6 +433,16 @@ impl LocalObserver {
                 self.exit_record = Some(r);
             }
             Wake::Obs(o) => {
+                if let Observation::RankEnded {
+                    pid,
+                    exit: Some(exit),
+                    ..
+                } = &o
+                    && exit.effective_signal() == Some(libc::SIGKILL)
+                {
+                    // Maybe the OOM killer's: a kernel line naming it counts, sampled or not.
+                    self.oom.killed(*pid);
+                }
                 if self.ranks.admit(&o) {
                     self.pending.push(o);
                 }
