@@ -17,6 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::bounded::{run_bounded, wait_output};
+use common::cgroup::limited_cgroup;
 use common::{Env, Run, free_port};
 
 /// The longest one firedup command may take before the test kills it.
@@ -540,6 +541,95 @@ fn the_api_server_killed_while_loading_is_its_own_signal_and_leaves_nothing() {
         .unwrap_or_else(|| tree.iter().copied().filter(|&p| alive(p)).collect());
         assert!(left.is_empty(), "left behind {left:?}\n{}", r.explain());
     }
+}
+
+/// `firedup` (a command made by [`firedup`]) started inside the memory cgroup whose `cgroup.procs`
+/// is `procs`: firedup joins it first, so the server and every process it starts are inside.
+fn in_cgroup(procs: &Path, firedup: Command) -> Command {
+    let mut c = Command::new("sh");
+    c.args(["-c", r#"echo $$ > "$0" && exec "$@""#])
+        .arg(procs)
+        .arg(firedup.get_program())
+        .args(firedup.get_args());
+    for (key, value) in firedup.get_envs() {
+        match value {
+            Some(v) => c.env(key, v),
+            None => c.env_remove(key),
+        };
+    }
+    if let Some(dir) = firedup.get_current_dir() {
+        c.current_dir(dir);
+    }
+    c
+}
+
+/// The `oom_kill` count of the v1 or v2 memory cgroup whose `cgroup.procs` is `procs`.
+fn oom_kills(procs: &Path) -> Option<u64> {
+    ["memory.oom_control", "memory.events"]
+        .iter()
+        .find_map(|f| {
+            std::fs::read_to_string(procs.with_file_name(f))
+                .ok()?
+                .lines()
+                .find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse().ok())
+        })
+}
+
+/// A 4 GiB KV cache (below the host's memory, so vLLM's own check passes) in a 2 GiB memory
+/// cgroup: the worker touches the pages as it allocates the cache, the kernel's OOM killer kills
+/// it (the largest process of the cgroup), and the engine core reports "Worker proc VllmWorker-0
+/// died unexpectedly (exit code: -9)" while the API server runs. The cgroup's counter is the
+/// evidence that makes that rank's SIGKILL `oom_killed`; firedup tears the rest down.
+#[test]
+fn a_memory_cgroup_too_small_oom_kills_the_worker_and_is_oom_killed_on_its_rank() {
+    let Some(v) = vllm() else { return };
+    let Some(procs) = limited_cgroup(&format!("firedup-vllm-{}", std::process::id()), 2 << 30)
+    else {
+        eprintln!("note: no writable memory cgroup on this machine: not run");
+        return;
+    };
+    let env = Env::new();
+    let command = v.serve(&v.model, free_port(), &["--enforce-eager"]);
+    let args = ["run", "--json", "--timeout", "10m"];
+    let r = to_run(run_bounded(
+        in_cgroup(&procs, firedup(&env, &args, &command, "4")),
+        BOUND,
+    ));
+    let _stop = stopper(&env, &r);
+    // Nothing of the run is left in the cgroup (firedup, its supervisor, vLLM's processes).
+    let left = wait_until(BOUND, || {
+        let text = std::fs::read_to_string(&procs).unwrap_or_default();
+        text.trim().is_empty().then_some(())
+    });
+    let kills = oom_kills(&procs);
+    let procs_left = std::fs::read_to_string(&procs).unwrap_or_default();
+    let _ = std::fs::remove_dir(procs.parent().unwrap());
+    assert!(
+        kills >= Some(1),
+        "the OOM killer killed nothing\n{}",
+        r.explain()
+    );
+    check(
+        &r,
+        "killed",
+        Some("oom_killed"),
+        "Worker proc VllmWorker-0 died unexpectedly (exit code: -9)",
+    );
+    assert_eq!(r.json["rank"], 0, "{}", r.explain());
+    assert_eq!(r.json["exit"]["signal"], 9, "{}", r.explain());
+    assert!(
+        r.json["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("OOM killer"),
+        "the reason names the evidence\n{}",
+        r.explain()
+    );
+    assert!(
+        left.is_some(),
+        "left in the cgroup: {procs_left}\n{}",
+        r.explain()
+    );
 }
 
 #[test]
