@@ -7,6 +7,7 @@ pub mod llama;
 pub mod pg;
 pub mod slurm;
 pub mod sshd;
+pub mod vllm;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
