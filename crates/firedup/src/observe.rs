@@ -50,6 +50,13 @@ enum Wake {
     ExitRecord(ExitRecord),
     /// An observation from the prober or the sd_notify thread.
     Obs(Observation),
+    /// A rank named by its title died while the processes above it live, and its status was
+    /// reaped before it could be read: [`Observation::RankEnded`] by SIGKILL where the kernel
+    /// logged that its OOM killer killed it, else nothing (a shutdown's end is no failure).
+    RankStatusLost {
+        rank: u32,
+        pid: u32,
+    },
 }
 
 /// The safety-net poll, for file systems without inotify.
@@ -445,6 +452,15 @@ impl LocalObserver {
                 }
                 if self.ranks.admit(&o) {
                     self.pending.push(o);
+                }
+            }
+            Wake::RankStatusLost { rank, pid } => {
+                if self.oom.kernel_killed(pid) {
+                    self.take(Wake::Obs(Observation::RankEnded {
+                        rank,
+                        pid,
+                        exit: Some(ExitInfo::signal(libc::SIGKILL, false)),
+                    }));
                 }
             }
             Wake::Fs => {}

@@ -107,6 +107,18 @@ impl OomWitness {
         }
     }
 
+    /// Whether the kernel logged, since the watch began, that its OOM killer killed `pid` (a
+    /// rank of the run, just died, whose status was lost): then it died by SIGKILL. Only where
+    /// the kernel's pids are ours.
+    pub(crate) fn kernel_killed(&mut self, pid: u32) -> bool {
+        self.read_kernel_log();
+        self.kernel_pids_are_ours
+            && self
+                .kills
+                .iter()
+                .any(|k| killed_process(k).is_some_and(|(p, _)| p == pid))
+    }
+
     /// New evidence, in words, that the OOM killer killed a process of the run since the watch
     /// began; `None` when nothing shows it, or once it was told.
     fn news(&mut self) -> Option<String> {
@@ -287,6 +299,22 @@ mod tests {
             assert_eq!(w.news(), None, "no sample saw 25611");
             w.killed(25611);
             assert_eq!(w.news().is_some(), counts, "pids ours: {pids_are_ours}");
+        }
+    }
+
+    #[test]
+    fn a_rank_whose_status_was_lost_died_by_sigkill_where_the_kernel_names_its_pid() {
+        let mut w = OomWitness::new(None);
+        w.kills.push(
+            "Memory cgroup out of memory: Killed process 11761 (VLLM::Worker) total-vm:1kB".into(),
+        );
+        for (pid, pids_are_ours, killed) in [
+            (11761, true, true),
+            (1176, true, false),
+            (11761, false, false),
+        ] {
+            w.kernel_pids_are_ours = pids_are_ours;
+            assert_eq!(w.kernel_killed(pid), killed, "{pid}, ours: {pids_are_ours}");
         }
     }
 
