@@ -7,7 +7,9 @@
 //! environment reads blank) is watched on its own, even alone, and its end counts only while
 //! every process above it in the tree still lives and only when it failed (a signal other than
 //! the SIGTERM, SIGINT or SIGHUP of a shutdown, or a non-zero exit): a server whose own process
-//! died takes its engine and workers down with it, and those ends are not the root cause. Each rank process gets a pidfd and a thread blocked on it: the
+//! died takes its engine and workers down with it, and those ends are not the root cause (one
+//! whose status its parent reaped first is handed to the observer, which asks the kernel log
+//! whether the OOM killer killed it). Each rank process gets a pidfd and a thread blocked on it: the
 //! moment it dies, how it ended ([`crate::process::ending`]) is sent as
 //! [`Observation::RankEnded`], in the order of death, once per rank. While two or more ranks
 //! live and neither a line has come nor the tree used CPU for a while (half the stall window:
