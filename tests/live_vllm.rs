@@ -327,7 +327,7 @@ fn the_api_server_killed_while_loading_is_its_own_signal_and_leaves_nothing() {
 /// A 4 GiB KV cache (below the host's memory, so vLLM's own check passes) in a 2 GiB memory
 /// cgroup: the worker touches the pages as it allocates the cache, the kernel's OOM killer kills
 /// it (the largest process of the cgroup), and the engine core reports "Worker proc VllmWorker-0
-/// died unexpectedly (exit code: -9)" while the API server runs. The cgroup's counter is the
+/// died unexpectedly" while the API server runs. The cgroup's counter is the
 /// evidence that makes that rank's SIGKILL `oom_killed`; firedup tears the rest down.
 #[test]
 fn a_memory_cgroup_too_small_oom_kills_the_worker_and_is_oom_killed_on_its_rank() {
@@ -358,11 +358,13 @@ fn a_memory_cgroup_too_small_oom_kills_the_worker_and_is_oom_killed_on_its_rank(
         "the OOM killer killed nothing\n{}",
         r.explain()
     );
+    // "(exit code: -9)", or "(exit code: None)" where the engine core reaped the worker before
+    // it read the status (a loaded machine): the kernel's line then says SIGKILL.
     check(
         &r,
         "killed",
         Some("oom_killed"),
-        "Worker proc VllmWorker-0 died unexpectedly (exit code: -9)",
+        "Worker proc VllmWorker-0 died unexpectedly (exit code: ",
     );
     assert_eq!(r.json["rank"], 0, "{}", r.explain());
     assert_eq!(r.json["exit"]["signal"], 9, "{}", r.explain());
