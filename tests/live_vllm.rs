@@ -327,8 +327,8 @@ fn the_api_server_killed_while_loading_is_its_own_signal_and_leaves_nothing() {
 /// A 4 GiB KV cache (below the host's memory, so vLLM's own check passes) in a 2 GiB memory
 /// cgroup: the worker touches the pages as it allocates the cache, the kernel's OOM killer kills
 /// it (the largest process of the cgroup), and the engine core reports "Worker proc VllmWorker-0
-/// died unexpectedly" while the API server runs. The cgroup's counter is the
-/// evidence that makes that rank's SIGKILL `oom_killed`; firedup tears the rest down.
+/// died unexpectedly" while the API server runs. The cgroup's counter is the evidence that makes
+/// that rank's SIGKILL `oom_killed`; firedup tears the rest down.
 #[test]
 fn a_memory_cgroup_too_small_oom_kills_the_worker_and_is_oom_killed_on_its_rank() {
     let Some(v) = vllm() else { return };
