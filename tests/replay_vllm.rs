@@ -6,7 +6,9 @@
 //!
 //! The log alone cannot show how an engine core or worker died (vLLM 0.32 prints "exit code:
 //! None" or no code at all): replayed, those are `rank_exited` on rank 0; live, the process's own
-//! SIGKILL is seen and the verdict is `killed`/`sigkill` (tests/live_vllm.rs).
+//! SIGKILL is seen and the verdict is `killed`/`sigkill` (tests/live_vllm.rs). Where the log does
+//! say SIGKILL (`exit code: -9`), it cannot say that the OOM killer sent it: replayed, a worker
+//! killed in a memory cgroup too small is `sigkill`; live, `oom_killed`.
 
 mod common;
 use common::{Env, fixture};
@@ -104,6 +106,19 @@ const CASES: &[Case] = &[
         Some("rank_exited"),
         Some(0),
         "Worker proc VllmWorker-0 died unexpectedly (exit code: None)",
+    ),
+    // A 2 GiB memory cgroup: the OOM killer killed the worker as it allocated its KV cache, and
+    // the API server still ran when firedup decided (the log ends there). The log shows the
+    // SIGKILL (exit code -9) but not whose it was: live, the cgroup's counter makes it
+    // `oom_killed` (tests/live_vllm.rs).
+    (
+        "memory_cgroup_too_small",
+        "hang",
+        &[],
+        "killed",
+        Some("sigkill"),
+        Some(0),
+        "Worker proc VllmWorker-0 died unexpectedly (exit code: -9)",
     ),
     (
         "ready_request",

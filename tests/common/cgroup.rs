@@ -1,5 +1,9 @@
 //! A memory-limited cgroup for tests of the kernel's OOM killer (cgroup v1 or v2), made under this
-//! process's own cgroup; `None` where this machine's cgroups cannot be written.
+//! process's own cgroup; `None` where this machine's cgroups cannot be written. A command started
+//! inside it, and its OOM-kill counter.
+
+use std::path::Path;
+use std::process::Command;
 
 /// Creates a child memory cgroup limited to `limit` bytes; returns the path of its `cgroup.procs`.
 pub fn limited_cgroup(name: &str, limit: u64) -> Option<std::path::PathBuf> {
@@ -24,4 +28,36 @@ pub fn limited_cgroup(name: &str, limit: u64) -> Option<std::path::PathBuf> {
         }
     }
     None
+}
+
+/// `firedup` (a command that runs firedup) started inside the memory cgroup whose `cgroup.procs`
+/// is `procs`: firedup joins it first, so the server and every process it starts are inside.
+pub fn in_cgroup(procs: &Path, firedup: Command) -> Command {
+    let mut c = Command::new("sh");
+    c.args(["-c", r#"echo $$ > "$0" && exec "$@""#])
+        .arg(procs)
+        .arg(firedup.get_program())
+        .args(firedup.get_args());
+    for (key, value) in firedup.get_envs() {
+        match value {
+            Some(v) => c.env(key, v),
+            None => c.env_remove(key),
+        };
+    }
+    if let Some(dir) = firedup.get_current_dir() {
+        c.current_dir(dir);
+    }
+    c
+}
+
+/// The `oom_kill` count of the v1 or v2 memory cgroup whose `cgroup.procs` is `procs`.
+pub fn oom_kills(procs: &Path) -> Option<u64> {
+    ["memory.oom_control", "memory.events"]
+        .iter()
+        .find_map(|f| {
+            std::fs::read_to_string(procs.with_file_name(f))
+                .ok()?
+                .lines()
+                .find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse().ok())
+        })
 }

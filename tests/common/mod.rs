@@ -10,6 +10,7 @@ pub mod recorded_logs;
 pub mod server_groups;
 pub mod slurm;
 pub mod sshd;
+pub mod vllm;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -50,6 +50,13 @@ enum Wake {
     ExitRecord(ExitRecord),
     /// An observation from the prober or the sd_notify thread.
     Obs(Observation),
+    /// A rank named by its title died while the processes above it live, and its status was
+    /// reaped before it could be read: [`Observation::RankEnded`] by SIGKILL where the kernel
+    /// logged that its OOM killer killed it, else nothing (a shutdown's end is no failure).
+    RankStatusLost {
+        rank: u32,
+        pid: u32,
+    },
 }
 
 /// The safety-net poll, for file systems without inotify.
@@ -222,6 +229,12 @@ impl LocalObserver {
     /// Appends everything observed since the last call, stamped with the time since `start`.
     /// Never blocks (beyond reading what is there).
     pub(crate) fn collect(&mut self, out: &mut Vec<(Duration, Observation)>) {
+        // The OOM killer's evidence at every look (a counter file and a non-blocking read of the
+        // kernel log), ahead of what it explains: a worker's or rank's SIGKILL decides within the
+        // settle window after its launcher's report, sooner than the next usage sample.
+        if let Some(evidence) = self.oom.evidence() {
+            out.push((self.now(), Observation::OomEvidence(evidence)));
+        }
         // Start-up facts first (started, spawn failure), then the log, then probe results.
         let (early, later): (Vec<Observation>, Vec<Observation>) =
             std::mem::take(&mut self.pending)
@@ -305,12 +318,8 @@ impl LocalObserver {
                 self.ranks.discover(pid, &tree, &self.tx, &self.stop);
             }
             if sample {
+                // The run's processes, for the kernel's OOM-kill lines about them.
                 self.oom.sample(&tree);
-                // A process of the run OOM-killed (a worker, a rank): the judge takes its
-                // SIGKILL, or the watched one's, for the OOM killer's.
-                if let Some(evidence) = self.oom.news() {
-                    out.push((self.now(), Observation::OomEvidence(evidence)));
-                }
                 let (cpu, read) = process::usage_of(&tree);
                 self.ranks.usage_sample(cpu);
                 out.push((
@@ -436,8 +445,27 @@ impl LocalObserver {
                 self.exit_record = Some(r);
             }
             Wake::Obs(o) => {
+                if let Observation::RankEnded {
+                    pid,
+                    exit: Some(exit),
+                    ..
+                } = &o
+                    && exit.effective_signal() == Some(libc::SIGKILL)
+                {
+                    // Maybe the OOM killer's: a kernel line naming it counts, sampled or not.
+                    self.oom.killed(*pid);
+                }
                 if self.ranks.admit(&o) {
                     self.pending.push(o);
+                }
+            }
+            Wake::RankStatusLost { rank, pid } => {
+                if self.oom.kernel_killed(pid) {
+                    self.take(Wake::Obs(Observation::RankEnded {
+                        rank,
+                        pid,
+                        exit: Some(ExitInfo::signal(libc::SIGKILL, false)),
+                    }));
                 }
             }
             Wake::Fs => {}

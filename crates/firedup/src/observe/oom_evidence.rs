@@ -9,7 +9,8 @@
 //!   earlier victim that had the same pid is never read; the test suite kills a `python3` under a
 //!   cgroup limit and a later `sh` got its pid);
 //! - naming a pid of the run's tree alive at one of the last two samples (a pid gone longer ago
-//!   may belong to somebody else by now);
+//!   may belong to somebody else by now), or a rank the observer saw die by SIGKILL just now (a
+//!   worker born and OOM-killed between two samples);
 //! - where the kernel's pids are not ours (a container: the kernel log carries the host's pids,
 //!   which can equal ours and mean another process), naming a command that process was seen
 //!   running too.
@@ -96,9 +97,31 @@ impl OomWitness {
         }
     }
 
+    /// A process of the run (`pid`, a rank whose pidfd the observer held) died by SIGKILL: a
+    /// kernel line naming it counts, whether or not a sample saw it. Only where the kernel's pids
+    /// are ours: in a container its pid may be another process's on the host (the cgroup's
+    /// counter still witnesses there).
+    pub(crate) fn killed(&mut self, pid: u32) {
+        if self.kernel_pids_are_ours {
+            self.current.entry(pid).or_default();
+        }
+    }
+
+    /// Whether the kernel logged, since the watch began, that its OOM killer killed `pid` (a
+    /// rank of the run, just died, whose status was lost): then it died by SIGKILL. Only where
+    /// the kernel's pids are ours.
+    pub(crate) fn kernel_killed(&mut self, pid: u32) -> bool {
+        self.read_kernel_log();
+        self.kernel_pids_are_ours
+            && self
+                .kills
+                .iter()
+                .any(|k| killed_process(k).is_some_and(|(p, _)| p == pid))
+    }
+
     /// New evidence, in words, that the OOM killer killed a process of the run since the watch
     /// began; `None` when nothing shows it, or once it was told.
-    pub(crate) fn news(&mut self) -> Option<String> {
+    fn news(&mut self) -> Option<String> {
         if self.told {
             return None;
         }
@@ -114,8 +137,9 @@ impl OomWitness {
         found
     }
 
-    /// Once the watched process has ended by SIGKILL: the evidence that it was the OOM killer,
-    /// unless it was told already (the kernel log is read one last time first).
+    /// The evidence that the OOM killer killed a process of the run, read now (the kernel log
+    /// first, then the cgroup's counter), unless it was told already: at every look of the
+    /// observer, so a rank's SIGKILL and the watched process's exit find it there.
     pub(crate) fn evidence(&mut self) -> Option<String> {
         self.read_kernel_log();
         self.news()
@@ -241,6 +265,57 @@ mod tests {
         let got = oom_kill_line(&log, &[&now, &before], false).unwrap();
         assert!(got.ends_with("total-vm:2kB"), "{got}");
         assert_eq!(oom_kill_line(&[], &[&before], true), None);
+    }
+
+    /// A cgroup counter file (v1's `memory.oom_control`) reading `count`.
+    fn counter(path: &std::path::Path, count: u64) {
+        let text = format!("oom_kill_disable 0\nunder_oom 0\noom_kill {count}\n");
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn the_cgroup_counter_rising_is_evidence_at_the_next_look_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("memory.oom_control");
+        counter(&file, 3);
+        let mut w = OomWitness::new(None);
+        let path = file.display().to_string();
+        w.cgroup_baseline = Some((path.clone(), 3));
+        assert_eq!(w.evidence(), None, "no kill since the watch began");
+        counter(&file, 4);
+        assert_eq!(w.evidence(), Some(format!("{path} counted 1 OOM kill(s)")));
+        counter(&file, 5);
+        assert_eq!(w.evidence(), None, "told once");
+    }
+
+    #[test]
+    fn a_rank_killed_between_samples_counts_for_the_kernel_line_where_pids_are_ours() {
+        let line =
+            "Memory cgroup out of memory: Killed process 25611 (VLLM::Worker) total-vm:9159052kB";
+        for (pids_are_ours, counts) in [(true, true), (false, false)] {
+            let mut w = OomWitness::new(None);
+            w.kernel_pids_are_ours = pids_are_ours;
+            w.kills.push(line.to_string());
+            assert_eq!(w.news(), None, "no sample saw 25611");
+            w.killed(25611);
+            assert_eq!(w.news().is_some(), counts, "pids ours: {pids_are_ours}");
+        }
+    }
+
+    #[test]
+    fn a_rank_whose_status_was_lost_died_by_sigkill_where_the_kernel_names_its_pid() {
+        let mut w = OomWitness::new(None);
+        w.kills.push(
+            "Memory cgroup out of memory: Killed process 11761 (VLLM::Worker) total-vm:1kB".into(),
+        );
+        for (pid, pids_are_ours, killed) in [
+            (11761, true, true),
+            (1176, true, false),
+            (11761, false, false),
+        ] {
+            w.kernel_pids_are_ours = pids_are_ours;
+            assert_eq!(w.kernel_killed(pid), killed, "{pid}, ours: {pids_are_ours}");
+        }
     }
 
     #[test]

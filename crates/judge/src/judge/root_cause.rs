@@ -274,8 +274,12 @@ impl Judge {
         let rank_exit = f.exit.or(exit);
         if let Some(sig) = f.exit.and_then(|e| e.effective_signal()) {
             let signature = signal_signature(sig, self.oom.is_some());
+            let oom = match (&self.oom, signature) {
+                (Some(o), Some(Signature::OomKilled)) => format!(" (OOM killer: {o})"),
+                _ => String::new(),
+            };
             let reason = format!(
-                "killed: rank {} was killed by {} {seen}, and no rank printed a cause before it{}; {launcher}",
+                "killed: rank {} was killed by {} {seen}{oom}, and no rank printed a cause before it{}; {launcher}",
                 f.rank,
                 signal_name(sig),
                 signature
