@@ -198,7 +198,9 @@ impl Signature {
                 "a rank/worker ended while its peers still needed it: read that rank's own output above"
             }
             Signature::PythonException => "an uncaught Python exception: read the traceback",
-            Signature::OomKilled => "the kernel OOM killer ended it: host memory ran out",
+            Signature::OomKilled => {
+                "the kernel OOM killer ended it: its memory cgroup's limit or the host's memory ran out"
+            }
             Signature::Sigkill => "it was sent SIGKILL",
             Signature::Segfault => "it crashed with a segmentation fault",
             Signature::IllegalInstruction => {
