@@ -213,6 +213,8 @@ fn target_of(spec: &AgentSpec) -> Result<(Target, Option<String>)> {
             exit_pipe: None,
             log_start: meta.log_start,
             log_file: meta.log_file,
+            // Found again after the launch: the watch's own baseline.
+            oom_kills_before: None,
         };
         Ok((target, job))
     } else {

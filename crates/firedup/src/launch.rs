@@ -107,6 +107,10 @@ pub struct Launched {
     pub supervisor: Child,
     /// The supervisor's pipe, when the command started: its exit comes on it.
     pub exit_pipe: Option<ExitPipe>,
+    /// The OOM-kill counter of firedup's own memory cgroup (file, count), read just before the
+    /// launch: the command starts in that cgroup, and an OOM kill in its first moments, before
+    /// the watch begins, still counts ([`crate::process::cgroup_oom_kills`]).
+    pub oom_kills_before: Option<(String, u64)>,
 }
 
 /// The launcher's end of the supervisor's pipe once "started" was read. Clones share one pipe;
@@ -287,6 +291,7 @@ fn start(spec: &LaunchSpec, checked: Checked, run: RunDir, exe: &Path) -> Result
     };
     run.write_meta(&meta)?;
     let supervisor_log = fs::File::create(run.path.join("supervisor.log"))?;
+    let oom_kills_before = crate::process::cgroup_oom_kills(std::process::id());
     let mut cmd = Command::new(exe);
     cmd.arg("__supervise")
         .arg(&run.path)
@@ -354,6 +359,7 @@ fn start(spec: &LaunchSpec, checked: Checked, run: RunDir, exe: &Path) -> Result
         started,
         supervisor,
         exit_pipe,
+        oom_kills_before,
     })
 }
 

@@ -184,7 +184,7 @@ impl LocalObserver {
         }
         LocalObserver {
             start,
-            oom: OomWitness::new(target.pid),
+            oom: OomWitness::new(target.pid, target.oom_kills_before.clone()),
             target: target.clone(),
             rx,
             follower,

@@ -40,6 +40,9 @@ pub struct Target {
     /// The identity of the file the launch wrote to, when recorded: a log rotated before it is
     /// followed is still read (see [`crate::launched_log`]).
     pub log_file: Option<FileId>,
+    /// The OOM-kill counter of the cgroup the command was launched in, read just before the
+    /// launch ([`crate::launch::Launched::oom_kills_before`]); `None` when attaching.
+    pub oom_kills_before: Option<(String, u64)>,
 }
 
 impl Target {
@@ -71,6 +74,7 @@ impl Target {
                 exit_pipe: l.exit_pipe.clone(),
                 log_start: l.log_start,
                 log_file: l.log_file,
+                oom_kills_before: l.oom_kills_before.clone(),
             },
             Err(reason) => Target {
                 log: l.log.clone(),
@@ -83,6 +87,7 @@ impl Target {
                 exit_pipe: None,
                 log_start: l.log_start,
                 log_file: l.log_file,
+                oom_kills_before: None,
             },
         }
     }

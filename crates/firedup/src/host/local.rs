@@ -103,6 +103,8 @@ impl Host for LocalHost {
             run: Some(run.clone()),
             notify: None,
             exit_pipe: None,
+            // Found again after the launch: the watch's own baseline.
+            oom_kills_before: None,
         };
         Ok(FoundRun {
             target,

@@ -2,7 +2,9 @@
 //! the watched process, or any process of its tree (a vLLM worker, an sglang scheduler, a rank).
 //!
 //! Two witnesses, in order: the memory cgroup's `oom_kill` counter of the watched process's own
-//! cgroup rising since the watch began, and the kernel log's `Killed process PID (COMM)` line. The
+//! cgroup rising since the watch began (for a launch, since just before it, when the process is
+//! in the cgroup it was launched in or already gone: a kill in its first moments counts), and the
+//! kernel log's `Killed process PID (COMM)` line. The
 //! kernel log is shared by the whole machine and outlives processes, so its line counts only when
 //! it is about a process *of this run*:
 //! - logged after the watch began ([`KernelLogTail`]: read from where the log stood then, so an
@@ -25,6 +27,23 @@ use std::collections::HashMap;
 
 use super::kernel_log::KernelLogTail;
 use crate::process;
+
+/// The cgroup counter a watch compares with: `now` (the watched process's cgroup, read as the
+/// watch begins), or the count read before the launch where the process is in that same cgroup
+/// (a kill between the launch and the watch counts) or already gone (killed in its first
+/// moments, in the cgroup it was launched in).
+fn cgroup_baseline(
+    now: Option<(String, u64)>,
+    before: Option<(String, u64)>,
+) -> Option<(String, u64)> {
+    match (now, before) {
+        (Some((path, count)), Some((launched_in, earlier))) if path == launched_in => {
+            Some((path, count.min(earlier)))
+        }
+        (Some(now), _) => Some(now),
+        (None, before) => before,
+    }
+}
 
 /// The processes seen at one sample, each with the command names it was seen with (a process may
 /// exec another).
@@ -50,10 +69,11 @@ pub(crate) struct OomWitness {
 }
 
 impl OomWitness {
-    /// Takes the baseline of the run whose first process is `pid` as the watch begins.
-    pub(crate) fn new(pid: Option<u32>) -> OomWitness {
+    /// Takes the baseline of the run whose first process is `pid` as the watch begins; `before`:
+    /// the counter of the cgroup it was launched in, read just before the launch.
+    pub(crate) fn new(pid: Option<u32>, before: Option<(String, u64)>) -> OomWitness {
         let mut w = OomWitness {
-            cgroup_baseline: pid.and_then(process::cgroup_oom_kills),
+            cgroup_baseline: cgroup_baseline(pid.and_then(process::cgroup_oom_kills), before),
             kernel_log: pid.and_then(|_| KernelLogTail::open()),
             kernel_pids_are_ours: in_initial_pid_namespace(),
             kills: Vec::new(),
@@ -274,11 +294,34 @@ mod tests {
     }
 
     #[test]
+    fn the_cgroup_baseline_is_the_launchs_where_the_process_stayed_in_its_cgroup() {
+        let at = |path: &str, count: u64| Some((path.to_string(), count));
+        let cases = [
+            // Read as the watch began, nothing before: that count.
+            (at("/cg/a", 2), None, at("/cg/a", 2)),
+            // Killed between the launch and the watch: the count before the launch.
+            (at("/cg/a", 3), at("/cg/a", 2), at("/cg/a", 2)),
+            // Moved to another cgroup: its own count as the watch began.
+            (at("/cg/b", 7), at("/cg/a", 2), at("/cg/b", 7)),
+            // Gone before the watch began: the cgroup it was launched in.
+            (None, at("/cg/a", 2), at("/cg/a", 2)),
+            (None, None, None),
+        ];
+        for (now, before, want) in cases {
+            assert_eq!(
+                cgroup_baseline(now.clone(), before.clone()),
+                want,
+                "{now:?} {before:?}"
+            );
+        }
+    }
+
+    #[test]
     fn the_cgroup_counter_rising_is_evidence_at_the_next_look_once() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("memory.oom_control");
         counter(&file, 3);
-        let mut w = OomWitness::new(None);
+        let mut w = OomWitness::new(None, None);
         let path = file.display().to_string();
         w.cgroup_baseline = Some((path.clone(), 3));
         assert_eq!(w.evidence(), None, "no kill since the watch began");
@@ -293,7 +336,7 @@ mod tests {
         let line =
             "Memory cgroup out of memory: Killed process 25611 (VLLM::Worker) total-vm:9159052kB";
         for (pids_are_ours, counts) in [(true, true), (false, false)] {
-            let mut w = OomWitness::new(None);
+            let mut w = OomWitness::new(None, None);
             w.kernel_pids_are_ours = pids_are_ours;
             w.kills.push(line.to_string());
             assert_eq!(w.news(), None, "no sample saw 25611");
@@ -304,7 +347,7 @@ mod tests {
 
     #[test]
     fn a_rank_whose_status_was_lost_died_by_sigkill_where_the_kernel_names_its_pid() {
-        let mut w = OomWitness::new(None);
+        let mut w = OomWitness::new(None, None);
         w.kills.push(
             "Memory cgroup out of memory: Killed process 11761 (VLLM::Worker) total-vm:1kB".into(),
         );
@@ -320,7 +363,7 @@ mod tests {
 
     #[test]
     fn a_witness_tells_once() {
-        let mut w = OomWitness::new(Some(std::process::id()));
+        let mut w = OomWitness::new(Some(std::process::id()), None);
         w.kills.push(format!(
             "Out of memory: Killed process {} (x) total-vm:1kB",
             std::process::id()
