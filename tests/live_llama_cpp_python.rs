@@ -20,7 +20,10 @@
 //! `tests/replay_llama_cpp_python.rs` replays without the server.
 
 mod common;
-use common::llama::{BOUND, Case, assert_verdict, complete_one_token, fifo, probe, refuses};
+use common::llama::{
+    BOUND, Case, assert_verdict, complete_one_token, fifo, host_could_map, probe, refuses,
+    with_context,
+};
 use common::llama_cpp_python::{llama_cpp_python, server_args};
 
 use std::time::{Duration, Instant};
@@ -189,6 +192,37 @@ fn port_taken_by_another_http_server_is_port_in_use() {
     c.assert_nothing_left();
 }
 
+// ------------------------------------------------------------------------------------- memory
+
+/// A 64 GiB KV cache (`--n_ctx` 64 Mi tokens, 1 KiB each for this model) on a host with less:
+/// ggml's allocation fails ("insufficient memory"), then llama-cpp-python raises "Failed to create
+/// llama_context": `host_oom` on ggml's line, not the Python exception after it. Not run where
+/// the mapping could succeed.
+#[test]
+fn a_context_too_big_for_host_memory_is_host_oom() {
+    let Some(l) = llama_cpp_python() else { return };
+    if host_could_map(64) {
+        eprintln!("note: this host could map a 64 GiB KV cache: not run");
+        return;
+    }
+    let c = Case::new("context_too_big");
+    let args = with_context(server_args(&c, &l, &l.gguf, &[]), 64 << 20);
+    let r = c.run(&["--timeout", "120s"], &args);
+    assert_verdict(&r, 1, "failed", Some("host_oom"), "insufficient memory");
+    c.assert_nothing_left();
+}
+
+/// A 1 GiB KV cache (`--n_ctx` 1 Mi tokens) in a 128 MiB memory cgroup that firedup joins first:
+/// the mapping succeeds, clearing it touches the pages, and the kernel's OOM killer ends the
+/// server; the cgroup's counter is the evidence.
+#[test]
+fn a_memory_cgroup_too_small_is_killed_oom_killed() {
+    let Some(l) = llama_cpp_python() else { return };
+    let c = Case::new("cgroup_oom");
+    let args = with_context(server_args(&c, &l, &l.gguf, &[]), 1 << 20);
+    c.assert_oom_killed_in_cgroup(128 << 20, &args);
+}
+
 // ------------------------------------------------------------------------------------ signals
 
 /// SIGKILL while it waits opening its model (a FIFO nobody writes): nothing in the log yet.
@@ -216,6 +250,63 @@ fn sigkill_after_ready_is_killed_sigkill() {
     c.wait_for_log("Uvicorn running on");
     complete_one_token(c.port);
     let r = c.kill_server(child, c.server_pid(), libc::SIGKILL, "sigkill");
+    assert_eq!(r.json["phase"], "ready", "{}", r.explain());
+    c.assert_nothing_left();
+}
+
+/// SIGSEGV while it waits opening its model: its own crash, `segfault`.
+#[test]
+fn sigsegv_mid_load_is_killed_segfault() {
+    let Some(l) = llama_cpp_python() else { return };
+    let c = Case::new("sigsegv_mid_load");
+    let model = fifo(&c);
+    let child = c.spawn(&["--timeout", "120s"], &server_args(&c, &l, &model, &[]));
+    let pid = c.server_pid();
+    wait_opening_a_fifo(pid);
+    c.kill_server(child, pid, libc::SIGSEGV, "segfault");
+    c.assert_nothing_left();
+}
+
+/// SIGSTOP while it waits opening its model: no line and no CPU time, so `stalled` after the
+/// stall window; the teardown ends the stopped server (SIGCONT with its SIGTERM).
+#[test]
+fn sigstop_mid_load_is_stalled() {
+    let Some(l) = llama_cpp_python() else { return };
+    let c = Case::new("sigstop_mid_load");
+    let model = fifo(&c);
+    let child = c.spawn(
+        &["--timeout", "120s", "--stall", "3s"],
+        &server_args(&c, &l, &model, &[]),
+    );
+    let pid = c.server_pid();
+    wait_opening_a_fifo(pid);
+    c.stop_server_and_assert_stalled(child, pid);
+}
+
+/// Ctrl-C to `firedup run` while the server waits for its model: the server is stopped and the
+/// teardown verified, exit 130, and the history says `interrupted`.
+#[test]
+fn ctrl_c_of_firedup_tears_the_server_down() {
+    let Some(l) = llama_cpp_python() else { return };
+    let c = Case::new("ctrl_c");
+    let model = fifo(&c);
+    let child = c.spawn(&["--timeout", "120s"], &server_args(&c, &l, &model, &[]));
+    wait_opening_a_fifo(c.server_pid());
+    c.interrupt_and_assert_torn_down(child);
+}
+
+/// Ready (a completion answered), then SIGSEGV inside `--hold`: the crash is the verdict.
+#[test]
+fn sigsegv_after_ready_is_killed_segfault() {
+    let Some(l) = llama_cpp_python() else { return };
+    let c = Case::new("sigsegv_after_ready");
+    let child = c.spawn(
+        &["--timeout", "120s", "--hold", "120s"],
+        &server_args(&c, &l, &l.gguf, &[]),
+    );
+    c.wait_for_log("Uvicorn running on");
+    complete_one_token(c.port);
+    let r = c.kill_server(child, c.server_pid(), libc::SIGSEGV, "segfault");
     assert_eq!(r.json["phase"], "ready", "{}", r.explain());
     c.assert_nothing_left();
 }

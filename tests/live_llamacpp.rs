@@ -20,12 +20,12 @@
 //! server. The harness (inputs, cases, bounded runs, what is left) is `tests/common/llama.rs`.
 
 mod common;
-use common::cgroup::limited_cgroup;
 use common::llama::{
-    Case, assert_verdict, complete_one_token, fifo, finish, llama, probe, signal, with_context,
+    Case, assert_verdict, complete_one_token, fifo, finish, host_could_map, llama, probe,
+    with_context,
 };
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 /// `FIREDUP_TEST_REQUIRE_SERVERS` names every real-server group or some (tests/common/server_groups.rs).
 #[test]
@@ -207,15 +207,7 @@ fn a_garbage_file_as_model_is_model_load_failed() {
 #[test]
 fn a_context_too_big_for_host_memory_is_host_oom() {
     let Some(l) = llama() else { return };
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let kib = |key: &str| -> u64 {
-        meminfo
-            .lines()
-            .find_map(|l| l.strip_prefix(key)?.split_whitespace().next()?.parse().ok())
-            .unwrap_or(u64::MAX / 4)
-    };
-    let overcommit = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").unwrap_or_default();
-    if kib("MemTotal:") + kib("SwapTotal:") > 48 << 20 || overcommit.trim() == "1" {
+    if host_could_map(64) {
         eprintln!("note: this host could map a 64 GiB KV cache: not run");
         return;
     }
@@ -233,40 +225,9 @@ fn a_context_too_big_for_host_memory_is_host_oom() {
 #[test]
 fn a_memory_cgroup_too_small_is_killed_oom_killed() {
     let Some(l) = llama() else { return };
-    let Some(procs) = limited_cgroup(&format!("firedup-llama-{}", std::process::id()), 128 << 20)
-    else {
-        eprintln!("note: no writable memory cgroup on this machine: not run");
-        return;
-    };
     let c = Case::new("cgroup_oom");
     let args = with_context(c.server_args(&l, &l.gguf, &[]), 1 << 20);
-    let child = Command::new("sh")
-        .args(["-c", r#"echo $$ > "$0" && exec "$@""#])
-        .arg(&procs)
-        .arg(env!("CARGO_BIN_EXE_firedup"))
-        .args(["run", "--json", "--timeout", "120s", "--log"])
-        .arg(&c.log)
-        .arg("--")
-        .args(&args)
-        .env("FIREDUP_STATE_DIR", c.env.state.path())
-        .env("FIREDUP_PLAIN", "1")
-        .current_dir(c.env.work.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let r = finish(child);
-    let _ = std::fs::remove_dir(procs.parent().unwrap());
-    c.record(&r);
-    assert_eq!(
-        (r.code, r.verdict(), r.signature()),
-        (4, "killed", Some("oom_killed")),
-        "{}",
-        r.explain()
-    );
-    assert_eq!(r.json["exit"]["signal"], 9, "{}", r.explain());
-    c.assert_nothing_left();
+    c.assert_oom_killed_in_cgroup(128 << 20, &args);
 }
 
 // ------------------------------------------------------------------------------------ signals
@@ -331,17 +292,8 @@ fn sigstop_mid_load_is_stalled() {
         &c.server_args(&l, &model, &[]),
     );
     c.wait_for_log("loading model");
-    signal(c.server_pid(), libc::SIGSTOP);
-    let r = finish(child);
-    c.record(&r);
-    assert_eq!(
-        (r.code, r.verdict(), r.signature()),
-        (6, "stalled", None),
-        "{}",
-        r.explain()
-    );
+    let r = c.stop_server_and_assert_stalled(child, c.server_pid());
     assert_eq!(r.json["phase"], "load_model", "{}", r.explain());
-    c.assert_nothing_left();
 }
 
 /// Ctrl-C to `firedup run` while the server loads: the server is stopped and the teardown
@@ -354,19 +306,7 @@ fn ctrl_c_of_firedup_tears_the_server_down() {
     let child = c.spawn(&["--timeout", "120s"], &c.server_args(&l, &model, &[]));
     c.wait_for_log("loading model");
     let _ = c.server_pid();
-    // SAFETY: kill(2) on our own child, not yet reaped (finish() reaps it).
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let r = finish(child);
-    c.record(&r);
-    assert_eq!(r.code, 130, "{}", r.explain());
-    assert!(
-        r.stderr.to_lowercase().contains("interrupt"),
-        "{}",
-        r.explain()
-    );
-    c.assert_nothing_left();
-    let h = c.firedup(&["history", "--json"]);
-    assert!(h.stdout.contains("interrupted"), "{}", h.explain());
+    c.interrupt_and_assert_torn_down(child);
 }
 
 // ------------------------------------------------------------------------------------- attach

@@ -92,18 +92,25 @@ impl Case {
         v
     }
 
-    /// `firedup run --json --log LOG FLAGS -- SERVER`, spawned (stdout and stderr piped).
-    pub fn spawn(&self, flags: &[&str], server: &[String]) -> Child {
+    /// `firedup run --json --log LOG FLAGS -- SERVER`, to be spawned.
+    pub fn command(&self, flags: &[&str], server: &[String]) -> Command {
         let mut cmd = self.env.cmd();
         cmd.args(["run", "--json", "--log"])
             .arg(&self.log)
             .args(flags)
             .arg("--")
-            .args(server)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        cmd.spawn().expect("firedup starts")
+            .args(server);
+        cmd
+    }
+
+    /// [`Case::command`] spawned (stdout and stderr piped).
+    pub fn spawn(&self, flags: &[&str], server: &[String]) -> Child {
+        piped(self.command(flags, server))
+    }
+
+    /// [`Case::command`] spawned inside the memory cgroup whose `cgroup.procs` is `procs`.
+    pub fn spawn_in_cgroup(&self, procs: &Path, flags: &[&str], server: &[String]) -> Child {
+        piped(super::cgroup::in_cgroup(procs, self.command(flags, server)))
     }
 
     /// Like `spawn`, waiting (bounded) for the verdict.
@@ -296,6 +303,62 @@ impl Case {
         r
     }
 
+    /// `server` run inside a memory cgroup limited to `limit` bytes (firedup joins it first):
+    /// asserts `killed`/`oom_killed` by SIGKILL and nothing left. "Not run" where no memory
+    /// cgroup can be written.
+    pub fn assert_oom_killed_in_cgroup(&self, limit: u64, server: &[String]) {
+        let name = format!("firedup-{}-{}", self.name, std::process::id());
+        let Some(procs) = super::cgroup::limited_cgroup(&name, limit) else {
+            eprintln!("note: no writable memory cgroup on this machine: not run");
+            return;
+        };
+        let r = finish(self.spawn_in_cgroup(&procs, &["--timeout", "120s"], server));
+        let _ = std::fs::remove_dir(procs.parent().unwrap());
+        self.record(&r);
+        assert_eq!(
+            (r.code, r.verdict(), r.signature()),
+            (4, "killed", Some("oom_killed")),
+            "{}",
+            r.explain()
+        );
+        assert_eq!(r.json["exit"]["signal"], 9, "{}", r.explain());
+        self.assert_nothing_left();
+    }
+
+    /// SIGSTOPs the server `pid` of the run `child` (started with a short `--stall`): asserts
+    /// `stalled` and nothing left (the teardown sends SIGCONT with its SIGTERM).
+    pub fn stop_server_and_assert_stalled(&self, child: Child, pid: u32) -> Run {
+        signal(pid, libc::SIGSTOP);
+        let r = finish(child);
+        self.record(&r);
+        assert_eq!(
+            (r.code, r.verdict(), r.signature()),
+            (6, "stalled", None),
+            "{}",
+            r.explain()
+        );
+        self.assert_nothing_left();
+        r
+    }
+
+    /// Ctrl-C (SIGINT) to the `firedup run` `child`: asserts exit 130, one line saying it was
+    /// interrupted, nothing left, and `interrupted` in the history.
+    pub fn interrupt_and_assert_torn_down(&self, child: Child) {
+        // SAFETY: kill(2) on our own child, not yet reaped (finish() reaps it).
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let r = finish(child);
+        self.record(&r);
+        assert_eq!(r.code, 130, "{}", r.explain());
+        assert!(
+            r.stderr.to_lowercase().contains("interrupt"),
+            "{}",
+            r.explain()
+        );
+        self.assert_nothing_left();
+        let h = self.firedup(&["history", "--json"]);
+        assert!(h.stdout.contains("interrupted"), "{}", h.explain());
+    }
+
     /// `firedup watch --json --from-start --log LOG` (bounded), recorded.
     pub fn watch_log(&self) -> Run {
         let r = self.firedup(&[
@@ -438,11 +501,38 @@ pub fn assert_verdict(r: &Run, code: i32, verdict: &str, signature: Option<&str>
     );
 }
 
-/// `args` with `-c` (the context size, in tokens) set to `tokens`.
+/// `cmd` spawned, its stdin empty, its stdout and stderr piped.
+fn piped(mut cmd: Command) -> Child {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd.spawn().expect("firedup starts")
+}
+
+/// `args` with the context size in tokens (llama-server's `-c`, llama-cpp-python's `--n_ctx`)
+/// set to `tokens`.
 pub fn with_context(mut args: Vec<String>, tokens: u64) -> Vec<String> {
-    let at = args.iter().position(|a| a == "-c").unwrap();
+    let at = args
+        .iter()
+        .position(|a| a == "-c" || a == "--n_ctx")
+        .unwrap();
     args[at + 1] = tokens.to_string();
     args
+}
+
+/// Whether this host could map and touch `gib` GiB (memory and swap near it, or overcommit
+/// always on): a case that needs the allocation to fail is not run there.
+pub fn host_could_map(gib: u64) -> bool {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let kib = |key: &str| -> u64 {
+        meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.split_whitespace().next()?.parse().ok())
+            .unwrap_or(u64::MAX / 4)
+    };
+    let overcommit = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").unwrap_or_default();
+    kib("MemTotal:").saturating_add(kib("SwapTotal:")) > (gib * 3 / 4) << 20
+        || overcommit.trim() == "1"
 }
 
 /// A FIFO in the work dir: a model file whose reader waits until someone writes it.
