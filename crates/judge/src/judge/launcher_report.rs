@@ -187,7 +187,7 @@ fn trailing_number(name: &str) -> Option<u32> {
 /// subprocess (the detokenizer) is no rank.
 fn sglang(text: &str) -> Option<Report> {
     if let Some(at) = text.find(" scheduler died during initialization (exit code: ") {
-        let rank = u32::try_from(trailing_number(&text[..at])?).ok()?;
+        let rank = trailing_number(&text[..at])?;
         let exit = number_after(&text[at..], "(exit code: ").map(python_exit);
         return Some(Report::Ended { rank, exit });
     }
