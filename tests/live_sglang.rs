@@ -478,3 +478,25 @@ fn the_scheduler_killed_while_loading_is_rank_0s_sigkill_and_leaves_nothing() {
     });
     assert_gone(&tree, &r);
 }
+
+#[test]
+fn a_stopped_server_is_stalled_and_torn_down() {
+    let Some(s) = sglang() else { return };
+    let env = Env::new();
+    let (child, events) = spawn_run(
+        &env,
+        &["--timeout", "10m", "--stall", "40s"],
+        &s.serve(&s.model, free_port(), &[]),
+    );
+    let pid = wait_event(&events, "\"kind\":\"started\"").expect("started");
+    // Once the scheduler runs, every process of the tree stopped: nothing prints, nothing runs.
+    wait_until(BOUND, || titled(&tree_of(pid), "sglang::scheduler")).expect("the scheduler starts");
+    let tree = tree_of(pid);
+    for p in &tree {
+        unsafe { libc::kill(*p as i32, libc::SIGSTOP) };
+    }
+    let r = finish(child);
+    let _stop = stopper(&env, &r);
+    assert_eq!(r.verdict(), "stalled", "{}", r.explain());
+    assert_gone(&tree, &r);
+}
