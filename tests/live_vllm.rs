@@ -19,10 +19,11 @@ use std::process::{Command, Stdio};
 
 use common::bounded::run_bounded;
 use common::cgroup::{in_cgroup, limited_cgroup, oom_kills};
-use common::vllm::{
-    BOUND, Vllm, alive, assert_gone, check, finish, firedup, line, run, server_env, spawn_run,
-    stopper, titled, to_run, tree_of, vllm, wait_event, wait_until,
+use common::live::{
+    BOUND, alive, assert_gone, check, finish, line, stopper, titled, to_run, tree_of, wait_event,
+    wait_until,
 };
+use common::vllm::{Vllm, firedup, run, server_env, spawn_run, vllm};
 use common::{Env, Run, free_port};
 
 // ------------------------------------------------------------------------- ready and stop

@@ -1,6 +1,6 @@
 //! Which real-server test groups must run rather than say "not run": `FIREDUP_TEST_REQUIRE_SERVERS`
 //! is `1` (every group) or the names of the groups, separated by commas or spaces (`vllm`,
-//! `llamacpp`, `llama-cpp-python`). `.ci/run` names each group whose server it installed, so a
+//! `sglang`, `llamacpp`, `llama-cpp-python`). `.ci/run` names each group whose server it installed, so a
 //! block skipped with its `FIREDUP_CI_...=0` leaves that group "not run" instead of failing it.
 
 /// Whether the group `group` must run (its inputs missing is then a failure).

@@ -8,7 +8,8 @@
 //! `Engine core proc EngineCore_DP0 died unexpectedly`, `MPClient: engine core exited unexpectedly`
 //! and `Failed core proc(s): {'EngineCore_DP0':
 //! -9}`; sglang's `Rank
-//! 0 scheduler is dead` and its `Exit code: -9`; `srun: error: NODE: task 1: Exited with exit code
+//! 0 scheduler is dead` and its `Exit code: -9`, `Rank 0 scheduler died during initialization
+//! (exit code: -9)` and `Subprocess scheduler_0 (pid=N) crashed with exit code -9`; `srun: error: NODE: task 1: Exited with exit code
 //! 7` and `tasks 0-3: Killed`. A negative exit code (Python's and torchrun's way) is a signal.
 
 use crate::verdict::ExitInfo;
@@ -179,8 +180,23 @@ fn trailing_number(name: &str) -> Option<u32> {
     digits.parse::<u32>().ok()
 }
 
-/// sglang's launcher: `Rank 0 scheduler is dead` (its `Exit code: N` follows on the next line).
+/// sglang's launcher: `Rank 0 scheduler is dead` (its `Exit code: N` follows on the next line);
+/// sglang 0.5's `Rank 0 scheduler died during initialization (exit code: -9)` (engine.py, raised
+/// when a scheduler dies while loading) and its subprocess watchdog's `Subprocess scheduler_0
+/// (pid=N) crashed with exit code -9` (once serving; the scheduler's index is its rank). Another
+/// subprocess (the detokenizer) is no rank.
 fn sglang(text: &str) -> Option<Report> {
+    if let Some(at) = text.find(" scheduler died during initialization (exit code: ") {
+        let rank = trailing_number(&text[..at])?;
+        let exit = number_after(&text[at..], "(exit code: ").map(python_exit);
+        return Some(Report::Ended { rank, exit });
+    }
+    if let Some(at) = text.find("Subprocess scheduler_") {
+        let rest = &text[at + 21..];
+        let rank = u32::try_from(leading_number(rest)?).ok()?;
+        let exit = number_after(rest, ") crashed with exit code ").map(python_exit);
+        return Some(Report::Ended { rank, exit });
+    }
     let at = text.find(" scheduler is dead")?;
     let before = &text[..at];
     let digits = before.rsplit(' ').next()?;
@@ -417,6 +433,28 @@ mod tests {
                 "(APIServer pid=2237126) ERROR 08-31 22:41:18 [multiproc_executor.py:340] Exit code: -9",
                 true,
                 Some(Report::ExitOfLast(ExitInfo::signal(9, false))),
+            ),
+            // sglang 0.5.23 (recorded, tests/live_sglang.rs): the scheduler SIGKILLed while
+            // loading, then once serving.
+            (
+                "RuntimeError: Rank 0 scheduler died during initialization (exit code: -9). If exit code is -9 (SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.",
+                false,
+                ended(0, sig(9)),
+            ),
+            (
+                "[2026-12-04 19:28:35] Subprocess scheduler_0 (pid=26761) crashed with exit code -9. Triggering SIGQUIT for cleanup...",
+                false,
+                ended(0, sig(9)),
+            ),
+            (
+                "[2026-12-04 19:28:35] Subprocess scheduler_1 (pid=26762) crashed with exit code 1. Triggering SIGQUIT for cleanup...",
+                false,
+                ended(1, code(1)),
+            ),
+            (
+                "[2026-12-04 19:28:35] Subprocess detokenizer (pid=26763) crashed with exit code -9. Triggering SIGQUIT for cleanup...",
+                false,
+                None,
             ),
             (
                 "srun: error: cn-0013: task 0: Exited with exit code 127",

@@ -276,6 +276,41 @@ fn live_rank_endings_and_stacks_name_the_rank_the_log_cannot() {
 }
 
 #[test]
+fn an_sglang_scheduler_killed_by_the_oom_killer_while_loading_is_oom_killed() {
+    use Signature::*;
+    use Verdict::*;
+    // sglang 0.5.23 (engine.py): the EOFError of the dead scheduler's pipe, then the rank's
+    // report; the cgroup's OOM counter (or the kernel's line) was seen, and the scheduler's own
+    // SIGKILL live.
+    let log = "[2026-12-04 19:29:53] Memory baseline taken. mem usage=0.00 GB\n\
+               Traceback (most recent call last):\n\
+                 File \"/usr/lib/python3.11/multiprocessing/connection.py\", line 399, in _recv\n\
+                   raise EOFError\n\
+               EOFError\n\
+               \n\
+               During handling of the above exception, another exception occurred:\n\
+               \n\
+               Traceback (most recent call last):\n\
+                 File \"/venv/lib/python3.11/site-packages/sglang/srt/entrypoints/engine.py\", line 2029, in _wait_for_scheduler_ready\n\
+                   raise _scheduler_died_error(i, scheduler_procs[i])\n\
+               RuntimeError: Rank 0 scheduler died during initialization (exit code: -9). If exit code is -9 (SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.";
+    let got = judge_in(
+        Mode::UntilReady,
+        log,
+        &[
+            Extra::Oom(2),
+            Extra::RankEnded(2, 0, ExitInfo::signal(9, false)),
+        ],
+        code(1),
+    );
+    check(
+        "sglang scheduler OOM-killed while loading",
+        &got,
+        &want(Killed, Some(OomKilled), Some(0), Some(12), signal(9)),
+    );
+}
+
+#[test]
 fn a_clean_job_whose_ranks_all_exit_0_succeeds() {
     let log = "rank 0: done\nrank 1: done\n";
     let got = judge(
@@ -374,6 +409,40 @@ fn other_launchers_report_the_rank_that_ended() {
              [2026-02-27 15:27:12] Rank 0 scheduler is dead. Please check if there are relevant logs.\n\
              [2026-02-27 15:27:12] Exit code: -9\n\
              [2026-02-27 15:27:13] Received sigquit from a child process. It usually means the child failed.",
+            signal(9),
+            want(Killed, Some(Sigkill), Some(0), Some(2), signal(9)),
+        ),
+        (
+            // sglang 0.5.23 (recorded): the scheduler SIGKILLed while loading; the launcher's
+            // EOFError from the scheduler's pipe comes first, then engine.py's RuntimeError names
+            // the rank and its exit code.
+            "sglang 0.5 scheduler SIGKILLed while loading",
+            "[2026-12-04 19:29:53] Memory baseline taken. mem usage=0.00 GB\n\
+             [2026-12-04 19:29:53] kill_process_tree called: parent_pid=27424, include_parent=False, pid=27424\n\
+             Traceback (most recent call last):\n\
+               File \"/venv/lib/python3.11/site-packages/sglang/srt/entrypoints/engine.py\", line 2027, in _wait_for_scheduler_ready\n\
+                 data = scheduler_pipe_readers[i].recv()\n\
+               File \"/usr/lib/python3.11/multiprocessing/connection.py\", line 399, in _recv\n\
+                 raise EOFError\n\
+             EOFError\n\
+             \n\
+             During handling of the above exception, another exception occurred:\n\
+             \n\
+             Traceback (most recent call last):\n\
+               File \"/venv/lib/python3.11/site-packages/sglang/srt/entrypoints/engine.py\", line 2029, in _wait_for_scheduler_ready\n\
+                 raise _scheduler_died_error(i, scheduler_procs[i])\n\
+             RuntimeError: Rank 0 scheduler died during initialization (exit code: -9). If exit code is -9 (SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.",
+            code(1),
+            want(Killed, Some(Sigkill), Some(0), Some(15), signal(9)),
+        ),
+        (
+            // sglang 0.5.23's subprocess watchdog, once serving (recorded).
+            "sglang 0.5 scheduler SIGKILLed after ready",
+            "[2026-12-04 19:28:32] The server is fired up and ready to roll!\n\
+             [2026-12-04 19:28:35] Subprocess scheduler_0 (pid=26761) crashed with exit code -9. Triggering SIGQUIT for cleanup...\n\
+             [2026-12-04 19:28:35] SIGQUIT received. signum=None, frame=None. It usually means one child failed.\n\
+             [2026-12-04 19:28:40] No live scheduler processes found; skipping py-spy and CUDA coredump.\n\
+             [2026-12-04 19:28:40] kill_process_tree called: parent_pid=26582, include_parent=True, pid=26582",
             signal(9),
             want(Killed, Some(Sigkill), Some(0), Some(2), signal(9)),
         ),

@@ -8,7 +8,8 @@
 //!    rank when that rank's own error was an echo of a peer's end: a launcher may list a healthy
 //!    rank first), or by no rank in particular before the launcher reported that ending, is
 //!    `failed` with that cause; lines printed after the launcher was sent a signal are its
-//!    consequences;
+//!    consequences, and a traceback chain that ends in a report of a rank's ending is that
+//!    report (not a cause);
 //! 2. the launcher sent a signal before any rank failed: `killed` with that signal's signature;
 //! 3. the first rank that failed printed only a collective error (its peer ended or stalled
 //!    first): `failed` with that echo's signature, naming the rank that was outside the
@@ -136,10 +137,21 @@ impl Judge {
         failed: Option<&RankEnding>,
     ) -> Option<Evidence> {
         let signal_line = self.ranks.launcher_signal.as_ref().map(|s| s.line.number);
+        // A traceback chain whose exception reports a rank's ending is that report: the
+        // exceptions chained before it are how the launcher noticed (sglang 0.5's EOFError from a
+        // dead scheduler's pipe, then "Rank 0 scheduler died during initialization (exit code:
+        // -9)").
+        let reporting_chains: Vec<u32> = self
+            .evidence
+            .iter()
+            .filter(|e| self.ranks.is_report_line(e.line.number))
+            .filter_map(|e| e.chain)
+            .collect();
         let counts = |e: &&Evidence| {
             if e.hit.strength == Strength::Echo
                 || e.hit.signature.is_some_and(|s| s.is_signal_class())
                 || signal_line.is_some_and(|l| e.line.number > l)
+                || e.chain.is_some_and(|c| reporting_chains.contains(&c))
             {
                 return false;
             }
