@@ -17,7 +17,7 @@
 //! record) is awaited (bounded) and only then the exit is observed: a fatal line written just
 //! before death is never missed.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use crate::dirwatch::{self, DirSubscription};
 use crate::follow::{FollowEventRef, LogFollower};
-use crate::judge::{LogState, Observation};
+use crate::judge::Observation;
 use crate::launched_log;
 use crate::lines::clean_text;
 use crate::plan::ProbePlan;
@@ -35,9 +35,11 @@ use crate::target::Target;
 use crate::verdict::ExitInfo;
 
 mod kernel_log;
+mod log_state_words;
 mod oom_evidence;
 mod rank_watch;
 mod wake_sources;
+pub(crate) use log_state_words::describe_state;
 use oom_evidence::OomWitness;
 use rank_watch::RankWatch;
 use wake_sources::{rearm, spawn_exit_report, spawn_exit_watch, spawn_notify};
@@ -489,23 +491,5 @@ fn follow_observation(ev: FollowEventRef<'_>) -> Observation {
             text: clean_text(line.bytes).into_owned(),
         },
         FollowEventRef::State(s) => Observation::Log(s),
-    }
-}
-
-/// A log state change, in words, for the progress display.
-pub(crate) fn describe_state(s: &LogState, path: &Path) -> String {
-    use crate::judge::LogState::*;
-    match s {
-        Missing { dir_exists: true } => format!("log {} does not exist (yet)", path.display()),
-        Missing { dir_exists: false } => {
-            format!("log {} does not exist, nor its directory", path.display())
-        }
-        Readable => format!("following {}", path.display()),
-        Truncated => format!(
-            "log {} was truncated; reading from its start",
-            path.display()
-        ),
-        Rotated => format!("log {} was rotated; following the new file", path.display()),
-        Unreadable(r) => format!("cannot read log {}: {r}", path.display()),
     }
 }
