@@ -181,6 +181,29 @@ pub struct History {
     pub path: PathBuf,
 }
 
+/// Puts the database in WAL mode unless it is already (the mode is kept in the file). Switching
+/// needs the database to itself, and SQLite answers "database is locked" at once, without its
+/// busy handler, while another connection opens the new file too (several firedup runs that
+/// start together on a fresh history): that is retried within the busy timeout.
+fn use_wal(conn: &Connection) -> rusqlite::Result<()> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+        if mode.eq_ignore_ascii_case("wal") {
+            return Ok(());
+        }
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
+}
+
 impl History {
     /// Opens (creating and migrating if needed) the database at `path`.
     pub fn open(path: &Path) -> Result<History> {
@@ -214,8 +237,7 @@ impl History {
                 path.display()
             );
         }
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(unreadable)?;
+        use_wal(&conn).map_err(unreadable)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(unreadable)?;
         // Checkpointing the WAL into the database on every close costs fsyncs on every run;

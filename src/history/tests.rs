@@ -235,6 +235,32 @@ fn migrating_an_existing_version_zero_file_keeps_nothing_lost() {
     assert_eq!(n, 1);
 }
 
+/// Many firedup runs starting together on a history that does not exist yet: each opens it
+/// (one creates it and switches it to WAL while the others open it too) and none is refused.
+#[test]
+fn many_runs_opening_a_new_history_at_once_are_all_let_in() {
+    for round in 0..30 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.sqlite");
+        let openers = 8;
+        let start = std::sync::Barrier::new(openers);
+        let opened: Vec<std::result::Result<(), String>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..openers)
+                .map(|_| {
+                    s.spawn(|| {
+                        start.wait();
+                        History::open(&path).map(|_| ()).map_err(|e| e.to_string())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for r in opened {
+            assert!(r.is_ok(), "round {round}: {r:?}");
+        }
+    }
+}
+
 #[test]
 fn concurrent_writers_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
