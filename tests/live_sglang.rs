@@ -21,8 +21,8 @@ use std::process::{Child, Command, Stdio};
 
 use common::bounded::run_bounded;
 use common::live::{
-    BOUND, alive, assert_gone, check, finish, line, stopper, titled, to_run, tree_of, wait_event,
-    wait_until,
+    BOUND, OtherHttpServer, alive, assert_gone, check, finish, line, stopper, titled, to_run,
+    tree_of, wait_event, wait_until,
 };
 use common::{Env, Run, free_port};
 
@@ -243,30 +243,14 @@ fn port_taken_by_another_http_server_is_port_in_use_with_the_probe_on() {
     let env = Env::new();
     let port = free_port();
     // Another HTTP server on the port: its 404 on /health must not decide.
-    let mut other = Command::new("python3")
-        .args([
-            "-m",
-            "http.server",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-        ])
-        .current_dir(env.work.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_until(BOUND, || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).ok()
-    });
+    let other = OtherHttpServer::start(&env, port);
     let r = run(
         &env,
         &["run", "--json", "--timeout", "10m"],
         &s.serve(&s.model, port, &[]),
     );
     let _stop = stopper(&env, &r);
-    let _ = other.kill();
-    let _ = other.wait();
+    drop(other);
     check(&r, "failed", Some("port_in_use"), "address already in use");
 }
 

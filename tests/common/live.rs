@@ -165,3 +165,38 @@ pub fn assert_gone(pids: &[u32], r: &Run) {
         r.explain()
     );
 }
+
+/// Another HTTP server (`python3 -m http.server`) holding `port` on 127.0.0.1, answering once this
+/// returns (bounded); killed and reaped on drop.
+pub struct OtherHttpServer(Child);
+
+impl OtherHttpServer {
+    pub fn start(env: &Env, port: u16) -> OtherHttpServer {
+        let child = std::process::Command::new("python3")
+            .args([
+                "-m",
+                "http.server",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+            ])
+            .current_dir(env.work.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let other = OtherHttpServer(child);
+        let answering = wait_until(BOUND, || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).ok()
+        });
+        assert!(answering.is_some(), "http.server never answered on {port}");
+        other
+    }
+}
+
+impl Drop for OtherHttpServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
