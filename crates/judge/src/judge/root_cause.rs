@@ -17,6 +17,11 @@
 //! 4. the first rank that failed ended by a signal: `killed`, with the signal's signature;
 //! 5. it exited (even with 0) while its peers still needed it: `failed` with `rank_exited`.
 //!
+//! The first rank that failed is the first whose failure was learned, except that a rank stopped
+//! by SIGTERM (SIGINT, SIGHUP) moments before another rank's failure was learned is that failure's
+//! consequence. A rank whose status was lost (its parent reaped it first: vLLM's "exit code:
+//! None") in a run where the OOM killer killed a process ended by the OOM killer's SIGKILL.
+//!
 //! `exit` is the root-cause rank's exit where it is known, else the process's.
 
 use std::time::Duration;
@@ -25,10 +30,17 @@ use super::Judge;
 use super::cause::Evidence;
 use super::decide::{Decision, LineFailure};
 use super::output::Event;
-use super::ranks::RankEnding;
+use super::ranks::{EndingSource, RankEnding};
 use crate::classify::{Hit, Strength};
 use crate::mode::Mode;
 use crate::verdict::{ExitInfo, Signature, Verdict, signal_name};
+
+/// How soon after a rank stopped by SIGTERM (SIGINT, SIGHUP) another rank's failure may be
+/// learned and still be the first failure: a launcher stops the other ranks within moments of
+/// reaping a dead one, and one watcher thread may run later than another on a loaded machine;
+/// a launcher's grace before it SIGKILLs a rank that ignored the SIGTERM is longer (torchrun's is
+/// 30 s).
+const STOPPED_AFTER_PEER: Duration = Duration::from_secs(2);
 
 /// The signature of an end by signal `sig` (`oom`: the kernel's OOM killer was seen).
 pub(super) fn signal_signature(sig: i32, oom: bool) -> Option<Signature> {
@@ -60,11 +72,11 @@ impl Judge {
         // can still succeed).
         let clean_exit = exit.is_some_and(|e| e.code == Some(0));
         let server_lost_a_rank =
-            self.cfg.mode == Mode::UntilReady && self.ranks.first_failed().is_some();
+            self.cfg.mode == Mode::UntilReady && self.first_failed_rank().is_some();
         if !self.ranks.any_ending() || (clean_exit && !server_lost_a_rank) {
             return false;
         }
-        let failed = self.ranks.first_failed().cloned();
+        let failed = self.first_failed_rank();
         // The first rank to fail is the one whose failure the log shows first (a fatal line or a
         // traceback's exception line that is no echo): the log orders the ranks' prints finer than
         // a launcher does (torchrun stamps failures in whole seconds and names the lowest rank of
@@ -198,6 +210,34 @@ impl Judge {
             .and_then(|e| e.rank)
     }
 
+    /// The first rank that failed: the first failed ending learned, unless that rank was
+    /// stopped (SIGTERM, SIGINT, SIGHUP: most often its launcher's doing once another rank
+    /// died) and a rank that failed otherwise (another signal, an exit code, or a lost status
+    /// where the OOM killer was seen) and printed no echo was learned within
+    /// [`STOPPED_AFTER_PEER`]: the order of two endings that close is only the order in which
+    /// firedup's watchers ran (the launcher reaps the dead rank and stops the other at once).
+    fn first_failed_rank(&self) -> Option<RankEnding> {
+        let first = self.ranks.first_failed()?;
+        let stopped = |e: &RankEnding| {
+            e.exit
+                .and_then(|x| x.effective_signal())
+                .is_some_and(|s| matches!(s, 1 | 2 | 15))
+        };
+        if !stopped(first) {
+            return Some(first.clone());
+        }
+        let failed_otherwise = |e: &&RankEnding| {
+            e.source != EndingSource::OtherFailure
+                && !e.clean()
+                && !stopped(e)
+                && (e.exit.is_some() || self.oom.is_some())
+                && e.at <= first.at + STOPPED_AFTER_PEER
+                && self.echo_of(e.rank).is_none()
+        };
+        let root = self.ranks.endings.iter().find(failed_otherwise);
+        Some(root.unwrap_or(first).clone())
+    }
+
     /// The most specific echo that `rank` printed (a collective error: its peer went first).
     fn echo_of(&self, rank: u32) -> Option<Evidence> {
         self.evidence
@@ -283,10 +323,20 @@ impl Judge {
             None => "as seen live".to_string(),
         };
         let line = f.line.clone().or_else(|| self.last_line.clone());
-        let rank_exit = f.exit.or(exit);
-        if let Some(sig) = f.exit.and_then(|e| e.effective_signal()) {
+        // A rank whose status nobody could read (vLLM's "exit code: None": its parent reaped it
+        // first) in a run where the OOM killer killed a process: the OOM killer kills by
+        // SIGKILL, and a process it killed ends at once; that end is this rank's.
+        let (rank_status, lost) = match (f.exit, &self.oom) {
+            (None, Some(_)) => (Some(ExitInfo::signal(9, false)), true),
+            (status, _) => (status, false),
+        };
+        let rank_exit = rank_status.or(exit);
+        if let Some(sig) = rank_status.and_then(|e| e.effective_signal()) {
             let signature = signal_signature(sig, self.oom.is_some());
             let oom = match (&self.oom, signature) {
+                (Some(o), Some(Signature::OomKilled)) if lost => format!(
+                    " (its status was lost, but the OOM killer killed a process of the run, always by SIGKILL: {o})"
+                ),
                 (Some(o), Some(Signature::OomKilled)) => format!(" (OOM killer: {o})"),
                 _ => String::new(),
             };
