@@ -704,8 +704,10 @@ fn a_vllm_worker_whose_status_was_lost_is_oom_killed_where_the_run_saw_an_oom_ki
         let got = judge_in(Mode::UntilReady, log, &extra, Some(ExitInfo::code(1)));
         check(&format!("oom evidence before line {oom_at:?}"), &got, &w);
         assert_eq!(
-            got.reason
-                .contains("its status was lost, but the OOM killer killed a process of the run"),
+            got.reason.contains(
+                "rank 0 ended with an unknown status as the launcher reported (line 2) (its parent \
+                 reaped it first), and the OOM killer, which kills by SIGKILL, killed a process"
+            ),
             oom_at.is_some(),
             "{}",
             got.reason

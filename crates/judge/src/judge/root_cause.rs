@@ -333,17 +333,21 @@ impl Judge {
         let rank_exit = rank_status.or(exit);
         if let Some(sig) = rank_status.and_then(|e| e.effective_signal()) {
             let signature = signal_signature(sig, self.oom.is_some());
-            let oom = match (&self.oom, signature) {
-                (Some(o), Some(Signature::OomKilled)) if lost => format!(
-                    " (its status was lost, but the OOM killer killed a process of the run, always by SIGKILL: {o})"
+            let how = match (&self.oom, signature) {
+                (Some(o), _) if lost => format!(
+                    "ended with an unknown status {seen} (its parent reaped it first), and the OOM killer, which kills by SIGKILL, killed a process of the run ({o})"
                 ),
-                (Some(o), Some(Signature::OomKilled)) => format!(" (OOM killer: {o})"),
-                _ => String::new(),
+                (Some(o), Some(Signature::OomKilled)) => {
+                    format!(
+                        "was killed by {} {seen} (OOM killer: {o})",
+                        signal_name(sig)
+                    )
+                }
+                _ => format!("was killed by {} {seen}", signal_name(sig)),
             };
             let reason = format!(
-                "killed: rank {} was killed by {} {seen}{oom}, and no rank printed a cause before it{}; {launcher}",
+                "killed: rank {} {how}, and no rank printed a cause before it{}; {launcher}",
                 f.rank,
-                signal_name(sig),
                 signature
                     .map(|s| format!(": {}", s.hint()))
                     .unwrap_or_default()
