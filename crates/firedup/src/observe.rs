@@ -27,18 +27,19 @@ use crate::dirwatch::{self, DirSubscription};
 use crate::follow::{FollowEventRef, LogFollower};
 use crate::judge::Observation;
 use crate::launched_log;
-use crate::lines::clean_text;
 use crate::plan::ProbePlan;
 use crate::process;
 use crate::rundir::ExitRecord;
 use crate::target::Target;
 use crate::verdict::ExitInfo;
 
+mod followed_line;
 mod kernel_log;
 mod log_state_words;
 mod oom_evidence;
 mod rank_watch;
 mod wake_sources;
+use followed_line::follow_observation;
 pub(crate) use log_state_words::describe_state;
 use oom_evidence::OomWitness;
 use rank_watch::RankWatch;
@@ -63,6 +64,8 @@ enum Wake {
 
 /// The safety-net poll, for file systems without inotify.
 pub(crate) const SAFETY_POLL: Duration = Duration::from_secs(1);
+/// How long a run's exit waits for its supervisor's exit record and for the watchers of ranks
+/// that ended to report them.
 const EXIT_RECORD_WAIT: Duration = Duration::from_secs(2);
 
 /// What the observer needs besides the target.
@@ -274,6 +277,14 @@ impl LocalObserver {
         // The process is gone: drain the log, then learn the exit status.
         if let (Some(gone), false, false) = (self.process_gone_at, self.exit_reported, self.backlog)
         {
+            // A rank's end its watcher reported just now is taken before the run's exit.
+            let unreported = self.ranks.ends_unreported();
+            while let Ok(w) = self.rx.try_recv() {
+                self.take(w);
+            }
+            for o in std::mem::take(&mut self.pending) {
+                out.push((self.now(), o));
+            }
             if let Some(followed) = self.following {
                 // A followed daemon is gone: the run lives on in another of its processes, or
                 // this is the run's exit (its status is not ours to learn: not our child).
@@ -290,10 +301,8 @@ impl LocalObserver {
                     .exit_record
                     .clone()
                     .or_else(|| self.target.run.as_ref().and_then(|r| r.exit()));
-                if record.is_some()
-                    || self.target.run.is_none()
-                    || gone.elapsed() >= EXIT_RECORD_WAIT
-                {
+                let known = record.is_some() || self.target.run.is_none();
+                if (known && !unreported) || gone.elapsed() >= EXIT_RECORD_WAIT {
                     let exit: Option<ExitInfo> = record.and_then(|r| r.exit);
                     // A launcher that exits 0 while processes of the run live on daemonized:
                     // in server mode that is not the run's exit.
@@ -479,17 +488,5 @@ impl Drop for LocalObserver {
     fn drop(&mut self) {
         // The subscriptions end with the fields (the last one of a directory unwatches it).
         self.stop.store(true, Ordering::Relaxed);
-    }
-}
-
-/// The observation of what the follower found: a line's text is copied once, cleaned (the
-/// judge keeps it).
-fn follow_observation(ev: FollowEventRef<'_>) -> Observation {
-    match ev {
-        FollowEventRef::Line(line) => Observation::Line {
-            number: line.number,
-            text: clean_text(line.bytes).into_owned(),
-        },
-        FollowEventRef::State(s) => Observation::Log(s),
     }
 }

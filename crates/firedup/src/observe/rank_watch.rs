@@ -52,6 +52,8 @@ const PY_SPY_BOUND: Duration = Duration::from_secs(10);
 struct Watched {
     rank: u32,
     pid: u32,
+    /// Its start time: a pid reused by another process is not this rank alive.
+    start: u64,
     /// Named by its title (not its environment): never found to be a launcher.
     by_title: bool,
     /// Set when the process is found to be a launcher after all, or has ended.
@@ -149,7 +151,16 @@ impl RankWatch {
     fn live(&self) -> impl Iterator<Item = &Watched> {
         self.watched
             .iter()
-            .filter(|w| !w.done.load(Ordering::Relaxed))
+            .filter(|w| !w.done.load(Ordering::Acquire))
+    }
+
+    /// Whether a watched rank has ended but its watcher has not reported it yet (its thread has
+    /// not run since, on a loaded machine): the run's exit waits for it, so the judge knows every
+    /// rank's end that came before the run's (a launcher reaps its dead rank, stops the others
+    /// and exits at once).
+    pub(super) fn ends_unreported(&self) -> bool {
+        self.live()
+            .any(|w| !process::is_alive(w.pid, Some(w.start)))
     }
 
     /// When the observer should be collected for the next scan or stack comparison, if any.
@@ -269,7 +280,8 @@ impl RankWatch {
         if self.watched.iter().any(|w| w.pid == pid) || self.watched.len() >= MAX_RANKS {
             return;
         }
-        let Some(ending) = Ending::open(pid, self.seen[&pid].start) else {
+        let start = self.seen[&pid].start;
+        let Some(ending) = Ending::open(pid, start) else {
             return;
         };
         let done = Arc::new(AtomicBool::new(false));
@@ -283,6 +295,7 @@ impl RankWatch {
         self.watched.push(Watched {
             rank,
             pid,
+            start,
             by_title,
             done,
         });
@@ -412,7 +425,7 @@ fn spawn_end_watch(
                 });
             }
             // After the report: whoever sees `done` also sees what was sent.
-            done.store(true, Ordering::Relaxed);
+            done.store(true, Ordering::Release);
         }
     });
 }
