@@ -318,9 +318,15 @@ impl Judge {
         launcher: &str,
         events: &mut Vec<Event>,
     ) {
-        let seen = match &f.line {
-            Some(l) => format!("as the launcher reported (line {})", l.number),
-            None => "as seen live".to_string(),
+        let seen = match (&f.line, f.source) {
+            (Some(l), EndingSource::Live) => {
+                format!(
+                    "as seen live (its launcher reported the end at line {})",
+                    l.number
+                )
+            }
+            (Some(l), _) => format!("as the launcher reported (line {})", l.number),
+            (None, _) => "as seen live".to_string(),
         };
         let line = f.line.clone().or_else(|| self.last_line.clone());
         // A rank whose status nobody could read (vLLM's "exit code: None": its parent reaped it
