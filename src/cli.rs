@@ -21,7 +21,7 @@ use firedup::host::{Host, LocalHost, LogFrom, SlurmHost, SlurmLoginHost, SshHost
     name = "firedup",
     version,
     about = "Launch or attach to a slow-starting server or job and end with one verdict that cannot be mistaken.",
-    after_help = "Verdicts and exit codes: ready 0, succeeded 0, failed 1, usage error 2, exited 3, killed 4, never_started 5, stalled 6, timed_out 124, monitor_error 7."
+    after_help = "Verdicts and exit codes: ready 0, succeeded 0, failed 1, usage error 2, exited 3, killed 4, never_started 5, stalled 6, timed_out 124, monitor_error 7; `watch --for` with no verdict yet: pending 75."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -94,6 +94,11 @@ pub enum Command {
         /// it and exits 130).
         #[arg(long)]
         keep: bool,
+        /// Launch, print the run (id, log, pid; JSON with `verdict` null under --json) once the
+        /// command has started, and exit 0 without watching: `firedup watch RUN_ID --for
+        /// DURATION` waits for the verdict in steps.
+        #[arg(long, conflicts_with_all = ["then", "notify"])]
+        detach: bool,
         /// Give the command a NOTIFY_SOCKET (sd_notify) and count `READY=1` as a readiness
         /// condition; `STATUS=` is shown, `EXTEND_TIMEOUT_USEC=` moves the deadline.
         #[arg(long)]
@@ -148,6 +153,10 @@ pub enum Command {
         /// already holds something is refused unless it predates the watched process.
         #[arg(long = "from-start")]
         from_start: bool,
+        /// Wait at most this long: with no verdict by then, report `pending` (exit 75) with the
+        /// phase, the elapsed time and the ETA, and leave the server as it is.
+        #[arg(long = "for", value_name = "DURATION")]
+        for_: Option<String>,
         #[command(flatten)]
         remote: RemoteArgs,
     },
@@ -200,7 +209,7 @@ pub enum Command {
     /// Run the same launch under a grid of env vars, flags and arguments: every cell to a
     /// verdict, a bench on ready cells, verified teardown between cells, a grouped table.
     #[command(
-        after_help = "Exit codes: 0 every run became ready (or succeeded), 1 some did not, 7 the matrix stopped on a machine left dirty (or firedup itself failed on a cell), 130 interrupted (Ctrl-C), 2 usage error. Worked example: docs/matrix.md."
+        after_help = "Exit codes: 0 every run became ready (or succeeded), 1 some did not, 7 the matrix stopped on a machine left dirty (or firedup itself failed on a cell), 130 interrupted (Ctrl-C; 143 SIGTERM, 129 SIGHUP), 2 usage error. Worked example: docs/matrix.md."
     )]
     Matrix {
         #[command(flatten)]
@@ -309,6 +318,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
             cwd,
             then,
             keep,
+            detach,
             notify,
             grace,
             slurm,
@@ -334,6 +344,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 cwd,
                 then,
                 keep,
+                detach,
                 notify,
                 grace,
                 name,
@@ -354,6 +365,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
             slurm_job,
             from_end,
             from_start,
+            for_,
             remote,
         } => {
             let job = match slurm_job {
@@ -363,16 +375,23 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 }),
                 None => None,
             };
+            let bound = match for_ {
+                Some(d) => Some(parse_duration(&d).map_err(|e| anyhow::anyhow!("--for: {e}"))?),
+                None => None,
+            };
             crate::watch_cmd::watch(
-                run_host(&remote, run_id.as_deref())?.as_ref(),
+                run_host(&remote, run_id.as_deref())?,
                 &judge,
                 job,
-                run_id,
-                log,
-                pid,
-                LogFrom {
-                    start: from_start,
-                    end: from_end,
+                crate::watch_cmd::WatchArgs {
+                    run_id,
+                    log,
+                    pid,
+                    from: LogFrom {
+                        start: from_start,
+                        end: from_end,
+                    },
+                    bound,
                 },
             )
         }

@@ -5,12 +5,14 @@
 
 mod cli;
 mod closed_pipe;
+mod detach;
 mod hidden_commands;
 mod history;
 mod history_cmd;
-mod interrupt;
+mod interrupted;
 mod judge_args;
 mod matrix;
+mod pending;
 mod profiles_cmd;
 mod prune;
 mod report;

@@ -289,15 +289,6 @@ impl Progress for HeartbeatProgress {
     fn finish(&mut self) {}
 }
 
-/// The final block for people.
-/// The teardown note of a run left running after `monitor_error`, with the commands to go on.
-pub fn left_running_after_monitor_error(run_id: &str) -> String {
-    format!(
-        "left running: firedup could not watch it, so it cannot tell whether the server works; \
-         re-attach with `firedup watch {run_id}`, stop it with `firedup stop {run_id}`"
-    )
-}
-
 pub fn render_final(o: &Outcome, teardown: Option<&str>) -> String {
     let mut s = String::new();
     // The signature and, in a multi-process launch, the rank where the root cause happened.
@@ -448,3 +439,34 @@ pub(crate) fn arrangement() -> comfy_table::ContentArrangement {
 
 #[cfg(test)]
 mod tests;
+
+/// A verdict reached before any watch could start: firedup could not reach or use the host.
+pub fn transport_verdict(json: bool, host: Option<&str>, reason: String) -> i32 {
+    let mut o = Outcome::without_watch(Verdict::MonitorError, reason, "", "", None);
+    o.host = host.map(String::from);
+    print_outcome(json, &o, None, None);
+    o.verdict.exit_code()
+}
+
+/// Prints the verdict: the final block, or the JSON verdict under `--json` (with the `--then`
+/// command's exit when one ran).
+pub fn print_outcome(json: bool, o: &Outcome, teardown: Option<&str>, then: Option<(&str, i32)>) {
+    if json {
+        let mut v = serde_json::to_value(o).unwrap_or_default();
+        if let (Some((cmd, code)), Some(map)) = (then, v.as_object_mut()) {
+            map.insert(
+                "then".into(),
+                serde_json::json!({"command": crate::secrets::redact_text(cmd), "exit_code": code}),
+            );
+        }
+        println!("{v}");
+    } else {
+        print!("{}", render_final(o, teardown));
+        if let Some((cmd, code)) = then {
+            println!(
+                "  then:    '{}' exited {code}",
+                crate::secrets::redact_text(cmd)
+            );
+        }
+    }
+}

@@ -10,13 +10,15 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 
-use crate::engine;
+use std::sync::Arc;
+
 use crate::judge_args::{JudgeArgs, open_events};
 use crate::launch::LaunchSpec;
-use crate::plan::{self, WatchOptions};
+use crate::plan::WatchOptions;
 use crate::report;
-use crate::run_cmd::{print_outcome, transport_verdict};
+use crate::report::{print_outcome, transport_verdict};
 use firedup::host::{Host, HostError, LogFrom, SlurmHost, SlurmLoginHost, SshHost};
+use firedup::session::{EndPolicy, Session, Watched};
 
 /// The hold given to the judge when re-attaching to a run that has already ended: longer than
 /// anything the exit record can take to be read, so the exit always decides.
@@ -29,16 +31,30 @@ pub(crate) struct JobToWatch {
     pub login: Option<SshHost>,
 }
 
+/// What `firedup watch` watches (besides `--slurm-job`), and for how long.
+pub(crate) struct WatchArgs {
+    pub run_id: Option<String>,
+    pub log: Option<PathBuf>,
+    pub pid: Option<u32>,
+    pub from: LogFrom,
+    /// `--for`: with no verdict by then, `pending`.
+    pub bound: Option<Duration>,
+}
+
 /// `firedup watch [--host HOST] (RUN_ID | --log PATH [--pid PID] | --slurm-job JOBID)`.
 pub(crate) fn watch(
-    host: &dyn Host,
+    host: Arc<dyn Host>,
     judge: &JudgeArgs,
     slurm_job: Option<JobToWatch>,
-    run_id: Option<String>,
-    log: Option<PathBuf>,
-    pid: Option<u32>,
-    from: LogFrom,
+    w: WatchArgs,
 ) -> Result<i32> {
+    let WatchArgs {
+        run_id,
+        log,
+        pid,
+        from,
+        bound,
+    } = w;
     if run_id.is_some() && (from.start || from.end) {
         bail!(
             "--from-start and --from-end go with --log: a RUN_ID is judged from where its launch began"
@@ -51,7 +67,7 @@ pub(crate) fn watch(
     }
     let mut note = |text: String| eprintln!("firedup: {text}");
     // `--slurm-job`: the host that attached knows the job.
-    let mut attached_job: Option<Box<dyn Host>> = None;
+    let mut attached_job: Option<Arc<dyn Host>> = None;
     let (mut target, found, command, from_end) = match (&run_id, &log) {
         _ if slurm_job.is_some() => {
             let job = slurm_job.expect("checked");
@@ -59,12 +75,12 @@ pub(crate) fn watch(
                 Some(login) => {
                     let mut h = SlurmLoginHost::new(login, Vec::new());
                     h.attach_job(&job.id, &mut note)
-                        .map(|a| (a, Box::new(h) as Box<dyn Host>))
+                        .map(|a| (a, Arc::new(h) as Arc<dyn Host>))
                 }
                 None => {
                     let mut h = SlurmHost::default();
                     h.attach_job(&job.id, &mut note)
-                        .map(|a| (a, Box::new(h) as Box<dyn Host>))
+                        .map(|a| (a, Arc::new(h) as Arc<dyn Host>))
                 }
             };
             match attach {
@@ -99,10 +115,7 @@ pub(crate) fn watch(
             bail!("nothing to watch: give a RUN_ID or --log PATH (with --pid PID if you know it)")
         }
     };
-    let host: &dyn Host = match &attached_job {
-        Some(h) => h.as_ref(),
-        None => host,
-    };
+    let host: Arc<dyn Host> = attached_job.unwrap_or(host);
     let attached = found.is_none();
     if attached {
         // An attach by log is a run of its own in the history, which `show` finds by this id.
@@ -133,19 +146,12 @@ pub(crate) fn watch(
             opts.until_exit = true;
         }
     }
-    let mut plan = plan::resolve(
-        &opts,
-        &command,
-        &target.log.display().to_string(),
-        // A run whose record names a batch job (found over SSH) has no process to watch.
-        (target.pid.is_some() || !attached)
-            && host.watches_process()
-            && found.as_ref().is_none_or(|f| f.meta.job.is_none()),
-    )?;
+    // A run whose record names a batch job (found over SSH) has no process to watch.
+    let watches_process =
+        (target.pid.is_some() || !attached) && found.as_ref().is_none_or(|f| f.meta.job.is_none());
+    let mut plan =
+        firedup::session::plan_for(host.as_ref(), &opts, &command, &target, watches_process)?;
     let on_host = host.name().map(|h| format!(" on {h}")).unwrap_or_default();
-    if let Some(h) = host.name() {
-        plan.judge.probe_origin = format!("remote {h}");
-    }
     // A run that has ended is judged by how it ended: a ready line it printed before crashing
     // is not its present state. Holding after ready makes the recorded exit (and the fatal
     // lines before it) decide. A launcher that exited 0 leaving its daemon serving has not ended.
@@ -175,23 +181,36 @@ pub(crate) fn watch(
             crate::history::attach_hash(&target.log, &command, Some(&plan.profile), host.name())
         }
     };
-    let mut progress = report::progress_for_stderr(&label, crate::history::last_time(&spec_hash));
-    let judgement = {
-        let mut source = host.source(&plan, &target, attached);
-        engine::judge_loop(
-            &plan,
-            &target.log,
-            source.as_mut(),
-            progress.as_mut(),
-            events.as_mut().map(|e| e.as_mut() as &mut dyn Write),
-        )
+    let last = crate::history::last_time(&spec_hash);
+    let mut progress = report::progress_for_stderr(&label, last.clone());
+    let name = found.as_ref().and_then(|f| f.meta.name.clone());
+    let mut session = Session::resumed(host, target, plan, attached);
+    let watched = session.watch(
+        progress.as_mut(),
+        events.as_mut().map(|e| e.as_mut() as &mut dyn Write),
+        bound.map(|d| std::time::Instant::now() + d),
+    );
+    let mut outcome = match watched {
+        Watched::Verdict(o) => *o,
+        Watched::Pending(p) => {
+            return Ok(crate::pending::report(
+                judge.json,
+                &p,
+                session.target(),
+                last.as_ref(),
+            ));
+        }
     };
-    let mut outcome = engine::outcome(judgement, &plan, &target);
-    outcome.attached = attached;
-    outcome.host = host.name().map(String::from);
-    outcome.name = found.and_then(|f| f.meta.name);
+    outcome.name = name;
+    session.end(&mut outcome, EndPolicy::Leave);
     print_outcome(judge.json, &outcome, None, None);
-    crate::history::record_watch(&launched_spec, spec_hash, &command, &plan.profile, &outcome);
+    crate::history::record_watch(
+        &launched_spec,
+        spec_hash,
+        &command,
+        &session.plan().profile,
+        &outcome,
+    );
     Ok(outcome.verdict.exit_code())
 }
 

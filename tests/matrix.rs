@@ -620,6 +620,17 @@ fn interrupt_once(
     vars: &[(&str, &str)],
     when: impl Fn(&str) -> bool,
 ) -> (Option<i32>, serde_json::Value) {
+    signal_once(env, file, vars, "INT", when)
+}
+
+/// [`interrupt_once`] with another signal (`kill -SIGNAL`).
+fn signal_once(
+    env: &Env,
+    file: &Path,
+    vars: &[(&str, &str)],
+    signal: &str,
+    when: impl Fn(&str) -> bool,
+) -> (Option<i32>, serde_json::Value) {
     let mut cmd = env.cmd();
     cmd.args(["matrix", file.to_str().unwrap(), "--format", "json"])
         .stdout(Stdio::piped())
@@ -646,7 +657,7 @@ fn interrupt_once(
         }
     }
     Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([&format!("-{signal}"), &child.id().to_string()])
         .status()
         .unwrap();
     // Bounded, generously: past it the matrix is killed and the test fails as a hang.
@@ -697,6 +708,45 @@ values = ["quick", "slow", "never"]
     for r in runs {
         let pid = r["pid"].as_u64().unwrap();
         assert!(!common::alive(pid), "{r} is still running");
+    }
+}
+
+/// A closed SSH terminal (SIGHUP) or a `kill` (SIGTERM) ends a matrix as Ctrl-C does: the running
+/// cell's server is stopped, not left holding the machine (before: SIGHUP killed the matrix and
+/// left the cell's server running).
+#[test]
+fn sighup_and_sigterm_tear_down_the_running_cell_as_ctrl_c_does() {
+    for (signal, code) in [("HUP", 129), ("TERM", 143)] {
+        let env = Env::new();
+        let file = matrix_file(
+            &env,
+            "hangup.toml",
+            r#"
+[base]
+command = ["sh", "-c", "echo loading; exec sleep 300"]
+ready_lines = ["serving"]
+stall = "off"
+grace = "2s"
+
+[[axis]]
+env = "MODE"
+values = ["slow", "never"]
+"#,
+        );
+        let (got, json) = signal_once(&env, &file, &[], signal, |l| {
+            l.contains("cell 1/2") && l.contains("following")
+        });
+        assert_eq!(got, Some(code), "SIG{signal}: {json}");
+        assert_eq!(json["state"], "interrupted", "SIG{signal}");
+        let ps = env.firedup(&["ps", "--all", "--json"]);
+        let runs = ps.json.as_array().expect("ps --json").clone();
+        assert_eq!(runs.len(), 1, "SIG{signal}: {}", ps.explain());
+        let pid = runs[0]["pid"].as_u64().unwrap();
+        assert!(
+            !common::alive(pid),
+            "SIG{signal}: {} is still running",
+            runs[0]
+        );
     }
 }
 

@@ -4,22 +4,24 @@
 //! GPU are), and the record in the history. A cell's failure is a result, never an abort.
 
 use crate::judge::Mode;
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Result;
 
-use super::runner::{Ctx, Shared};
+use super::context::Ctx;
 use super::table::RunResult;
 use super::{Cell, Matrix};
 use crate::duration::parse_duration;
-use crate::engine;
 use crate::history::{CellRef, RunRecord};
 use crate::launch::LaunchSpec;
 use crate::plan::{self, WatchOptions};
 use crate::report::LastTime;
 use crate::verdict::Verdict;
 use firedup::host::{BenchRequest, FinishRequest, TeardownCheck, bench};
+use firedup::session::interrupts::OnSignal;
+use firedup::session::{Session, Watched};
 
 const DEFAULT_BENCH_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -77,11 +79,9 @@ pub(super) fn cell_spec(
 /// One run of one cell, ready to launch.
 pub(super) struct Prepared {
     pub spec: LaunchSpec,
-    pub opts: WatchOptions,
     pub bench: Option<String>,
     pub address: Option<crate::profile::Address>,
     pub label: String,
-    pub index: usize,
 }
 
 /// How one run of a cell ended.
@@ -132,7 +132,7 @@ pub(super) fn bench_timeout(m: &Matrix) -> Duration {
 /// and records it.
 pub(super) fn run_cell(
     ctx: &Ctx<'_>,
-    shared: &Shared,
+    cancel: &AtomicBool,
     index: usize,
     slot: usize,
     repeat: u32,
@@ -147,19 +147,17 @@ pub(super) fn run_cell(
     if m.repeat > 1 {
         label.push_str(&format!(" (run {}/{})", repeat + 1, m.repeat));
     }
-    if shared.cancel.load(Ordering::SeqCst) {
+    if cancel.load(Ordering::SeqCst) {
         return Ok(CellRun::Interrupted(None));
     }
     let prepared = Prepared {
         spec,
-        opts,
         bench: bench_cmd,
         address,
         label,
-        index,
     };
     let last = crate::history::last_time(&hash);
-    let finished = run_on_host(ctx, shared, &prepared, slot, last)?;
+    let finished = run_on_host(ctx, cancel, &prepared, slot, last)?;
     let Some(Finished {
         outcome,
         verdict_at,
@@ -169,7 +167,7 @@ pub(super) fn run_cell(
     else {
         return Ok(CellRun::Interrupted(None));
     };
-    if shared.cancel.load(Ordering::SeqCst) {
+    if cancel.load(Ordering::SeqCst) {
         return Ok(CellRun::Interrupted(Some(check)));
     }
     let metrics = bench
@@ -213,12 +211,12 @@ pub(super) fn run_cell(
     }))
 }
 
-/// A run of a cell on the matrix's host (this machine or over SSH): the machine before it, the
-/// launch, the watch to a verdict (as `run`), then the bench and the verified teardown, both on
-/// the host, where the port, the process tree and the GPU are.
+/// A run of a cell on the matrix's host (this machine or over SSH) as a session: the machine
+/// before it, the launch, the watch to a verdict (as `run`), then the bench and the verified
+/// teardown, both on the host, where the port, the process tree and the GPU are.
 fn run_on_host(
     ctx: &Ctx<'_>,
-    shared: &Shared,
+    cancel: &AtomicBool,
     p: &Prepared,
     slot: usize,
     last: Option<LastTime>,
@@ -230,38 +228,33 @@ fn run_on_host(
     // doing: teardown does not blame it on the cell (a taken port is the cell's finding,
     // port_in_use).
     let before = host.before_cell(port)?;
-    let mut started = host.launch(&p.spec)?;
-    let target = started.target.clone();
-    shared.running(p.index, target.clone());
+    let mut key = None;
+    let mut session = Session::launch(Arc::clone(&ctx.host), &p.spec, &mut |target| {
+        key = Some(ctx.interrupts.register(
+            Arc::clone(&ctx.host),
+            target,
+            ctx.grace,
+            OnSignal::Cancel,
+        ));
+    })?;
+    let target = session.target().clone();
     ctx.display.say(&format!(
         "{}: started {}{on_host} (slot {slot})",
         p.label, target.run_id
     ));
-    // The signal thread may have looked for running cells before this one registered.
-    if shared.cancel.load(Ordering::SeqCst) {
+    // The signal handler may have looked for running cells before this one registered.
+    if cancel.load(Ordering::SeqCst) {
         host.cancel(&target, ctx.grace);
     }
-    let mut plan = plan::resolve(
-        &p.opts,
-        &p.spec.command,
-        &target.log.display().to_string(),
-        host.watches_process(),
-    )?;
-    if let Some(h) = host.name() {
-        plan.judge.probe_origin = format!("remote {h}");
-    }
     let mut progress = ctx.display.progress(&p.label, last);
-    let judgement = {
-        let mut source = host.source(&plan, &target, false);
-        engine::judge_loop(&plan, &target.log, source.as_mut(), progress.as_mut(), None)
+    let Watched::Verdict(outcome) = session.watch(progress.as_mut(), None, None) else {
+        unreachable!("an unbounded watch ends with a verdict");
     };
-    let mut outcome = engine::outcome(judgement, &plan, &target);
-    outcome.host = host.name().map(String::from);
+    let mut outcome = *outcome;
     let verdict_at = crate::rundir::now_unix();
     progress.finish();
-    started.reap();
     let bench = match (&p.bench, outcome.verdict == Verdict::Ready) {
-        (Some(cmd), true) if !shared.cancel.load(Ordering::SeqCst) => {
+        (Some(cmd), true) if !cancel.load(Ordering::SeqCst) => {
             ctx.display
                 .say(&format!("{}: ready; running the bench{on_host}", p.label));
             Some(BenchRequest {
@@ -285,7 +278,12 @@ fn run_on_host(
         port,
         before,
     };
-    let answer = host.finish_cell(&finish, &shared.cancel);
+    // The cell's own end: the bench, then the verified teardown (a signal from here on is the
+    // teardown's business: it sees `cancel`).
+    let answer = host.finish_cell(&finish, cancel);
+    if let Some(k) = key {
+        ctx.interrupts.unregister(k);
+    }
     if let Some(g) = outcome.gpu.as_mut() {
         g.after_teardown_mib = answer.teardown.gpu_after_mib;
     }

@@ -11,10 +11,12 @@
 //! `matrix/args.rs`.
 //!
 //! Exit code: 0 when every run became ready (or succeeded), 1 when some did not, 7 when the matrix
-//! stopped on a dirty machine or firedup itself failed on a cell, 130 after Ctrl-C; 2 for usage.
+//! stopped on a dirty machine or firedup itself failed on a cell, 128 + the signal after Ctrl-C
+//! (130), SIGTERM (143) or SIGHUP (129); 2 for usage.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -23,8 +25,8 @@ use anyhow::{Result, bail};
 use super::Matrix;
 use super::args::{MatrixArgs, definition};
 use super::cell::{CellRun, cell_spec, run_cell};
+use super::context::Ctx;
 use super::display::Display;
-use super::interrupt::watch_signals;
 use super::schedule::{Next, pick};
 use super::table::{CellRow, CellState, Format, RunResult, render};
 use crate::duration::{format_duration, parse_duration};
@@ -33,10 +35,8 @@ use crate::launch::LaunchSpec;
 use crate::plan::{self, WatchOptions};
 use crate::verdict::Verdict;
 use firedup::host::{Host, LocalHost, SlurmHost, SlurmLoginHost, SshHost};
-use firedup::target::Target;
+use firedup::session::interrupts::{AfterSignal, Heard, Interrupts, exit_code, signal_name};
 
-/// Exit code after Ctrl-C.
-const INTERRUPTED_EXIT: i32 = 130;
 const DEFAULT_GRACE: Duration = Duration::from_secs(10);
 /// How long connecting to the matrix's host may take.
 const REMOTE_CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
@@ -185,13 +185,13 @@ pub fn matrix(a: &MatrixArgs) -> Result<i32> {
     let shared = Arc::new(Shared {
         board: Mutex::new(Board {
             rows,
-            running: HashMap::new(),
             stop_all: None,
             dirty: false,
             firedup_error: false,
         }),
         changed: Condvar::new(),
         cancel: AtomicBool::new(false),
+        signal: AtomicI32::new(0),
     });
 
     let display = Display::new();
@@ -208,7 +208,24 @@ pub fn matrix(a: &MatrixArgs) -> Result<i32> {
         (false, Some(h)) => Arc::new(h),
         (false, None) => Arc::new(LocalHost),
     };
-    let signals = watch_signals(Arc::clone(&shared), grace, Arc::clone(&host))?;
+    // Ctrl-C, SIGTERM or SIGHUP (a closed terminal): start nothing new, stop the running cells
+    // (so that their watches end at once; each cell's own teardown then verifies), keep what is
+    // done and print the table.
+    let interrupts = {
+        let shared = Arc::clone(&shared);
+        Interrupts::install(AfterSignal::CarryOn, move |heard| {
+            if let Heard::Signal(sig) = heard {
+                shared.signal.store(sig, Ordering::SeqCst);
+                shared.cancel.store(true, Ordering::SeqCst);
+                shared.changed.notify_all();
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "firedup: interrupted ({}): tearing down the running cells; finished cells are kept",
+                    signal_name(sig)
+                );
+            }
+        })?
+    };
     let ctx = Ctx {
         m: &m,
         matrix_id: &matrix_id,
@@ -218,6 +235,7 @@ pub fn matrix(a: &MatrixArgs) -> Result<i32> {
         display: &display,
         predecessors: m.predecessors(),
         host,
+        interrupts: &interrupts,
     };
     std::thread::scope(|s| {
         for slot in 0..slots {
@@ -226,7 +244,7 @@ pub fn matrix(a: &MatrixArgs) -> Result<i32> {
             s.spawn(move || slot_loop(ctx, &shared, slot));
         }
     });
-    signals.close();
+    interrupts.finish();
     display.finish();
 
     let b = shared.board.lock().expect("board");
@@ -252,7 +270,7 @@ pub fn matrix(a: &MatrixArgs) -> Result<i32> {
                 .all(|x| matches!(x.verdict, Verdict::Ready | Verdict::Succeeded))
     });
     Ok(if interrupted {
-        INTERRUPTED_EXIT
+        exit_code(shared.signal.load(Ordering::SeqCst))
     } else if b.dirty || b.firedup_error {
         Verdict::MonitorError.exit_code()
     } else if all_ready {
@@ -348,56 +366,21 @@ fn print_dry_run(
     }
 }
 
-pub(super) struct Shared {
+/// What the slots share: the table being filled, Ctrl-C's cancel flag and its signal.
+struct Shared {
     board: Mutex<Board>,
     changed: Condvar,
-    pub cancel: AtomicBool,
-}
-
-impl Shared {
-    /// Registers a running cell for Ctrl-C.
-    pub fn running(&self, index: usize, r: Running) {
-        self.board.lock().expect("board").running.insert(index, r);
-    }
-
-    /// The running cells, for Ctrl-C; wakes the slots so they see the cancel flag.
-    pub fn running_now(&self) -> Vec<Running> {
-        let list = self
-            .board
-            .lock()
-            .expect("board")
-            .running
-            .values()
-            .cloned()
-            .collect();
-        self.changed.notify_all();
-        list
-    }
+    cancel: AtomicBool,
+    /// The signal that cancelled the matrix (its exit code is 128 + it).
+    signal: AtomicI32,
 }
 
 struct Board {
     rows: Vec<CellRow>,
-    /// Running cells: cell index → what to stop on Ctrl-C.
-    running: HashMap<usize, Running>,
     /// Why no further cell starts.
     stop_all: Option<String>,
     dirty: bool,
     firedup_error: bool,
-}
-
-/// A running cell, as Ctrl-C stops it (on the matrix's host).
-pub(super) type Running = Target;
-
-pub(super) struct Ctx<'a> {
-    pub m: &'a Matrix,
-    pub matrix_id: &'a str,
-    pub grace: Duration,
-    fail_fast: bool,
-    allow_dirty: bool,
-    pub display: &'a Display,
-    predecessors: Vec<Vec<(usize, usize)>>,
-    /// Where the cells run: this machine, or the matrix's SSH host.
-    pub host: Arc<dyn Host>,
 }
 
 fn slot_loop(ctx: &Ctx<'_>, shared: &Shared, slot: usize) {
@@ -433,9 +416,8 @@ fn slot_loop(ctx: &Ctx<'_>, shared: &Shared, slot: usize) {
                 }
             }
         };
-        let outcome = run_cell(ctx, shared, cell, slot, repeat_index);
+        let outcome = run_cell(ctx, &shared.cancel, cell, slot, repeat_index);
         let mut b = shared.board.lock().expect("board");
-        b.running.remove(&cell);
         let cancelled = shared.cancel.load(Ordering::SeqCst);
         match outcome {
             Ok(CellRun::Done(r)) => {

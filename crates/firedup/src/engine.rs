@@ -70,8 +70,25 @@ pub fn judge_loop(
     log: &std::path::Path,
     source: &mut dyn Source,
     progress: &mut dyn Progress,
-    mut events: Option<&mut dyn Write>,
+    events: Option<&mut dyn Write>,
 ) -> Judgement {
+    match judge_loop_bounded(plan, log, source, progress, events, None) {
+        Ok(j) => j,
+        Err(_) => unreachable!("an unbounded watch ends only with a verdict"),
+    }
+}
+
+/// [`judge_loop`] that gives up once `bound` has passed with no verdict: `Err` then carries where
+/// the run stands and the time on the judge's clock (`watch --for`). What was written to the log
+/// up to the bound is read and judged first, so a verdict that was already due is never missed.
+pub fn judge_loop_bounded(
+    plan: &Plan,
+    log: &std::path::Path,
+    source: &mut dyn Source,
+    progress: &mut dyn Progress,
+    mut events: Option<&mut dyn Write>,
+    bound: Option<Instant>,
+) -> std::result::Result<Judgement, Box<(Status, Duration)>> {
     let mut judge = Judge::new(plan.judge.clone());
     let mut out = PendingEvents {
         judge_events: Vec::new(),
@@ -82,6 +99,7 @@ pub fn judge_loop(
     // The watch's own waits count from its first observation (see `Judge::watch_began`).
     let mut began = false;
     loop {
+        let collected_at = Instant::now();
         source.collect(&mut seen);
         for s in seen.drain(..) {
             if judge.verdict().is_some() {
@@ -138,15 +156,24 @@ pub fn judge_loop(
         }
         if let Some(j) = judge.verdict().cloned() {
             progress.finish();
-            return j;
+            return Ok(j);
         }
         let now = source.now();
         progress.status(&judge.status(now), now);
-        // Sleep until something happens or the next deadline.
+        // The bound is checked after a collection that began past it: everything up to the
+        // bound has been judged.
+        if bound.is_some_and(|b| collected_at >= b) {
+            progress.finish();
+            return Err(Box::new((judge.status(now), now)));
+        }
+        // Sleep until something happens, the next deadline or the bound.
         let mut wake_at = source.next_wake();
         if let (Some(d), true) = (judge.next_deadline(), source.can_tick()) {
             let until = d.saturating_sub(now);
             wake_at = wake_at.min(Instant::now() + until);
+        }
+        if let Some(b) = bound {
+            wake_at = wake_at.min(b);
         }
         source.wait(wake_at);
     }

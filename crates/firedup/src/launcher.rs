@@ -31,27 +31,23 @@
 
 use crate::judge::Mode;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::engine::{self, NoProgress};
+use std::sync::Arc;
+
+use crate::engine::NoProgress;
 use crate::error::Error;
-use crate::launch::{self, LaunchSpec, Launched};
+use crate::host::{Host, HostError, LocalHost, Started};
+use crate::launch::{self, LaunchSpec};
 use crate::plan::{self, WatchOptions};
-use crate::process;
 use crate::profile::Address;
-use crate::stop::{StopReport, stop_run};
+use crate::session::{DEFAULT_GRACE, EndPolicy, Session, Watched};
+use crate::stop::StopReport;
 use crate::target::Target;
 use crate::verdict::{Outcome, Verdict};
 
 mod firedup_bin;
 use firedup_bin::find_firedup;
-
-/// How long [`Running::stop`] (and a drop) waits between SIGTERM and SIGKILL, unless
-/// [`Launch::grace`] says otherwise: as `firedup run --grace`.
-pub(crate) const DEFAULT_GRACE: Duration = Duration::from_secs(10);
-
-/// How long the supervisor may take to end once the run is stopped before it is left to init.
-const SUPERVISOR_REAP_WAIT: Duration = Duration::from_secs(2);
 
 /// A launch to start: the command and how to judge it (the flags of `firedup run`).
 #[derive(Debug, Clone)]
@@ -65,6 +61,8 @@ pub struct Launch {
     grace: Duration,
     firedup_bin: Option<PathBuf>,
     auto_port: bool,
+    /// Where to launch; `None`: this machine.
+    host: Option<Arc<dyn Host>>,
 }
 
 impl Launch {
@@ -84,6 +82,7 @@ impl Launch {
             grace: DEFAULT_GRACE,
             firedup_bin: None,
             auto_port: false,
+            host: None,
         }
     }
 
@@ -201,12 +200,19 @@ impl Launch {
         self
     }
 
+    /// Where to launch: this machine (the default, supervised by the firedup binary found as the
+    /// crate doc says), or any [`Host`] (another machine over SSH, a Slurm batch job), whose
+    /// own firedup supervises the run there.
+    pub fn host(mut self, host: Arc<dyn Host>) -> Launch {
+        self.host = Some(host);
+        self
+    }
+
     /// Launches the command and waits for the first verdict: a [`Running`] when it is the one
     /// asked for (`ready`, or `succeeded` in job mode), else [`StartError::NotReady`] with the
     /// [`Outcome`] once the run was stopped. [`StartError::Firedup`] when firedup itself failed
     /// (a usage mistake is found before anything is launched).
     pub fn start(mut self) -> Result<Running, StartError> {
-        let firedup = find_firedup(self.firedup_bin.as_deref())?;
         if self.auto_port {
             crate::auto_port::apply(&mut self.command, &mut self.env, &mut self.options)?;
         }
@@ -228,33 +234,48 @@ impl Launch {
             judging: options.clone(),
             name: self.name.clone(),
         };
-        let launched = launch::launch_with(&spec, &firedup)?;
+        let (host, started) = match self.host.take() {
+            Some(host) => {
+                let started = host.launch(&spec).map_err(host_error)?;
+                (host, started)
+            }
+            None => {
+                let firedup = find_firedup(self.firedup_bin.as_deref())?;
+                let launched = launch::launch_with(&spec, &firedup)?;
+                let started = Started {
+                    target: Target::from_launch(&launched),
+                    supervisor: Some(launched.supervisor),
+                };
+                (Arc::new(LocalHost) as Arc<dyn Host>, started)
+            }
+        };
+        // From here on a failure of firedup's own drops the session's `Running`, which stops it;
+        // the plan was resolved above, so this one cannot fail on the options.
+        let session = Session::launched(host, started, &options, &self.command)
+            .map_err(host_error)?
+            .with_grace(self.grace);
         let mut running = Running {
-            target: Target::from_launch(&launched),
-            launched,
+            address: session.plan().address.clone(),
+            session,
             options,
             command: self.command,
-            address: None,
             outcome: None,
             ended: false,
             grace: self.grace,
             stopped: None,
             kept: false,
         };
-        // From here on a failure of firedup's own drops `running`, which stops the run.
-        let log = running.launched.log.display().to_string();
-        let plan = plan::resolve(&running.options, &running.command, &log, true)?;
-        running.address = plan.address.clone();
-        let mut outcome = engine::watch(&plan, &running.target, &mut NoProgress, None)?;
-        // Reap the supervisor if it is done (it stays as long as the server does).
-        let _ = running.launched.supervisor.try_wait();
+        let Watched::Verdict(outcome) = running.session.watch(&mut NoProgress, None, None) else {
+            unreachable!("an unbounded watch ends with a verdict");
+        };
+        let mut outcome = *outcome;
         let wanted = if running.options.until_exit {
             Verdict::Succeeded
         } else {
             Verdict::Ready
         };
         if outcome.verdict == wanted {
-            outcome.server_running = running.alive();
+            running.session.end(&mut outcome, EndPolicy::Leave);
             running.ended = outcome.verdict == Verdict::Succeeded;
             running.outcome = Some(outcome);
             return Ok(running);
@@ -265,6 +286,14 @@ impl Launch {
             outcome: Box::new(outcome),
             teardown,
         })
+    }
+}
+
+/// A host's failure as the library's caller sees it.
+fn host_error(e: HostError) -> StartError {
+    match e {
+        HostError::Failed(e) => StartError::Firedup(e),
+        HostError::Unreachable(reason) => StartError::Firedup(Error::Remote(reason)),
     }
 }
 
@@ -325,8 +354,7 @@ fn not_ready(o: &Outcome) -> String {
 /// that nothing of it is left (as [`Running::stop`], the report unseen).
 #[derive(Debug)]
 pub struct Running {
-    launched: Launched,
-    target: Target,
+    session: Session,
     options: WatchOptions,
     command: Vec<String>,
     address: Option<Address>,
@@ -352,17 +380,17 @@ impl Running {
     /// The run's id (`firedup ps`, `logs`, `stop`; every process of the run carries it as
     /// `FIREDUP_RUN_ID`).
     pub fn run_id(&self) -> &str {
-        &self.target.run_id
+        &self.session.target().run_id
     }
 
     /// The launched process.
     pub fn pid(&self) -> Option<u32> {
-        self.target.pid
+        self.session.target().pid
     }
 
     /// The log the command's output goes to.
     pub fn log(&self) -> &Path {
-        &self.launched.log
+        &self.session.target().log
     }
 
     /// The server's base URL (`http://host:port`), when the profile, `.port` or `.http` tell it.
@@ -386,16 +414,17 @@ impl Running {
             // Server-mode bounds end here: the startup deadline and the hold after ready.
             options.timeout = None;
             options.hold = None;
-            let log = self.launched.log.display().to_string();
-            let plan = plan::resolve(&options, &self.command, &log, true)?;
-            // The supervisor's pipe was the first watch's; the exit record is read instead.
-            let target = Target {
-                exit_pipe: None,
-                ..self.target.clone()
+            self.session
+                .replan(&options, &self.command)
+                .map_err(|e| match host_error(e) {
+                    StartError::Firedup(e) => e,
+                    StartError::NotReady { .. } => unreachable!("a plan is no verdict"),
+                })?;
+            let Watched::Verdict(outcome) = self.session.watch(&mut NoProgress, None, None) else {
+                unreachable!("an unbounded watch ends with a verdict");
             };
-            let mut outcome = engine::watch(&plan, &target, &mut NoProgress, None)?;
-            let _ = self.launched.supervisor.try_wait();
-            outcome.server_running = self.alive();
+            let mut outcome = *outcome;
+            self.session.end(&mut outcome, EndPolicy::Leave);
             self.outcome = Some(outcome);
             self.ended = true;
         }
@@ -420,31 +449,23 @@ impl Running {
         if let Some(r) = &self.stopped {
             return r.clone();
         }
-        let report = stop_run(
-            self.target.pid,
-            self.target.start_ticks,
-            &self.target.run_id,
-            self.grace,
-        );
-        // The supervisor ends once it has recorded the exit; it is this process's child.
-        let deadline = Instant::now() + SUPERVISOR_REAP_WAIT;
-        while matches!(self.launched.supervisor.try_wait(), Ok(None)) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        let report = match self.session.stop(self.grace) {
+            Ok(stop) => stop.report,
+            // The host could not be asked (a lost SSH link): nothing can be said to be gone.
+            Err(e) => StopReport {
+                targeted: self.pid().into_iter().collect(),
+                escalated: false,
+                survivors: vec![(
+                    self.pid().unwrap_or(0),
+                    format!("not known to be stopped: {e}"),
+                )],
+                took: Duration::ZERO,
+                swept: None,
+                job: None,
+            },
+        };
         self.stopped = Some(report.clone());
         report
-    }
-
-    /// Whether anything of the run lives: the launched process, or a process carrying its
-    /// `FIREDUP_RUN_ID` (a daemon it left), the supervisor aside.
-    fn alive(&self) -> bool {
-        self.target
-            .pid
-            .is_some_and(|p| process::is_alive(p, self.target.start_ticks))
-            || process::of_run(&self.target.run_id)
-                .pids
-                .iter()
-                .any(|p| !process::is_supervisor(*p))
     }
 }
 

@@ -122,6 +122,7 @@ mod rank_stacks;
 pub mod remote;
 pub mod rundir;
 pub mod secrets;
+pub mod session;
 pub mod slurm;
 pub mod source;
 mod stop;

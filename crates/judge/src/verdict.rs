@@ -320,5 +320,48 @@ fn outcome_schema() -> u32 {
     OUTCOME_SCHEMA
 }
 
+impl Outcome {
+    /// An outcome reached without a watch (a host firedup could not reach, a run interrupted
+    /// before its verdict, a detached launch): `verdict` and `reason`, the run's id, log and
+    /// pid, and nothing the watch would have found.
+    pub fn without_watch(
+        verdict: Verdict,
+        reason: String,
+        run_id: &str,
+        log: &str,
+        pid: Option<u32>,
+    ) -> Outcome {
+        Outcome {
+            schema: OUTCOME_SCHEMA,
+            verdict,
+            signature: None,
+            reason,
+            line: None,
+            context: Vec::new(),
+            phase: None,
+            elapsed_s: 0.0,
+            exit: None,
+            pid,
+            log: log.to_string(),
+            run_id: run_id.to_string(),
+            timeline: Vec::new(),
+            secondary: Vec::new(),
+            server_running: false,
+            probes: Vec::new(),
+            request_gap_s: None,
+            gpu: None,
+            ready_s: None,
+            host: None,
+            attached: false,
+            log_from_line: None,
+            name: None,
+            rank: None,
+            url: None,
+            port: None,
+            job: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,171 @@
+//! The run's life cycle at its edges, through the real binary: a `firedup run` whose reader went
+//! away still ends its run on SIGINT, SIGTERM or SIGHUP (issue 23, item 2); `run --detach` hands
+//! the run back at once and `watch RUN_ID --for` waits in steps, reporting `pending` (exit 75)
+//! while the server starts and changing nothing.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::Env;
+
+/// How long anything here may take before the test fails as a hang.
+const BOUND: Duration = Duration::from_secs(60);
+
+/// The run's process record, once it exists: (run id, pid).
+fn launched_run(env: &Env) -> Option<(String, u64)> {
+    let runs = env.state.path().join("runs");
+    let entry = std::fs::read_dir(runs).ok()?.flatten().next()?;
+    let text = std::fs::read_to_string(entry.path().join("process.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let id = entry.file_name().to_string_lossy().into_owned();
+    Some((id, v["pid"].as_u64()?))
+}
+
+/// Waits (bounded) for `what` to hold.
+fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + BOUND;
+    loop {
+        if let Some(t) = f() {
+            return t;
+        }
+        assert!(Instant::now() < deadline, "waited {BOUND:?} for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Before: the signal thread's "interrupted" line went to a closed stderr, panicked, and the
+/// thread that should have exited the process was gone: `firedup run` slept forever after
+/// stopping the server.
+#[test]
+fn a_run_whose_reader_is_gone_still_stops_its_server_and_exits_on_each_signal() {
+    for (signal, code) in [
+        (libc::SIGINT, 130),
+        (libc::SIGTERM, 143),
+        (libc::SIGHUP, 129),
+    ] {
+        let env = Env::new();
+        let mut child = env
+            .cmd()
+            .args([
+                "run",
+                "--ready-line",
+                "never printed",
+                "--grace",
+                "2s",
+                "--",
+                "sh",
+                "-c",
+                "echo loading; exec sleep 300",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (_, pid) = wait_for("the launch", || launched_run(&env));
+        // Its parent is gone: nobody reads what it writes any more.
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut first = String::new();
+        let _ = err.read_line(&mut first);
+        drop(err);
+        drop(child.stdout.take());
+        // SAFETY: kill(2) on our own child, not yet reaped.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let status = wait_for("firedup run to exit", || child.try_wait().unwrap());
+        assert_eq!(status.code(), Some(code), "signal {signal}: {status:?}");
+        assert!(
+            !common::alive(pid),
+            "signal {signal}: the server {pid} is still running"
+        );
+    }
+}
+
+/// A server that prints its ready line only once `go` exists.
+fn gated_server(go: &Path) -> Vec<String> {
+    vec![
+        "sh".into(),
+        "-c".into(),
+        format!(
+            "echo loading weights; while [ ! -e {} ]; do sleep 0.05; done; echo server ready; exec sleep 300",
+            go.display()
+        ),
+    ]
+}
+
+#[test]
+fn detach_returns_at_once_and_watch_for_reports_pending_then_the_verdict() {
+    let env = Env::new();
+    let go = env.path("go");
+    let mut args: Vec<String> = [
+        "run",
+        "--detach",
+        "--json",
+        "--ready-line",
+        "server ready",
+        "--",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(gated_server(&go));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let detached = env.firedup(&args);
+    assert_eq!(detached.code, 0, "{}", detached.explain());
+    assert!(detached.json["verdict"].is_null(), "{}", detached.explain());
+    let run_id = detached.run_id().to_string();
+    let pid = detached.json["pid"].as_u64().expect("the pid");
+    assert!(!run_id.is_empty() && detached.json["log"].is_string());
+    assert!(common::alive(pid), "the detached server runs");
+
+    // Not ready yet: pending, and nothing changed.
+    let pending = env.firedup(&["watch", &run_id, "--for", "300ms", "--json"]);
+    assert_eq!(pending.code, 75, "{}", pending.explain());
+    assert_eq!(pending.verdict(), "pending", "{}", pending.explain());
+    assert_eq!(pending.json["run_id"], run_id.as_str());
+    assert!(pending.json["elapsed_s"].as_f64().is_some());
+    assert!(common::alive(pid), "pending stops nothing");
+    let text = env.firedup(&["watch", &run_id, "--for", "100ms"]);
+    assert_eq!(text.code, 75, "{}", text.explain());
+    assert!(text.stdout.starts_with("pending: "), "{}", text.explain());
+
+    std::fs::write(&go, "").unwrap();
+    let ready = env.firedup(&["watch", &run_id, "--for", "60s", "--json"]);
+    assert_eq!(ready.code, 0, "{}", ready.explain());
+    assert_eq!(ready.verdict(), "ready", "{}", ready.explain());
+    assert!(common::alive(pid), "a watch leaves a ready server running");
+
+    let stop = env.firedup(&["stop", &run_id, "--grace", "2s"]);
+    assert_eq!(stop.code, 0, "{}", stop.explain());
+    assert!(!common::alive(pid));
+}
+
+#[test]
+fn detach_of_a_command_that_cannot_start_is_never_started_and_refuses_then() {
+    let env = Env::new();
+    let r = env.firedup(&[
+        "run",
+        "--detach",
+        "--json",
+        "--ready-line",
+        "x",
+        "--",
+        "/no/such/program",
+    ]);
+    assert_eq!(r.code, 5, "{}", r.explain());
+    assert_eq!(r.verdict(), "never_started", "{}", r.explain());
+    let refused = env.firedup(&[
+        "run",
+        "--detach",
+        "--then",
+        "true",
+        "--ready-line",
+        "x",
+        "--",
+        "true",
+    ]);
+    assert_eq!(refused.code, 2, "{}", refused.explain());
+}
