@@ -1,7 +1,7 @@
 //! What the matrix shows on stderr while it runs: the live rows (one per finished run) and, on a
 //! terminal, one progress line per running cell under them; plain lines otherwise.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -32,7 +32,11 @@ impl Display {
             Some(m) => {
                 let _ = m.println(text);
             }
-            None => eprintln!("firedup: {text}"),
+            // A reader that went away must not end a cell before its teardown: the write fails
+            // quietly.
+            None => {
+                let _ = writeln!(std::io::stderr(), "firedup: {text}");
+            }
         }
     }
 
