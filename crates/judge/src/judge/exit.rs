@@ -9,8 +9,8 @@
 use std::time::Duration;
 
 use super::Judge;
-use super::cause::Evidence;
-use super::decide::{Decision, LineFailure};
+use super::cause::{Evidence, LineFailure};
+use super::decide::Decision;
 use super::output::Event;
 use super::root_cause::signal_signature;
 use crate::classify::Strength;
