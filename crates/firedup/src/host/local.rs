@@ -137,9 +137,9 @@ impl Host for LocalHost {
                 note(format!("note: process {p} is not running now"));
             }
         }
-        let started = watched.and_then(crate::logstart::process_started_unix);
+        let writer = watched.map(|p| crate::logstart::WriterSeen::of(p, &log));
         let (from_end, said) =
-            crate::logstart::attach_from_end(&log, started, from.start, from.end)
+            crate::logstart::attach_from_end(&log, writer.as_ref(), from.start, from.end)
                 .map_err(HostError::failed)?;
         if let Some(said) = said {
             note(format!("note: {said}"));
