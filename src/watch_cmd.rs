@@ -94,6 +94,17 @@ pub(crate) fn watch(
             let a = host.attach_log(log, pid, from, &mut note)?;
             (a.target, None, a.command, a.from_end)
         }
+        (None, None) if pid.is_some() => {
+            // A process started another way: its log is the file its output goes to.
+            let pid = pid.expect("checked");
+            let log = host.output_of(pid)?;
+            note(format!(
+                "following {}, where process {pid} writes its output",
+                log.display()
+            ));
+            let a = host.attach_log(&log, Some(pid), from, &mut note)?;
+            (a.target, None, a.command, a.from_end)
+        }
         (Some(_), Some(_)) => bail!("give either a RUN_ID or --log PATH, not both"),
         (None, None) => {
             bail!("nothing to watch: give a RUN_ID or --log PATH (with --pid PID if you know it)")

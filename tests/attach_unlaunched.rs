@@ -110,3 +110,127 @@ fn a_log_that_held_lines_before_its_writer_started_is_still_refused_without_a_fl
         r.explain()
     );
 }
+
+/// Whether process `pid` holds a pidfd open.
+fn holds_a_pidfd(pid: u32) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|fds| {
+            fds.filter_map(|e| e.ok()).any(|e| {
+                std::fs::read_link(e.path()).is_ok_and(|l| l.to_string_lossy().contains("pidfd"))
+            })
+        })
+        .unwrap_or(false)
+}
+
+/// `watch --pid` (with `--log` too when `log_given`) of `sh -c 'exec sleep 1000' > out`, started
+/// by this test, which kills it by SIGKILL once the watch has begun and keeps it un-reaped (a
+/// zombie, as a parent busy elsewhere would) until the watch has its verdict.
+fn watch_a_process_killed_by_sigkill(log_given: bool) -> (common::bounded::Out, u32) {
+    let env = Env::new();
+    let out = env.path("out.log");
+    let victim = Command::new("sh")
+        .args(["-c", "exec sleep 1000"])
+        .stdout(std::fs::File::create(&out).unwrap())
+        .spawn()
+        .unwrap();
+    let mut victim = Started(victim);
+    let pid = victim.0.id();
+    let stderr = env.path("watch.stderr");
+    let mut watch = env.cmd();
+    watch.args([
+        "watch",
+        "--json",
+        "--ready-line",
+        "never printed",
+        "--timeout",
+        "60s",
+        "--pid",
+        &pid.to_string(),
+    ]);
+    if log_given {
+        watch.args(["--log", out.to_str().unwrap()]);
+    }
+    let watch = watch
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    // Once the watch holds a pidfd (its observer watches the process's end); a refusal ends the
+    // watch instead. A kill before that is read from the zombie just the same.
+    let mut watch = watch;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !holds_a_pidfd(watch.id()) && watch.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the watch never watched: {}",
+            common::file_text(&stderr)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    victim.0.kill().unwrap(); // SIGKILL, not reaped until the watch is over
+    let mut r = common::bounded::wait_output(watch, Duration::from_secs(120));
+    r.stderr = common::file_text(&stderr);
+    drop(victim);
+    (r, pid)
+}
+
+#[test]
+fn watch_pid_alone_follows_the_file_its_output_goes_to_and_reads_a_sigkill_from_the_kernel() {
+    let (r, pid) = watch_a_process_killed_by_sigkill(false);
+    let json: serde_json::Value = serde_json::from_str(r.stdout.trim()).unwrap_or_default();
+    let explain = format!(
+        "exit {}\nstdout: {}\nstderr: {}",
+        r.code, r.stdout, r.stderr
+    );
+    assert_eq!(json["pid"], pid, "{explain}");
+    assert!(
+        json["log"].as_str().is_some_and(|l| l.ends_with("out.log")),
+        "{explain}"
+    );
+    assert_eq!(
+        (r.code, json["verdict"].as_str()),
+        (4, Some("killed")),
+        "{explain}"
+    );
+    assert_eq!(json["exit"]["signal"], 9, "{explain}");
+}
+
+#[test]
+fn a_process_not_started_by_firedup_killed_by_sigkill_is_killed_not_exited() {
+    let (r, _) = watch_a_process_killed_by_sigkill(true);
+    let json: serde_json::Value = serde_json::from_str(r.stdout.trim()).unwrap_or_default();
+    let explain = format!(
+        "exit {}\nstdout: {}\nstderr: {}",
+        r.code, r.stdout, r.stderr
+    );
+    assert_eq!(
+        (r.code, json["verdict"].as_str()),
+        (4, Some("killed")),
+        "{explain}"
+    );
+    assert_eq!(json["signature"], "sigkill", "{explain}");
+}
+
+#[test]
+fn watch_pid_alone_of_a_process_writing_to_a_pipe_is_refused_with_what_to_do() {
+    let env = Env::new();
+    let piped = Command::new("sleep")
+        .arg("1000")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let piped = Started(piped);
+    let r = env.firedup(&[
+        "watch",
+        "--ready-line",
+        "x",
+        "--pid",
+        &piped.0.id().to_string(),
+    ]);
+    assert_eq!(r.code, 2, "{}", r.explain());
+    assert!(
+        r.stderr.contains("not a regular file") && r.stderr.contains("--log PATH"),
+        "{}",
+        r.explain()
+    );
+}

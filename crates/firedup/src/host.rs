@@ -24,7 +24,7 @@ pub mod slurm;
 pub mod ssh;
 pub mod teardown;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
@@ -97,6 +97,14 @@ pub trait Host: std::fmt::Debug + Send + Sync {
         from: LogFrom,
         note: &mut dyn FnMut(String),
     ) -> Result<Attached, HostError>;
+
+    /// The log of process `pid`, started another way, for `watch --pid PID` without `--log`: the
+    /// regular file its output (descriptor 1) goes to. Only this machine can look.
+    fn output_of(&self, pid: u32) -> Result<PathBuf, HostError> {
+        Err(HostError::failed(crate::Error::Usage(format!(
+            "the output of process {pid} can only be found on this machine: give its log with --log PATH"
+        ))))
+    }
 
     /// The observations of `target` under `plan`, for [`crate::engine::judge_loop`]. `attached`:
     /// the target came from [`Host::attach_log`], not from a launch or [`Host::find_run`].

@@ -239,6 +239,35 @@ fn write_fds(pid: u32, target: &std::path::Path) -> Vec<FdInfo> {
     out
 }
 
+/// The regular file `pid` writes its output to (its descriptor 1, `/proc/PID/fd/1`), for a watch
+/// given a process and no log. `Err`: one sentence saying why it cannot be used and what to do.
+pub fn output_file(pid: u32) -> Result<std::path::PathBuf, String> {
+    let fd = format!("/proc/{pid}/fd/1");
+    let give = "give its log with --log PATH";
+    let target = fs::read_link(&fd).map_err(|e| {
+        format!("cannot read where process {pid} writes its output ({fd}: {e}): {give}")
+    })?;
+    let meta = fs::metadata(&fd).map_err(|e| {
+        format!(
+            "process {pid}'s output ({}) cannot be read ({e}): {give}",
+            target.display()
+        )
+    })?;
+    if !meta.is_file() {
+        return Err(format!(
+            "process {pid} writes its output to {}, which is not a regular file: {give}",
+            target.display()
+        ));
+    }
+    if target.to_string_lossy().ends_with(" (deleted)") {
+        return Err(format!(
+            "process {pid} writes its output to {}, which was removed: {give}",
+            target.display()
+        ));
+    }
+    Ok(target)
+}
+
 /// Whether `pid`'s environment (as it was at its exec) has `key=value`. False when it cannot be
 /// read (another user's process, or gone).
 pub fn environ_has(pid: u32, key: &str, value: &str) -> bool {

@@ -159,6 +159,10 @@ impl Host for LocalHost {
         })
     }
 
+    fn output_of(&self, pid: u32) -> Result<PathBuf, HostError> {
+        process::output_file(pid).map_err(|e| HostError::failed(crate::Error::Usage(e)))
+    }
+
     fn source(&self, plan: &Plan, target: &Target, _attached: bool) -> Box<dyn Source> {
         Box::new(LocalSource::new(plan, target))
     }

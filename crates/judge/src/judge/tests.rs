@@ -1297,3 +1297,21 @@ fn the_decisive_line_of_ready_is_the_one_that_met_the_condition_first() {
         Some("READY: server is listening")
     );
 }
+
+#[test]
+fn an_end_whose_status_could_not_be_learned_says_so_without_claiming_an_exit() {
+    let mut j = Judge::new(cfg(Mode::UntilReady));
+    j.observe(ms(0), Observation::Started { pid: 42 });
+    j.observe(ms(50), Observation::Exited(None));
+    let v = j.verdict().expect("a verdict");
+    assert_eq!(
+        v.verdict,
+        Verdict::Exited,
+        "the only verdict for an end without a cause"
+    );
+    assert!(
+        v.reason.contains("could not be learned") && !v.reason.contains("exited with"),
+        "{}",
+        v.reason
+    );
+}
