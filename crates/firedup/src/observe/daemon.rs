@@ -23,10 +23,21 @@ impl LocalObserver {
             })
     }
 
+    /// The launcher left `pid` running: its command, and where its output goes when it does not
+    /// write the log (neither its descriptor 1 nor 2 is the log, and it holds the log open on no
+    /// other descriptor).
     pub(super) fn launcher_left(&self, pid: u32) -> Observation {
+        let log = std::fs::canonicalize(&self.target.log).ok();
+        let output_of = |fd: u32| std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).ok();
+        let (out, err) = (output_of(1), output_of(2));
+        let writes_log = log.is_none()
+            || out.is_none()
+            || [&out, &err].iter().any(|o| o.as_ref() == log.as_ref())
+            || !process::write_positions(pid, &self.target.log).is_empty();
         Observation::LauncherLeft {
             pid,
             command: process::cmdline(pid),
+            output: out.filter(|_| !writes_log).map(|o| o.display().to_string()),
         }
     }
 
