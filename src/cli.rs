@@ -373,6 +373,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 LogFrom {
                     start: from_start,
                     end: from_end,
+                    wait_for_log: None,
                 },
             )
         }

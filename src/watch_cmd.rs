@@ -91,6 +91,12 @@ pub(crate) fn watch(
             Err(HostError::Failed(e)) => return Err(e.into()),
         },
         (None, Some(log)) => {
+            // A log not there yet is waited for (the log grace), to find its writer.
+            let grace = plan::log_grace(&judge.options(false))?;
+            let from = LogFrom {
+                wait_for_log: Some(grace),
+                ..from
+            };
             let a = host.attach_log(log, pid, from, &mut note)?;
             (a.target, None, a.command, a.from_end)
         }
@@ -153,6 +159,12 @@ pub(crate) fn watch(
             && host.watches_process()
             && found.as_ref().is_none_or(|f| f.meta.job.is_none()),
     )?;
+    // The attach already waited the log grace for a log that never appeared: not twice.
+    if attached && pid.is_none() && target.pid.is_none() && host.name().is_none() {
+        if log.as_ref().is_some_and(|l| !l.exists()) {
+            plan.judge.log_grace = Duration::ZERO;
+        }
+    }
     let on_host = host.name().map(|h| format!(" on {h}")).unwrap_or_default();
     if let Some(h) = host.name() {
         plan.judge.probe_origin = format!("remote {h}");

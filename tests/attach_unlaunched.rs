@@ -234,3 +234,73 @@ fn watch_pid_alone_of_a_process_writing_to_a_pipe_is_refused_with_what_to_do() {
         r.explain()
     );
 }
+
+#[test]
+fn a_watch_begun_before_the_log_exists_finds_its_writer_and_probes_the_writers_own_port() {
+    let env = Env::new();
+    let log = env.path("late.log");
+    let port = common::free_port();
+    // An sglang-shaped server (the profile's health probe decides) on its own --port, not the
+    // profile's default 30000.
+    let server = env.script(
+        "sglang-serve",
+        &format!(
+            "exec python3 {} \"$@\"",
+            fixture("servers/fake_sglang_server.py")
+        ),
+    );
+    let mut watch = env.cmd();
+    watch
+        .args([
+            "watch",
+            "--json",
+            "--profile",
+            "sglang",
+            // Bounds the watch before the fix (it waited out the 10-minute stall).
+            "--timeout",
+            "40s",
+            "--log",
+            log.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(env.path("watch.stderr")).unwrap());
+    let mut watch = watch.spawn().unwrap();
+    // Once the watch says it waits for the log, the server starts, creating its log.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !common::file_text(&env.path("watch.stderr")).contains("waiting for") {
+        assert!(
+            watch.try_wait().unwrap().is_none(),
+            "{}",
+            common::file_text(&env.path("watch.stderr"))
+        );
+        assert!(
+            Instant::now() < deadline,
+            "the watch never said it waits for the log"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let writer = sh(&format!(
+        "exec '{server}' --model-path fake/model --port {port} > '{}' 2>&1",
+        log.display()
+    ));
+    let r = common::bounded::wait_output(watch, Duration::from_secs(120));
+    let json: serde_json::Value = serde_json::from_str(r.stdout.trim()).unwrap_or_default();
+    let explain = format!(
+        "exit {}\nstdout: {}\nstderr: {}",
+        r.code, r.stdout, r.stderr
+    );
+    assert_eq!(
+        (r.code, json["verdict"].as_str()),
+        (0, Some("ready")),
+        "{explain}"
+    );
+    assert_eq!(json["pid"], writer.0.id(), "{explain}");
+    assert_eq!(json["port"], port, "{explain}");
+    assert!(
+        json["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains(&format!(":{port}/health")),
+        "{explain}"
+    );
+}

@@ -18,6 +18,7 @@
 
 pub mod bench;
 mod cell;
+mod late_writer;
 pub mod local;
 pub mod slurm;
 #[cfg(feature = "ssh")]
@@ -170,6 +171,9 @@ pub struct LogFrom {
     pub start: bool,
     /// `--from-end`: only lines written from now on.
     pub end: bool,
+    /// Without a pid, a log that does not exist yet is waited for this long (the log grace), so
+    /// that the process writing it is found when it appears; `None`: not waited for.
+    pub wait_for_log: Option<std::time::Duration>,
 }
 
 /// What [`Host::attach_log`] attached to.

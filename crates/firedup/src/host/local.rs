@@ -122,9 +122,19 @@ impl Host for LocalHost {
     ) -> Result<Attached, HostError> {
         let log = crate::plan::absolute(log);
         crate::logpath::check_for_reading(&log).map_err(HostError::failed)?;
-        // Attached by log alone: the process writing it, if any, is the one to watch.
+        // Attached by log alone: the process writing it, if any, is the one to watch; a log
+        // that is not there yet is waited for, and its writer found when it appears.
         let watched = pid.or_else(|| {
-            let w = process::writers_of(&log).into_iter().next()?;
+            let w = match from.wait_for_log.filter(|_| !log.exists()) {
+                Some(grace) => {
+                    note(format!(
+                        "waiting for {} to appear, to find the process that writes it",
+                        log.display()
+                    ));
+                    super::late_writer::wait_for_writer(&log, grace)?
+                }
+                None => process::writers_of(&log).into_iter().next()?,
+            };
             note(format!(
                 "watching process {w} ({}), which writes {}",
                 crate::secrets::redact_text(&process::cmdline(w)),
