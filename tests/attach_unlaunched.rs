@@ -267,7 +267,9 @@ fn a_watch_begun_before_the_log_exists_finds_its_writer_and_probes_the_writers_o
     let mut watch = watch.spawn().unwrap();
     // Once the watch says it waits for the log, the server starts, creating its log.
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !common::file_text(&env.path("watch.stderr")).contains("waiting for") {
+    while !common::file_text(&env.path("watch.stderr"))
+        .contains("to find the process that writes it")
+    {
         assert!(
             watch.try_wait().unwrap().is_none(),
             "{}",
