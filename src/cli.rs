@@ -139,7 +139,7 @@ pub enum Command {
         /// The log to follow (it may not exist yet).
         #[arg(long, value_name = "PATH")]
         log: Option<PathBuf>,
-        /// The process to watch.
+        /// The process to watch (without --log: its log is the file its output goes to).
         #[arg(long)]
         pid: Option<u32>,
         /// A Slurm job submitted some other way (plain sbatch): follow its output file
@@ -390,6 +390,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
                     from: LogFrom {
                         start: from_start,
                         end: from_end,
+                        wait_for_log: None,
                     },
                     bound,
                 },

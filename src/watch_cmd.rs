@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use crate::judge_args::{JudgeArgs, open_events};
 use crate::launch::LaunchSpec;
-use crate::plan::WatchOptions;
+use crate::plan::{self, WatchOptions};
 use crate::report;
 use crate::report::{print_outcome, transport_verdict};
 use firedup::host::{Host, HostError, LogFrom, SlurmHost, SlurmLoginHost, SshHost};
@@ -107,7 +107,24 @@ pub(crate) fn watch(
             Err(HostError::Failed(e)) => return Err(e.into()),
         },
         (None, Some(log)) => {
+            // A log not there yet is waited for (the log grace), to find its writer.
+            let grace = plan::log_grace(&judge.options(false))?;
+            let from = LogFrom {
+                wait_for_log: Some(grace),
+                ..from
+            };
             let a = host.attach_log(log, pid, from, &mut note)?;
+            (a.target, None, a.command, a.from_end)
+        }
+        (None, None) if pid.is_some() => {
+            // A process started another way: its log is the file its output goes to.
+            let pid = pid.expect("checked");
+            let log = host.output_of(pid)?;
+            note(format!(
+                "following {}, where process {pid} writes its output",
+                log.display()
+            ));
+            let a = host.attach_log(&log, Some(pid), from, &mut note)?;
             (a.target, None, a.command, a.from_end)
         }
         (Some(_), Some(_)) => bail!("give either a RUN_ID or --log PATH, not both"),
@@ -151,6 +168,12 @@ pub(crate) fn watch(
         (target.pid.is_some() || !attached) && found.as_ref().is_none_or(|f| f.meta.job.is_none());
     let mut plan =
         firedup::session::plan_for(host.as_ref(), &opts, &command, &target, watches_process)?;
+    // The attach already waited the log grace for a log that never appeared: not twice.
+    if attached && pid.is_none() && target.pid.is_none() && host.name().is_none() {
+        if log.as_ref().is_some_and(|l| !l.exists()) {
+            plan.judge.log_grace = Duration::ZERO;
+        }
+    }
     let on_host = host.name().map(|h| format!(" on {h}")).unwrap_or_default();
     // A run that has ended is judged by how it ended: a ready line it printed before crashing
     // is not its present state. Holding after ready makes the recorded exit (and the fatal

@@ -4,6 +4,9 @@
 //! 1. the import graph between the crate's top-level modules has no cycle (a module is a node; a
 //!    `crate::MODULE` path, a `use crate::{MODULE, ...}` group or a `super::` path that climbs to the
 //!    crate root is an edge from the file's top-level module to MODULE);
+//!    The same holds one level down for the modules listed in [`CHECKED_CHILDREN`]: the child
+//!    modules of `judge` (`judge/cause.rs`, `judge/decide.rs`, ...) import each other without a
+//!    cycle (`super::X`, `crate::judge::X` from inside `judge` are edges between its children);
 //! 2. the library crates never name the CLI (`firedup_cli`, or `firedup-cli` in their Cargo.toml);
 //! 3. no source file is over [`MAX_LINES`] lines unless its `//!` module doc has a line starting
 //!    with [`LONG_FILE_MARKER`] that says why (see CONTRIBUTING.md).
@@ -31,6 +34,10 @@ const CRATES: &[(&str, bool)] = &[
     ("src", false),
 ];
 
+/// Modules whose child modules must not import each other in a cycle either: (crate `src` dir,
+/// top-level module).
+const CHECKED_CHILDREN: &[(&str, &str)] = &[("crates/judge/src", "judge")];
+
 /// Import edges allowed for now: (crate `src` dir, from module, to module, owner: why).
 const KNOWN_EDGES: &[(&str, &str, &str, &str)] = &[];
 
@@ -50,6 +57,9 @@ struct Edge {
 struct FileFacts {
     /// (top-level module of the referring code, top-level module referred to, line).
     refs: Vec<(String, String, usize)>,
+    /// (module path of the referring code, the first two segments of the absolute path referred
+    /// to, line): what the child-module check reads.
+    deep_refs: Vec<(Vec<String>, Vec<String>, usize)>,
     /// Modules declared `#[cfg(test)] mod NAME;` (paths relative to the crate root).
     test_children: Vec<Vec<String>>,
     /// Modules declared `mod NAME;` or `mod NAME { ... }` at the crate root, by the root file.
@@ -249,6 +259,30 @@ fn group_heads(toks: &[(Tok, usize)], open: usize) -> Vec<String> {
     heads
 }
 
+/// The absolute module paths (at most two segments) that the path continuing at `toks[at]`
+/// names below `base`: `x::y::z` → `base + [x, y]` (cut at two), `{a, b::c}` → one per item.
+fn path_after(toks: &[(Tok, usize)], at: usize, base: Vec<String>) -> Vec<Vec<String>> {
+    if base.len() >= 2 {
+        return vec![base[..2].to_vec()];
+    }
+    match toks.get(at).map(|t| &t.0) {
+        Some(Tok::Ident(m)) => {
+            let mut p = base;
+            p.push(m.clone());
+            if is(toks.get(at + 1), &Tok::PathSep) {
+                path_after(toks, at + 2, p)
+            } else {
+                vec![p]
+            }
+        }
+        Some(Tok::Punct('{')) => group_heads(toks, at)
+            .into_iter()
+            .map(|h| base.iter().cloned().chain([h]).collect())
+            .collect(),
+        _ => vec![base],
+    }
+}
+
 /// Reads one file's references. `modpath` is the file's module path from the crate root.
 fn facts(src: &str, modpath: &[String]) -> FileFacts {
     let toks = tokens(&strip(src));
@@ -329,6 +363,9 @@ fn facts(src: &str, modpath: &[String]) -> FileFacts {
                     Some(Tok::Punct('{')) => group_heads(&toks, i + 2),
                     _ => vec![],
                 };
+                for to in path_after(&toks, i + 2, Vec::new()) {
+                    f.deep_refs.push((here.clone(), to, line));
+                }
                 if let Some(from) = here.first() {
                     for to in targets {
                         f.refs.push((from.clone(), to, line));
@@ -341,6 +378,11 @@ fn facts(src: &str, modpath: &[String]) -> FileFacts {
                 while ident(toks.get(j)) == Some("super") && is(toks.get(j + 1), &Tok::PathSep) {
                     n += 1;
                     j += 2;
+                }
+                if n > 0 && n <= here.len() {
+                    for to in path_after(&toks, j, here[..here.len() - n].to_vec()) {
+                        f.deep_refs.push((here.clone(), to, line));
+                    }
                 }
                 // Climbing to the crate root makes the next segment a top-level module; a shorter
                 // climb stays inside this file's own top-level module.
@@ -393,6 +435,8 @@ fn module_path(rel: &Path) -> Vec<String> {
 /// the CLI (file:line).
 struct CrateScan {
     edges: Vec<Edge>,
+    /// Per module of [`CHECKED_CHILDREN`] in this crate: the edges between its child modules.
+    child_edges: Vec<(String, Vec<Edge>)>,
     lengths: Vec<(String, usize, bool)>,
     names_cli: Vec<String>,
 }
@@ -404,6 +448,8 @@ fn scan(root: &Path, src_dir: &str) -> CrateScan {
     files.sort();
     let mut per_file = Vec::new();
     let (mut test_mods, mut nodes) = (BTreeSet::new(), BTreeSet::new());
+    // Child modules, as [parent, child], for the child-module check.
+    let mut children: BTreeSet<Vec<String>> = BTreeSet::new();
     for p in &files {
         let rel = p.strip_prefix(&dir).unwrap();
         let modpath = module_path(rel);
@@ -414,9 +460,17 @@ fn scan(root: &Path, src_dir: &str) -> CrateScan {
         if let Some(top) = modpath.first() {
             nodes.insert(top.clone());
         }
+        if modpath.len() >= 2 {
+            children.insert(modpath[..2].to_vec());
+        }
         per_file.push((format!("{src_dir}/{}", rel.display()), modpath, src, f));
     }
     let mut scan = CrateScan {
+        child_edges: CHECKED_CHILDREN
+            .iter()
+            .filter(|c| c.0 == src_dir)
+            .map(|c| (c.1.to_string(), Vec::new()))
+            .collect(),
         edges: Vec::new(),
         lengths: Vec::new(),
         names_cli: Vec::new(),
@@ -437,6 +491,23 @@ fn scan(root: &Path, src_dir: &str) -> CrateScan {
         for (n, l) in strip(&src).lines().enumerate() {
             if l.contains("firedup_cli") {
                 scan.names_cli.push(format!("{path}:{}", n + 1));
+            }
+        }
+        for (parent, edges) in scan.child_edges.iter_mut() {
+            for (here, to, line) in &f.deep_refs {
+                let child_of = |p: &[String]| {
+                    (p.len() >= 2 && p[0] == *parent && children.contains(&p[..2]))
+                        .then(|| p[1].clone())
+                };
+                if let (Some(from), Some(to)) = (child_of(here), child_of(to)) {
+                    if from != to {
+                        edges.push(Edge {
+                            from,
+                            to,
+                            at: format!("{path}:{line}"),
+                        });
+                    }
+                }
             }
         }
         for (from, to, line) in f.refs {
@@ -509,6 +580,24 @@ fn cycles(edges: &[Edge]) -> Vec<Vec<String>> {
     out
 }
 
+/// One message per cycle of `edges` (the import graph `graph`), with where each edge was seen.
+fn cycle_problems(graph: &str, edges: &[Edge]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for cyc in cycles(edges) {
+        let mut msg = format!("{graph}: import cycle {}", cyc.join(" → "));
+        for pair in cyc.windows(2) {
+            let seen: Vec<&str> = edges
+                .iter()
+                .filter(|e| e.from == pair[0] && e.to == pair[1])
+                .map(|e| e.at.as_str())
+                .collect();
+            msg += &format!("\n    {} → {}: {}", pair[0], pair[1], seen.join(", "));
+        }
+        problems.push(msg);
+    }
+    problems
+}
+
 #[test]
 fn the_module_graph_has_no_cycle_the_library_never_names_the_cli_and_files_stay_short() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -533,17 +622,12 @@ fn the_module_graph_has_no_cycle_the_library_never_names_the_cli_and_files_stay_
             .filter(|e| allowed(e).is_none())
             .cloned()
             .collect();
-        for cyc in cycles(&edges) {
-            let mut msg = format!("{src_dir}: import cycle {}", cyc.join(" → "));
-            for pair in cyc.windows(2) {
-                let seen: Vec<&str> = edges
-                    .iter()
-                    .filter(|e| e.from == pair[0] && e.to == pair[1])
-                    .map(|e| e.at.as_str())
-                    .collect();
-                msg += &format!("\n    {} → {}: {}", pair[0], pair[1], seen.join(", "));
-            }
-            problems.push(msg);
+        let mut graphs = vec![(src_dir.to_string(), edges)];
+        for (parent, edges) in &s.child_edges {
+            graphs.push((format!("{src_dir}/{parent}"), edges.clone()));
+        }
+        for (graph, edges) in &graphs {
+            problems.extend(cycle_problems(graph, edges));
         }
         if std::env::var_os("FIREDUP_ARCH_EDGES").is_some() {
             for e in &s.edges {
@@ -617,6 +701,19 @@ fn the_lexer_sees_paths_only_in_code() {
     assert_eq!(
         f.test_children,
         vec![vec!["m".to_string(), "tests".to_string()]]
+    );
+    // Below the top level: a sibling by `super::`, a group, and `crate::` through the parent.
+    let child = "use super::decide::Decision;\nuse super::{cause, Judge};\nfn f() { crate::judge::exit::g(); }\n";
+    let f = facts(child, &["judge".to_string(), "line".to_string()]);
+    let deep: Vec<(String, usize)> = f.deep_refs.iter().map(|r| (r.1.join("::"), r.2)).collect();
+    assert_eq!(
+        deep,
+        vec![
+            ("judge::decide".to_string(), 1),
+            ("judge::cause".to_string(), 2),
+            ("judge::Judge".to_string(), 2),
+            ("judge::exit".to_string(), 3)
+        ]
     );
 }
 

@@ -325,8 +325,12 @@ fn write_observation(w: &mut dyn Write, at: Duration, obs: &Observation) {
             serde_json::json!({"t": t, "kind": "spawn_failed", "reason": reason})
         }
         Observation::Exited(e) => serde_json::json!({"t": t, "kind": "exited", "exit": e}),
-        Observation::LauncherLeft { pid, command } => {
-            serde_json::json!({"t": t, "kind": "launcher_left", "pid": pid, "command": crate::secrets::redact_values(command)})
+        Observation::LauncherLeft {
+            pid,
+            command,
+            output,
+        } => {
+            serde_json::json!({"t": t, "kind": "launcher_left", "pid": pid, "command": crate::secrets::redact_values(command), "output": output})
         }
         Observation::Usage {
             cpu_ticks,

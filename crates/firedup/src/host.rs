@@ -18,13 +18,14 @@
 
 pub mod bench;
 mod cell;
+mod late_writer;
 pub mod local;
 pub mod slurm;
 #[cfg(feature = "ssh")]
 pub mod ssh;
 pub mod teardown;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
@@ -98,6 +99,14 @@ pub trait Host: std::fmt::Debug + Send + Sync {
         note: &mut dyn FnMut(String),
     ) -> Result<Attached, HostError>;
 
+    /// The log of process `pid`, started another way, for `watch --pid PID` without `--log`: the
+    /// regular file its output (descriptor 1) goes to. Only this machine can look.
+    fn output_of(&self, pid: u32) -> Result<PathBuf, HostError> {
+        Err(HostError::failed(crate::Error::Usage(format!(
+            "the output of process {pid} can only be found on this machine: give its log with --log PATH"
+        ))))
+    }
+
     /// The observations of `target` under `plan`, for [`crate::engine::judge_loop`]. `attached`:
     /// the target came from [`Host::attach_log`], not from a launch or [`Host::find_run`].
     fn source(&self, plan: &Plan, target: &Target, attached: bool) -> Box<dyn Source>;
@@ -162,6 +171,9 @@ pub struct LogFrom {
     pub start: bool,
     /// `--from-end`: only lines written from now on.
     pub end: bool,
+    /// Without a pid, a log that does not exist yet is waited for this long (the log grace), so
+    /// that the process writing it is found when it appears; `None`: not waited for.
+    pub wait_for_log: Option<std::time::Duration>,
 }
 
 /// What [`Host::attach_log`] attached to.

@@ -13,8 +13,10 @@
 //!   from an older run; skipping them can miss the `ready` line of a server that is already up
 //!   (a false `stalled` or `timed_out`). So: `--from-start` judges them, `--from-end` skips them;
 //!   without either, an empty or missing log needs no choice, and a log last written before the
-//!   watched process started holds nothing of it (it is skipped); anything else is refused with a
-//!   sentence naming both flags.
+//!   watched process started holds nothing of it (it is skipped); a log born after the watched
+//!   process started, which that process holds open at its end (its write position is the file's
+//!   size: `nohup server > log &`), is all its own (judged from the start); anything else is
+//!   refused with a sentence naming both flags.
 
 use std::fs;
 use std::io::Read;
@@ -75,15 +77,35 @@ pub(crate) fn measure(log: &Path) -> Result<Option<LogStart>> {
     }))
 }
 
+/// What is known of the watched process, for where judging starts in its log.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct WriterSeen {
+    /// The Unix time at which it started.
+    pub started: Option<f64>,
+    /// Its write positions in the log (one per descriptor it holds open on it for writing).
+    pub positions: Vec<u64>,
+}
+
+impl WriterSeen {
+    /// What `/proc` says of `pid` and `log`.
+    pub(crate) fn of(pid: u32, log: &Path) -> WriterSeen {
+        WriterSeen {
+            started: process_started_unix(pid),
+            positions: crate::process::write_positions(pid, log),
+        }
+    }
+}
+
 /// Whether `watch --log` skips what the log already holds (`true`: from the end), and a note
-/// for the user when that was decided without a flag. `writer_started` is the Unix time at which
-/// the watched process started, when one is known.
+/// for the user when that was decided without a flag. `writer` is what is known of the watched
+/// process, when one is known.
 pub(crate) fn attach_from_end(
     log: &Path,
-    writer_started: Option<f64>,
+    writer: Option<&WriterSeen>,
     from_start: bool,
     from_end: bool,
 ) -> Result<(bool, Option<String>)> {
+    let writer_started = writer.and_then(|w| w.started);
     if from_start || from_end {
         return Ok((from_end, None));
     }
@@ -102,6 +124,25 @@ pub(crate) fn attach_from_end(
                 log.display()
             );
             return Ok((true, Some(note)));
+        }
+        // Born after the process started, and the process's write position is the file's end:
+        // every byte is its own (`nohup server > log &`: the shell's child created the file before
+        // it became the server). Not for a file born earlier: it may hold an older run's bytes
+        // before the position (`>>`), or a truncation cannot be told from an older run's.
+        let born = meta.created().ok().and_then(|t| {
+            t.duration_since(std::time::UNIX_EPOCH)
+                .ok()
+                .map(|d| d.as_secs_f64())
+        });
+        let at_end = writer.is_some_and(|w| {
+            !w.positions.is_empty() && w.positions.iter().all(|p| *p == meta.len())
+        });
+        if at_end && born.is_some_and(|b| b >= started - 0.05) {
+            let note = format!(
+                "{} was created after the process started and ends where it writes: judging it from the start",
+                log.display()
+            );
+            return Ok((false, Some(note)));
         }
     }
     usage!(
@@ -193,11 +234,44 @@ mod tests {
             e.contains("--from-start") && e.contains("--from-end"),
             "{e}"
         );
+        let started = |at: f64, positions: Vec<u64>| WriterSeen {
+            started: Some(at),
+            positions,
+        };
         // Written after the process started: may be its own, refused.
-        assert!(attach_from_end(&p, Some(now - 60.0), false, false).is_err());
+        assert!(attach_from_end(&p, Some(&started(now - 60.0, vec![])), false, false).is_err());
         // Last written before the process started: none of it is the process's.
-        let (end, note) = attach_from_end(&p, Some(now + 60.0), false, false).unwrap();
+        let (end, note) =
+            attach_from_end(&p, Some(&started(now + 60.0, vec![])), false, false).unwrap();
         assert!(end && note.is_some());
+        // Born after the process started and written by it to its end: all its own. Not when
+        // its position is elsewhere (another writer wrote the rest), nor for a file born first.
+        let len = fs::metadata(&p).unwrap().len();
+        let born_after = fs::metadata(&p).unwrap().created().is_ok();
+        for (writer, own) in [
+            (started(now - 60.0, vec![len]), born_after),
+            (started(now - 60.0, vec![len, len]), born_after),
+            (started(now - 60.0, vec![len - 1]), false),
+            (started(now - 60.0, vec![len, 1]), false),
+            (started(now - 60.0, vec![]), false),
+        ] {
+            let got = attach_from_end(&p, Some(&writer), false, false);
+            assert_eq!(got.is_ok(), own, "{writer:?}: {got:?}");
+            if let Ok((end, note)) = got {
+                assert!(!end && note.is_some(), "{writer:?}");
+            }
+        }
+        // A file born before the process, written since: refused although the position is at
+        // its end (a `>>` log that held an older run's lines).
+        let older = dir.path().join("older");
+        fs::write(&older, b"x\n").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let w = WriterSeen {
+            started: Some(crate::rundir::now_unix() - 0.1),
+            positions: vec![4],
+        };
+        fs::write(&older, b"x\ny\n").unwrap();
+        assert!(attach_from_end(&older, Some(&w), false, false).is_err());
     }
 
     #[test]

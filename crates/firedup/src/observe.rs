@@ -28,11 +28,12 @@ use crate::follow::{FollowEventRef, LogFollower};
 use crate::judge::Observation;
 use crate::launched_log;
 use crate::plan::ProbePlan;
-use crate::process;
+use crate::process::{self, ending::Ending};
 use crate::rundir::ExitRecord;
 use crate::target::Target;
 use crate::verdict::ExitInfo;
 
+mod daemon;
 mod followed_line;
 mod kernel_log;
 mod log_state_words;
@@ -100,6 +101,8 @@ pub(crate) struct LocalObserver {
     follow_run: bool,
     /// The daemon followed since the launcher exited 0, if any.
     following: Option<u32>,
+    /// A watched process firedup did not launch: how it ended, read from the kernel.
+    ending: Option<Ending>,
     /// The pid whose tree the prober checks (the launched one, then the followed daemon).
     watched: Arc<AtomicU32>,
     oom: OomWitness,
@@ -200,6 +203,11 @@ impl LocalObserver {
             tx,
             follow_run: settings.follow_run,
             following: None,
+            ending: target
+                .pid
+                .zip(target.start_ticks)
+                .filter(|_| target.run.is_none())
+                .and_then(|(pid, ticks)| Ending::open(pid, ticks)),
             watched,
             pending,
             process_gone_at: None,
@@ -303,7 +311,9 @@ impl LocalObserver {
                     .or_else(|| self.target.run.as_ref().and_then(|r| r.exit()));
                 let known = record.is_some() || self.target.run.is_none();
                 if (known && !unreported) || gone.elapsed() >= EXIT_RECORD_WAIT {
-                    let exit: Option<ExitInfo> = record.and_then(|r| r.exit);
+                    let exit: Option<ExitInfo> = record
+                        .and_then(|r| r.exit)
+                        .or_else(|| self.ending.as_ref()?.exit());
                     // A launcher that exits 0 while processes of the run live on daemonized:
                     // in server mode that is not the run's exit.
                     let daemon = (self.follow_run && exit.is_some_and(|e| e.code == Some(0)))
@@ -375,34 +385,6 @@ impl LocalObserver {
         }
         out.push((now, Observation::Exited(exit)));
         self.exit_reported = true;
-    }
-
-    /// The oldest live process of the run (by its `FIREDUP_RUN_ID`), its supervisor and the
-    /// runtime helpers that end with the program that started them aside
-    /// ([`process::interpreter_helper`]).
-    fn run_survivor(&self) -> Option<u32> {
-        process::of_run(&self.target.run_id)
-            .pids
-            .into_iter()
-            .find(|&p| {
-                !process::is_supervisor(p)
-                    && !process::interpreter_helper::is_interpreter_helper(&process::argv(p))
-            })
-    }
-
-    fn launcher_left(&self, pid: u32) -> Observation {
-        Observation::LauncherLeft {
-            pid,
-            command: process::cmdline(pid),
-        }
-    }
-
-    /// Follows `pid` from now on: its exit wakes the observer, the prober checks its tree.
-    fn follow(&mut self, pid: u32) {
-        self.following = Some(pid);
-        self.process_gone_at = None;
-        self.watched.store(pid, Ordering::Relaxed);
-        spawn_exit_watch(pid, self.tx.clone(), self.stop.clone());
     }
 
     /// The latest instant at which the observer wants to be collected again.

@@ -162,6 +162,14 @@ fn refuse_foot_guns(opts: &WatchOptions) -> Result<()> {
     Ok(())
 }
 
+/// How long a missing log may stay missing while no process is known (`--log-grace`, 30 s by
+/// default).
+pub fn log_grace(opts: &WatchOptions) -> Result<Duration> {
+    Ok(duration_flag("--log-grace", &opts.log_grace)?
+        .filter(|d| *d != Duration::MAX)
+        .unwrap_or(DEFAULT_LOG_GRACE))
+}
+
 /// Resolves options for a watch of `command` (empty when attaching) whose log is `log`.
 pub fn resolve(
     opts: &WatchOptions,
@@ -228,8 +236,7 @@ pub fn resolve(
         None if mode == Mode::UntilReady => Some(profile_timeout.unwrap_or(DEFAULT_SERVER_TIMEOUT)),
         None => None,
     };
-    let log_grace =
-        unbounded(duration_flag("--log-grace", &opts.log_grace)?).unwrap_or(DEFAULT_LOG_GRACE);
+    let log_grace = log_grace(opts)?;
     let hold = match duration_flag("--hold", &opts.hold)? {
         Some(d) => unbounded(Some(d)),
         None if mode == Mode::UntilReady => unbounded(duration_flag("profile hold", &prof.hold)?),

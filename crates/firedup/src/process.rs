@@ -184,31 +184,88 @@ pub fn writers_of(path: &std::path::Path) -> Vec<u32> {
         if pid == me || st.state == 'Z' {
             continue;
         }
-        let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
-            continue;
-        };
-        for fd in fds.filter_map(|e| e.ok()) {
-            if fs::read_link(fd.path()).is_ok_and(|l| l == target) {
-                let flags = fs::read_to_string(format!(
-                    "/proc/{pid}/fdinfo/{}",
-                    fd.file_name().to_string_lossy()
-                ))
-                .ok()
-                .and_then(|t| {
-                    t.lines()
-                        .find_map(|l| l.strip_prefix("flags:").map(|v| v.trim().to_string()))
-                })
-                .and_then(|v| u32::from_str_radix(&v, 8).ok())
-                .unwrap_or(0);
-                if flags & 0o3 != 0 {
-                    found.push((st.start_ticks, pid));
-                    break;
-                }
-            }
+        if !write_fds(pid, &target).is_empty() {
+            found.push((st.start_ticks, pid));
         }
     }
     found.sort();
     found.into_iter().map(|(_, p)| p).collect()
+}
+
+/// Where `pid` writes in `path`: the file position of each descriptor it holds open for writing
+/// on it (`/proc/PID/fdinfo/N`'s `pos`); empty when it holds none or cannot be read.
+pub fn write_positions(pid: u32, path: &std::path::Path) -> Vec<u64> {
+    let Ok(target) = fs::canonicalize(path) else {
+        return Vec::new();
+    };
+    write_fds(pid, &target).into_iter().map(|f| f.pos).collect()
+}
+
+/// One descriptor's `/proc/PID/fdinfo` facts.
+#[derive(Debug, Clone, Copy)]
+struct FdInfo {
+    pos: u64,
+}
+
+/// The descriptors of `pid` open for writing on the file `target` (a canonical path).
+fn write_fds(pid: u32, target: &std::path::Path) -> Vec<FdInfo> {
+    let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for fd in fds.filter_map(|e| e.ok()) {
+        if !fs::read_link(fd.path()).is_ok_and(|l| l == target) {
+            continue;
+        }
+        let Ok(info) = fs::read_to_string(format!(
+            "/proc/{pid}/fdinfo/{}",
+            fd.file_name().to_string_lossy()
+        )) else {
+            continue;
+        };
+        let field = |name: &str| {
+            info.lines()
+                .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_string()))
+        };
+        let flags = field("flags:")
+            .and_then(|v| u32::from_str_radix(&v, 8).ok())
+            .unwrap_or(0);
+        if flags & 0o3 != 0 {
+            out.push(FdInfo {
+                pos: field("pos:").and_then(|v| v.parse().ok()).unwrap_or(0),
+            });
+        }
+    }
+    out
+}
+
+/// The regular file `pid` writes its output to (its descriptor 1, `/proc/PID/fd/1`), for a watch
+/// given a process and no log. `Err`: one sentence saying why it cannot be used and what to do.
+pub fn output_file(pid: u32) -> Result<std::path::PathBuf, String> {
+    let fd = format!("/proc/{pid}/fd/1");
+    let give = "give its log with --log PATH";
+    let target = fs::read_link(&fd).map_err(|e| {
+        format!("cannot read where process {pid} writes its output ({fd}: {e}): {give}")
+    })?;
+    let meta = fs::metadata(&fd).map_err(|e| {
+        format!(
+            "process {pid}'s output ({}) cannot be read ({e}): {give}",
+            target.display()
+        )
+    })?;
+    if !meta.is_file() {
+        return Err(format!(
+            "process {pid} writes its output to {}, which is not a regular file: {give}",
+            target.display()
+        ));
+    }
+    if target.to_string_lossy().ends_with(" (deleted)") {
+        return Err(format!(
+            "process {pid} writes its output to {}, which was removed: {give}",
+            target.display()
+        ));
+    }
+    Ok(target)
 }
 
 /// Whether `pid`'s environment (as it was at its exec) has `key=value`. False when it cannot be

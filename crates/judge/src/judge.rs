@@ -34,6 +34,7 @@ use crate::verdict::{GpuReport, LineRef, PhaseAt};
 
 mod cause;
 mod config;
+mod daemon;
 mod deadlines;
 mod decide;
 mod exit;
@@ -109,6 +110,8 @@ pub struct Judge {
     job: JobTrack,
     /// The launcher exited 0 and the run went on in this daemon (said in every verdict's reason).
     followed: Option<String>,
+    /// Where the followed daemon's output goes, when not to the log: no ready line can come.
+    lines_unseeable: Option<String>,
     probes: Vec<ProbeTrack>,
     /// The start deadline, moved later by sd_notify `EXTEND_TIMEOUT_USEC`.
     timeout_at: Option<Duration>,
@@ -156,6 +159,7 @@ impl Judge {
             oom: None,
             job: JobTrack::default(),
             followed: None,
+            lines_unseeable: None,
             probes: ProbeTrack::for_config(&cfg),
             timeout_at: cfg.timeout,
             watch_from: Duration::ZERO,
@@ -243,14 +247,11 @@ impl Judge {
                 self.exited = true;
                 self.on_exit(at, exit, &mut events);
             }
-            Observation::LauncherLeft { pid, command } => {
-                self.pid = Some(pid);
-                self.alive = true;
-                self.last_progress_at = at;
-                self.followed = Some(format!(
-                    "the launcher exited 0; followed the daemon pid {pid} ({command})"
-                ));
-            }
+            Observation::LauncherLeft {
+                pid,
+                command,
+                output,
+            } => self.on_launcher_left(at, pid, command, output, &mut events),
             Observation::Usage {
                 cpu_ticks,
                 read_bytes,

@@ -122,9 +122,19 @@ impl Host for LocalHost {
     ) -> Result<Attached, HostError> {
         let log = crate::plan::absolute(log);
         crate::logpath::check_for_reading(&log).map_err(HostError::failed)?;
-        // Attached by log alone: the process writing it, if any, is the one to watch.
+        // Attached by log alone: the process writing it, if any, is the one to watch; a log
+        // that is not there yet is waited for, and its writer found when it appears.
         let watched = pid.or_else(|| {
-            let w = process::writers_of(&log).into_iter().next()?;
+            let w = match from.wait_for_log.filter(|_| !log.exists()) {
+                Some(grace) => {
+                    note(format!(
+                        "waiting for {} to appear, to find the process that writes it",
+                        log.display()
+                    ));
+                    super::late_writer::wait_for_writer(&log, grace)?
+                }
+                None => process::writers_of(&log).into_iter().next()?,
+            };
             note(format!(
                 "watching process {w} ({}), which writes {}",
                 crate::secrets::redact_text(&process::cmdline(w)),
@@ -137,9 +147,9 @@ impl Host for LocalHost {
                 note(format!("note: process {p} is not running now"));
             }
         }
-        let started = watched.and_then(crate::logstart::process_started_unix);
+        let writer = watched.map(|p| crate::logstart::WriterSeen::of(p, &log));
         let (from_end, said) =
-            crate::logstart::attach_from_end(&log, started, from.start, from.end)
+            crate::logstart::attach_from_end(&log, writer.as_ref(), from.start, from.end)
                 .map_err(HostError::failed)?;
         if let Some(said) = said {
             note(format!("note: {said}"));
@@ -157,6 +167,10 @@ impl Host for LocalHost {
             // from it as from a launched command (a server started with nohup on its own port).
             command: watched.map(process::argv).unwrap_or_default(),
         })
+    }
+
+    fn output_of(&self, pid: u32) -> Result<PathBuf, HostError> {
+        process::output_file(pid).map_err(|e| HostError::failed(crate::Error::Usage(e)))
     }
 
     fn source(&self, plan: &Plan, target: &Target, _attached: bool) -> Box<dyn Source> {

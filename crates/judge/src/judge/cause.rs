@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use super::Judge;
-use super::decide::LineFailure;
 use super::output::Event;
 use crate::classify::{Hit, Strength};
 use crate::verdict::{ExitInfo, LineRef, Signature};
@@ -21,6 +20,17 @@ pub(super) struct Evidence {
     pub(super) rank: Option<u32>,
     /// The traceback chain it belongs to, if any (see `traceback.rs`).
     pub(super) chain: Option<u32>,
+}
+
+/// A `failed` verdict whose cause is line evidence.
+#[derive(Debug, Clone)]
+pub(super) struct LineFailure {
+    /// The evidence that names the cause (its line is the decisive line).
+    pub(super) cause: Evidence,
+    /// A signature the exit adds (a signal's), reported among the secondary ones.
+    pub(super) also: Option<Signature>,
+    pub(super) reason: String,
+    pub(super) exit: Option<ExitInfo>,
 }
 
 impl Judge {

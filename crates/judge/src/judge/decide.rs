@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::Judge;
-use super::cause::Evidence;
+use super::cause::{Evidence, LineFailure};
 use super::output::{Event, Judgement};
 use super::stage::Stage;
 use crate::classify::Strength;
@@ -68,17 +68,6 @@ impl Decision {
         self.secondary = secondary;
         self
     }
-}
-
-/// A `failed` verdict whose cause is line evidence.
-#[derive(Debug, Clone)]
-pub(super) struct LineFailure {
-    /// The evidence that names the cause (its line is the decisive line).
-    pub(super) cause: Evidence,
-    /// A signature the exit adds (a signal's), reported among the secondary ones.
-    pub(super) also: Option<Signature>,
-    pub(super) reason: String,
-    pub(super) exit: Option<ExitInfo>,
 }
 
 impl Judge {

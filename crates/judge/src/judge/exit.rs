@@ -9,8 +9,8 @@
 use std::time::Duration;
 
 use super::Judge;
-use super::cause::Evidence;
-use super::decide::{Decision, LineFailure};
+use super::cause::{Evidence, LineFailure};
+use super::decide::Decision;
 use super::output::Event;
 use super::root_cause::signal_signature;
 use crate::classify::Strength;
@@ -207,6 +207,12 @@ impl Judge {
         }
         let reason = if ok {
             format!("the server exited 0{after_ready} before it was ready")
+        } else if exit.is_none() {
+            // Not firedup's child, reaped by its parent before the kernel's record could be read
+            // (and no pidfd that keeps it): an exit code or a signal, nobody here can tell.
+            format!(
+                "the process ended{after_ready}, and how (an exit code or a signal) could not be learned: it is not firedup's child and its parent reaped it first; no known failure was printed"
+            )
         } else {
             format!(
                 "the process exited with {status}{after_ready}, and no known failure was printed"

@@ -22,7 +22,8 @@
 use std::time::Duration;
 
 use super::Judge;
-use super::decide::{Decision, LineFailure};
+use super::cause::LineFailure;
+use super::decide::Decision;
 use super::job_state::{JobEnd, never_satisfied, output_not_opened, reason_word};
 use super::output::Event;
 use crate::classify::Strength;

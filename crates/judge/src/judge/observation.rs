@@ -59,6 +59,11 @@ pub enum Observation {
         pid: u32,
         /// Its command line, for the verdict's reason.
         command: String,
+        /// Where its output goes when that is not the log (`/dev/null`: a daemon that detached
+        /// from its terminal): its ready line can never be seen, so the probes decide, or, with
+        /// none, the watch ends at once saying why. `None`: it writes the log (or cannot be told).
+        #[serde(default)]
+        output: Option<String>,
     },
     /// The process tree's cumulative CPU time (clock ticks) and bytes read.
     Usage {

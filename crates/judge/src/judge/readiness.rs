@@ -21,7 +21,7 @@ impl Judge {
             .ready_lines()
             .iter()
             .zip(&self.ready_seen)
-            .filter(|(_, seen)| !**seen)
+            .filter(|(_, seen)| !**seen && self.lines_unseeable.is_none())
             .map(|(r, _)| r.condition())
             .collect();
         for p in self.probes.iter().filter(|p| !p.up) {
@@ -46,7 +46,7 @@ impl Judge {
         if self.cfg.mode != Mode::UntilReady
             || !matches!(self.stage, Stage::Starting)
             || !has_conditions
-            || !self.ready_seen.iter().all(|s| *s)
+            || !(self.lines_unseeable.is_some() || self.ready_seen.iter().all(|s| *s))
             || !self.probes.iter().all(|p| p.up)
         {
             return;
@@ -65,12 +65,15 @@ impl Judge {
 
     /// The `ready` verdict at `at`, the time the ready condition first held.
     pub(super) fn decide_ready(&mut self, at: Duration, events: &mut Vec<Event>) {
+        // Lines that can never be seen (a daemon writing elsewhere) were no condition.
         let mut conds: Vec<String> = self
             .cfg
             .classifier
             .ready_lines()
             .iter()
-            .map(|r| r.condition())
+            .zip(&self.ready_seen)
+            .filter(|(_, seen)| **seen || self.lines_unseeable.is_none())
+            .map(|(r, _)| r.condition())
             .collect();
         for p in &self.probes {
             conds.push(format!("{} {}", p.kind.as_str(), p.target));

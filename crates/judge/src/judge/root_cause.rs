@@ -27,8 +27,8 @@
 use std::time::Duration;
 
 use super::Judge;
-use super::cause::Evidence;
-use super::decide::{Decision, LineFailure};
+use super::cause::{Evidence, LineFailure};
+use super::decide::Decision;
 use super::output::Event;
 use super::ranks::{EndingSource, RankEnding};
 use crate::classify::{Hit, Strength};

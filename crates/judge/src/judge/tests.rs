@@ -1245,6 +1245,7 @@ fn a_launcher_that_exits_0_leaving_a_daemon_is_followed_to_ready_and_to_its_exit
         Observation::LauncherLeft {
             pid: 43,
             command: "redis-server *:6379".into(),
+            output: None,
         },
     );
     assert!(
@@ -1270,6 +1271,7 @@ fn a_launcher_that_exits_0_leaving_a_daemon_is_followed_to_ready_and_to_its_exit
         Observation::LauncherLeft {
             pid: 43,
             command: "sleep 300".into(),
+            output: None,
         },
     );
     j.observe(ms(50), Observation::Exited(None));
@@ -1295,5 +1297,71 @@ fn the_decisive_line_of_ready_is_the_one_that_met_the_condition_first() {
     assert_eq!(
         j.line.map(|l| l.text).as_deref(),
         Some("READY: server is listening")
+    );
+}
+
+#[test]
+fn an_end_whose_status_could_not_be_learned_says_so_without_claiming_an_exit() {
+    let mut j = Judge::new(cfg(Mode::UntilReady));
+    j.observe(ms(0), Observation::Started { pid: 42 });
+    j.observe(ms(50), Observation::Exited(None));
+    let v = j.verdict().expect("a verdict");
+    assert_eq!(
+        v.verdict,
+        Verdict::Exited,
+        "the only verdict for an end without a cause"
+    );
+    assert!(
+        v.reason.contains("could not be learned") && !v.reason.contains("exited with"),
+        "{}",
+        v.reason
+    );
+}
+
+#[test]
+fn a_daemon_whose_output_is_not_the_log_is_judged_by_its_probes_or_at_once() {
+    // `redis-server --daemonize yes`: the ready line goes to /dev/null.
+    let left = Observation::LauncherLeft {
+        pid: 43,
+        command: "redis-server --daemonize yes --port 7001".into(),
+        output: Some("/dev/null".into()),
+    };
+    let port_up = Observation::Probe {
+        kind: ProbeKind::Port,
+        outcome: ProbeOutcome::Up {
+            detail: "127.0.0.1:7001 accepts".into(),
+            latency: ms(1),
+        },
+    };
+    // With a port probe, the listener decides: ready, the line not waited for.
+    let mut c = cfg(Mode::UntilReady);
+    c.ready_probes = vec![(ProbeKind::Port, "127.0.0.1:7001".into())];
+    for order in [
+        [left.clone(), port_up.clone()],
+        [port_up.clone(), left.clone()],
+    ] {
+        let mut j = Judge::new(c.clone());
+        j.observe(ms(0), Observation::Started { pid: 42 });
+        j.observe(ms(5), order[0].clone());
+        j.observe(ms(9), order[1].clone());
+        let v = j.verdict().expect("ready by the probe");
+        assert_eq!(v.verdict, Verdict::Ready, "{}", v.reason);
+        assert!(
+            v.reason.contains("port 127.0.0.1:7001") && !v.reason.contains("READY"),
+            "{}",
+            v.reason
+        );
+        assert!(v.reason.contains("/dev/null"), "{}", v.reason);
+    }
+    // Without a probe, nothing can tell: said at once, not a stall.
+    let mut j = Judge::new(cfg(Mode::UntilReady));
+    j.observe(ms(0), Observation::Started { pid: 42 });
+    j.observe(ms(5), left);
+    let v = j.verdict().expect("decided at once");
+    assert_eq!(v.verdict, Verdict::MonitorError);
+    assert!(
+        v.reason.contains("/dev/null") && v.reason.contains("--port"),
+        "{}",
+        v.reason
     );
 }
