@@ -46,8 +46,7 @@ use crate::stop::StopReport;
 use crate::target::Target;
 use crate::verdict::{Outcome, Verdict};
 
-mod firedup_bin;
-use firedup_bin::find_firedup;
+use crate::firedup_bin::find_firedup;
 
 /// A launch to start: the command and how to judge it (the flags of `firedup run`).
 #[derive(Debug, Clone)]

@@ -103,6 +103,7 @@ mod bounded_wait;
 mod dirwatch;
 pub mod engine;
 pub mod error;
+mod firedup_bin;
 pub mod follow;
 pub mod host;
 pub mod launch;

@@ -109,11 +109,18 @@ fn local_arch() -> &'static str {
     std::env::consts::ARCH
 }
 
-/// The name of this binary in the remote cache: version and a hash of its bytes, so a rebuilt
-/// firedup is copied again.
+/// The name of the firedup binary in the remote cache: version and a hash of its bytes, so a
+/// rebuilt firedup is copied again. It is this program when this program is firedup (the
+/// command line), else the binary a library launch would supervise with (a Rust test's own
+/// program is not firedup: see the crate doc).
 fn agent_name() -> Result<(String, Vec<u8>), String> {
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot find firedup's own executable: {e}"))?;
+    let exe = if exe.file_name() == Some("firedup".as_ref()) {
+        exe
+    } else {
+        crate::firedup_bin::find_firedup(None).map_err(|e| e.to_string())?
+    };
     let bytes = std::fs::read(&exe).map_err(|e| {
         format!(
             "cannot read firedup's own executable {}: {e}",

@@ -1,10 +1,11 @@
-//! Which firedup binary runs a library launch's supervisor: [`Launch::firedup_bin`], else
+//! Which firedup binary runs a library launch's supervisor (and is copied to an SSH host for a
+//! library caller, whose own program is not firedup): [`Launch::firedup_bin`], else
 //! `$FIREDUP_BIN`, else this program when it is `firedup`, else `firedup` beside this program or
 //! one folder up (cargo puts a test in `target/PROFILE/deps`, the workspace's binaries in
 //! `target/PROFILE`), else `firedup` on `PATH`. A path that was named but is missing is said so,
 //! rather than passed over for another binary.
 //!
-//! [`Launch::firedup_bin`]: super::Launch::firedup_bin
+//! [`Launch::firedup_bin`]: crate::Launch::firedup_bin
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -12,7 +13,7 @@ use std::path::{Path, PathBuf};
 use crate::error::Error;
 
 /// The firedup binary to run the supervisor with, in the order of the module doc.
-pub(super) fn find_firedup(explicit: Option<&Path>) -> Result<PathBuf, Error> {
+pub(crate) fn find_firedup(explicit: Option<&Path>) -> Result<PathBuf, Error> {
     let named = explicit.map(Path::to_path_buf).or_else(|| {
         std::env::var_os("FIREDUP_BIN")
             .filter(|v| !v.is_empty())
