@@ -212,6 +212,7 @@ fn end(e: RunEnding, sig: i32) -> ! {
         url: None,
         port: None,
         job: None,
+        owner: e.spec.owner.map(|o| o.pid),
     });
     outcome.server_running = running;
     crate::history::record_interrupted(&e.spec, &e.spec_hash, &outcome, &teardown);

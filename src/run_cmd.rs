@@ -29,6 +29,7 @@ pub(crate) struct RunArgs {
     pub notify: bool,
     pub grace: String,
     pub name: Option<String>,
+    pub owner: Option<firedup::rundir::Owner>,
     pub command: Vec<String>,
 }
 
@@ -80,6 +81,8 @@ pub(crate) fn run(host: Arc<dyn Host>, judge: &JudgeArgs, mut a: RunArgs) -> Res
     };
     let mut spec = launch_spec(judge, &opts, &a.command, a.cwd, env, a.log)?;
     spec.name = a.name;
+    spec.owner = a.owner;
+    spec.grace_ms = Some(grace.as_millis() as u64);
     let spec_hash = crate::history::launch_hash(&spec, host.name());
     let mut events = open_events(&judge.events)?;
     // From the launch on, Ctrl-C, SIGTERM and SIGHUP end the run deliberately.
@@ -268,6 +271,7 @@ pub(crate) fn transport_verdict(json: bool, host: Option<&str>, reason: String) 
         url: None,
         port: None,
         job: None,
+        owner: None,
     };
     print_outcome(json, &o, None, None);
     o.verdict.exit_code()
@@ -292,6 +296,8 @@ pub(crate) fn launch_spec(
         mode: judge.until.into(),
         judging: opts.clone(),
         name: None,
+        owner: None,
+        grace_ms: None,
     })
 }
 

@@ -43,6 +43,7 @@ fn outcome(run_id: &str, verdict: Verdict, signature: Option<Signature>) -> Outc
         url: None,
         port: None,
         job: None,
+        owner: None,
     }
 }
 

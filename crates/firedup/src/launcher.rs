@@ -227,6 +227,8 @@ impl Launch {
             },
             judging: options.clone(),
             name: self.name.clone(),
+            owner: None,
+            grace_ms: None,
         };
         let launched = launch::launch_with(&spec, &firedup)?;
         let mut running = Running {

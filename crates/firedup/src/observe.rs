@@ -373,6 +373,10 @@ impl LocalObserver {
         if let Some(evidence) = self.oom.evidence() {
             out.push((now, Observation::OomEvidence(evidence)));
         }
+        // A stop by the supervisor because the run's owner ended is recorded before its SIGTERM.
+        if let Some(gone) = self.target.run.as_ref().and_then(|r| r.owner_gone()) {
+            out.push((now, Observation::OwnerGone { pid: gone.owner }));
+        }
         out.push((now, Observation::Exited(exit)));
         self.exit_reported = true;
     }

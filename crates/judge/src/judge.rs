@@ -46,6 +46,7 @@ mod launcher_report;
 mod line;
 mod observation;
 mod output;
+mod owner_end;
 mod probes;
 mod progress;
 #[cfg(test)]
@@ -105,6 +106,8 @@ pub struct Judge {
     alive: bool,
     exited: bool,
     oom: Option<String>,
+    /// The run's owner ended (this pid) and firedup stopped the run: the exit is its doing.
+    owner_gone: Option<u32>,
     /// The batch scheduler's job, when the run is one (see `job_watch.rs`).
     job: JobTrack,
     /// The launcher exited 0 and the run went on in this daemon (said in every verdict's reason).
@@ -154,6 +157,7 @@ impl Judge {
             alive: false,
             exited: false,
             oom: None,
+            owner_gone: None,
             job: JobTrack::default(),
             followed: None,
             probes: ProbeTrack::for_config(&cfg),
@@ -256,6 +260,7 @@ impl Judge {
                 read_bytes,
             } => self.on_usage(at, cpu_ticks, read_bytes),
             Observation::OomEvidence(text) => self.oom = Some(text),
+            Observation::OwnerGone { pid } => self.owner_gone = Some(pid),
             Observation::Probe { kind, outcome } => self.on_probe(at, kind, outcome, &mut events),
             Observation::Notify(msg) => self.on_notify(at, msg, &mut events),
             Observation::GpuMemory(mib) => self.on_gpu_memory(at, mib),

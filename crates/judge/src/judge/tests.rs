@@ -1297,3 +1297,33 @@ fn the_decisive_line_of_ready_is_the_one_that_met_the_condition_first() {
         Some("READY: server is listening")
     );
 }
+
+#[test]
+fn an_exit_after_the_owner_ended_is_firedups_stop_not_someone_elses() {
+    // Issue 23: the supervisor stops a run whose owner (`run --owner PID`) ended; the SIGTERM is
+    // firedup's, so the verdict says the owner ended, never "someone else sent it SIGTERM".
+    // (how the process ended, a phrase the reason must hold)
+    let table = [
+        (Some(ExitInfo::signal(15, false)), "signal 15 (SIGTERM)"),
+        (Some(ExitInfo::signal(9, false)), "signal 9 (SIGKILL)"),
+        (Some(ExitInfo::code(0)), "exit code 0"),
+        (None, "an unknown status"),
+    ];
+    for (exit, phrase) in table {
+        let mut j = Judge::new(cfg(Mode::UntilExit));
+        j.observe(ms(0), Observation::Started { pid: 42 });
+        j.observe(ms(5), Observation::OwnerGone { pid: 7 });
+        j.observe(ms(50), Observation::Exited(exit));
+        let v = j.verdict().expect("a verdict");
+        assert_eq!(v.verdict, Verdict::Killed, "{exit:?}: {}", v.reason);
+        assert_eq!(
+            v.signature, None,
+            "{exit:?}: firedup's stop is no failure cause"
+        );
+        assert!(
+            v.reason.starts_with("stopped: its owner, pid 7, ended") && v.reason.contains(phrase),
+            "{exit:?}: {}",
+            v.reason
+        );
+    }
+}
