@@ -37,6 +37,7 @@ mod followed_line;
 mod kernel_log;
 mod log_state_words;
 mod oom_evidence;
+mod owner_news;
 mod rank_watch;
 mod wake_sources;
 use followed_line::follow_observation;
@@ -114,6 +115,7 @@ pub(crate) struct LocalObserver {
     backlog: bool,
     /// The run's rank processes: their endings, their stacks when silent.
     ranks: RankWatch,
+    owner: owner_news::OwnerNews,
 }
 
 impl std::fmt::Debug for LocalObserver {
@@ -209,6 +211,7 @@ impl LocalObserver {
             sample_every: settings.sample_every,
             backlog: false,
             ranks: RankWatch::new(settings.sample_every),
+            owner: owner_news::OwnerNews::new(target.run.as_ref()),
         }
     }
 
@@ -239,6 +242,10 @@ impl LocalObserver {
         // settle window after its launcher's report, sooner than the next usage sample.
         if let Some(evidence) = self.oom.evidence() {
             out.push((self.now(), Observation::OomEvidence(evidence)));
+        }
+        // Before the lines and the exit that firedup's stop of the run brings (the record came first).
+        if let Some(o) = self.owner.take(self.target.run.as_ref()) {
+            out.push((self.now(), o));
         }
         // Start-up facts first (started, spawn failure), then the log, then probe results.
         let (early, later): (Vec<Observation>, Vec<Observation>) =
@@ -372,10 +379,6 @@ impl LocalObserver {
         // worker's or rank's the judge knows of, may have been the OOM killer's.
         if let Some(evidence) = self.oom.evidence() {
             out.push((now, Observation::OomEvidence(evidence)));
-        }
-        // A stop by the supervisor because the run's owner ended is recorded before its SIGTERM.
-        if let Some(gone) = self.target.run.as_ref().and_then(|r| r.owner_gone()) {
-            out.push((now, Observation::OwnerGone { pid: gone.owner }));
         }
         out.push((now, Observation::Exited(exit)));
         self.exit_reported = true;

@@ -26,7 +26,7 @@ impl Judge {
         exit: Option<ExitInfo>,
         events: &mut Vec<Event>,
     ) {
-        if let Some(owner) = self.owner_gone {
+        if let Some((owner, _)) = self.owner_gone {
             self.decide_owner_gone(at, owner, exit, events);
             return;
         }

@@ -1,8 +1,9 @@
 //! A run stopped by firedup because its owner (`run --owner PID`) ended: the supervisor records
 //! that before its SIGTERM, and the shell tells the judge ([`Observation::OwnerGone`]) before the
-//! exit. The exit that follows is firedup's own doing, never "someone else sent it SIGTERM":
-//! `killed` with no signature (firedup's stop is not a failure of the server), and a reason that
-//! names the owner and how the process ended.
+//! exit. The exit that follows, and a cause printed after the news (the server's shutdown), are
+//! firedup's own doing, never "someone else sent it SIGTERM" nor a failure: `killed` with no
+//! signature (firedup's stop is not a failure of the server), and a reason that names the owner
+//! and how the process ended. A cause printed before the owner ended is still the verdict.
 //!
 //! [`Observation::OwnerGone`]: super::Observation::OwnerGone
 
@@ -22,11 +23,14 @@ impl Judge {
         exit: Option<ExitInfo>,
         events: &mut Vec<Event>,
     ) {
-        let status = exit
-            .map(|e| e.describe())
-            .unwrap_or_else(|| "an unknown status".into());
+        let how = match exit {
+            Some(e) => format!("; it ended with {}", e.describe()),
+            // Decided before the end (a line printed while stopping settled first).
+            None if self.alive => String::new(),
+            None => "; it ended with an unknown status".into(),
+        };
         let reason = format!(
-            "stopped: its owner, pid {owner}, ended, so firedup stopped the run; it ended with {status}{}",
+            "stopped: its owner, pid {owner}, ended, so firedup stopped the run{how}{}",
             self.after_ready(at)
         );
         let d = Decision::new(Verdict::Killed, reason)

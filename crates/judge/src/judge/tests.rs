@@ -1327,3 +1327,42 @@ fn an_exit_after_the_owner_ended_is_firedups_stop_not_someone_elses() {
         );
     }
 }
+
+#[test]
+fn a_cause_printed_while_firedup_stops_the_run_for_its_owner_is_not_a_failure() {
+    // Issue 23: a server that prints a fatal-looking line while it shuts down on firedup's
+    // SIGTERM (its owner ended), and takes longer than the settle window to exit, is firedup's
+    // stop, not a failure; a cause printed before the owner ended still is.
+    let owner_then_line = |owner_first: bool| {
+        let mut j = Judge::new(cfg(Mode::UntilExit));
+        j.observe(ms(0), Observation::Started { pid: 42 });
+        let line = Observation::Line {
+            number: 1,
+            text: "torch.OutOfMemoryError: CUDA out of memory".into(),
+        };
+        let gone = Observation::OwnerGone { pid: 7 };
+        let (a, b) = if owner_first {
+            (gone, line)
+        } else {
+            (line, gone)
+        };
+        j.observe(ms(10), a);
+        j.observe(ms(20), b);
+        let mut at = 20;
+        while j.verdict().is_none() && at < 60_000 {
+            at += 100;
+            j.observe(ms(at), Observation::Tick);
+        }
+        j.verdict().cloned().expect("a verdict before the exit")
+    };
+    let v = owner_then_line(true);
+    assert_eq!(v.verdict, Verdict::Killed, "{}", v.reason);
+    assert_eq!(v.signature, None, "{}", v.reason);
+    assert_eq!(
+        v.reason,
+        "stopped: its owner, pid 7, ended, so firedup stopped the run"
+    );
+    let v = owner_then_line(false);
+    assert_eq!(v.verdict, Verdict::Failed, "{}", v.reason);
+    assert_eq!(v.signature, Some(Signature::CudaOom), "{}", v.reason);
+}
