@@ -124,6 +124,11 @@ pub enum Command {
         /// `watch`, `show` and `compare` take it where a RUN_ID goes (the newest run of a name).
         #[arg(long, value_name = "NAME")]
         name: Option<String>,
+        /// The process that owns the run: when it ends (however: SIGKILL included), the run is
+        /// stopped and checked gone, also after `run` has exited (the run's supervisor watches
+        /// it). Not with --host or --slurm.
+        #[arg(long, value_name = "PID")]
+        owner: Option<u32>,
         #[command(flatten)]
         remote: RemoteArgs,
         /// The command and its arguments.
@@ -324,12 +329,17 @@ fn dispatch(cli: Cli) -> Result<i32> {
             slurm,
             sbatch_arg,
             name,
+            owner,
             remote,
             command,
         } => {
             if let Some(n) = &name {
                 crate::rundir::check_name(n)?;
             }
+            let elsewhere = remote.ssh_host()?.is_some();
+            let owner = owner
+                .map(|pid| firedup::rundir::Owner::for_launch(pid, slurm, elsewhere))
+                .transpose()?;
             if slurm {
                 if notify {
                     firedup::host::slurm::refuse_with("--notify")?;
@@ -348,6 +358,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 notify,
                 grace,
                 name,
+                owner,
                 command,
             };
             let host: Arc<dyn Host> = match (slurm, remote.ssh_host()?) {

@@ -25,12 +25,25 @@ pub(crate) fn supervise(run_dir: &Path) -> Result<i32> {
             libc::close(null);
         }
     }
-    Ok(firedup::launch::supervise(
+    let code = firedup::launch::supervise(
         run_dir,
         &mut std::io::stdin().lock(),
         launcher,
         &mut std::io::stderr(),
-    )?)
+    )?;
+    // A run stopped because its owner ended (`run --owner`): the history says so, also when no
+    // `firedup run` is left to record anything.
+    let run = firedup::rundir::RunDir {
+        id: run_dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        path: run_dir.to_path_buf(),
+    };
+    if let Some(gone) = run.owner_gone() {
+        crate::history::owner_gone::record_owner_gone(&run, &gone);
+    }
+    Ok(code)
 }
 
 /// `firedup __agent`: the spec on stdin, the stream on stdout.

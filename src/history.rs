@@ -21,7 +21,7 @@
 //! The records and the queries are here; beside them: `schema.rs` (the migrations),
 //! `location.rs` (where the database lives, its mode), `rows.rs` (a record as a row),
 //! `recording.rs` (what the commands call), `pending.rs` (records waiting for the database),
-//! `spec_hash.rs` (what "the same launch" is).
+//! `spec_hash.rs` (what "the same launch" is), `owner_gone.rs` (a run whose owner ended).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -34,6 +34,7 @@ use serde::{Deserialize, Serialize};
 use crate::verdict::Outcome;
 
 mod location;
+pub mod owner_gone;
 mod pending;
 mod recording;
 mod rows;
@@ -86,6 +87,9 @@ pub struct RunRecord {
     /// verdict: its `verdict` column says `interrupted`, its outcome is what was known then.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// The run's owner (`run --owner`) ended and firedup stopped it: `verdict` says `owner_gone`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub owner_gone: bool,
 }
 
 /// Where a matrix run sits in its matrix.
@@ -132,15 +136,16 @@ impl RunRecord {
             name: None,
             from_launch: kind != "watch",
             interrupted: false,
+            owner_gone: false,
         }
     }
 
-    /// The verdict column: the outcome's verdict, or `interrupted`.
+    /// The verdict column: the outcome's verdict, or `interrupted`, or `owner_gone`.
     pub fn verdict_text(&self) -> &str {
-        if self.interrupted {
-            "interrupted"
-        } else {
-            self.outcome.verdict.as_str()
+        match (self.interrupted, self.owner_gone) {
+            (true, _) => "interrupted",
+            (_, true) => "owner_gone",
+            _ => self.outcome.verdict.as_str(),
         }
     }
 }

@@ -36,6 +36,7 @@ pub(crate) struct RunArgs {
     pub notify: bool,
     pub grace: String,
     pub name: Option<String>,
+    pub owner: Option<firedup::rundir::Owner>,
     pub command: Vec<String>,
 }
 
@@ -92,6 +93,8 @@ pub(crate) fn run(host: Arc<dyn Host>, judge: &JudgeArgs, mut a: RunArgs) -> Res
     };
     let mut spec = launch_spec(judge, &opts, &a.command, a.cwd, env, a.log)?;
     spec.name = a.name;
+    spec.owner = a.owner;
+    spec.grace_ms = Some(grace.as_millis() as u64);
     if a.detach {
         return crate::detach::detach(host, &spec, judge.json);
     }
@@ -212,6 +215,8 @@ pub(crate) fn launch_spec(
         mode: judge.until.into(),
         judging: opts.clone(),
         name: None,
+        owner: None,
+        grace_ms: None,
     })
 }
 

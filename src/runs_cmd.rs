@@ -85,7 +85,10 @@ fn run_state(run: &RunDir) -> String {
                 "running (daemon {}; the launcher exited 0)",
                 run.daemon().unwrap_or_default()
             ),
-            (None, Some(x)) => format!("ended: {}", x.describe()),
+            (None, Some(x)) => match run.owner_gone() {
+                Some(g) => format!("ended: owner {} gone: {}", g.owner, x.describe()),
+                None => format!("ended: {}", x.describe()),
+            },
             _ => "ended".into(),
         };
     }
@@ -117,7 +120,7 @@ pub(crate) fn ps(json: bool, all: bool) -> Result<i32> {
             .filter_map(|r| {
                 let m = r.meta().ok()?;
                 Some(serde_json::json!({
-                    "run_id": r.id, "name": m.name, "state": run_state(r), "job": m.job.as_ref().map(|j| j.id.clone()), "pid": r.process().map(|p| p.pid),
+                    "run_id": r.id, "name": m.name, "state": run_state(r), "job": m.job.as_ref().map(|j| j.id.clone()), "pid": r.process().map(|p| p.pid), "owner": m.owner.map(|o| o.pid),
                     "command": crate::secrets::redact_args(&m.command), "log": m.log, "profile": m.profile, "started_at": m.started_at,
                 }))
             })
@@ -140,8 +143,8 @@ pub(crate) fn ps(json: bool, all: bool) -> Result<i32> {
     }
     let now = crate::rundir::now_unix();
     println!(
-        "{:<32} {:<16} {:>8} {:>8}  {:<28} COMMAND",
-        "RUN", "NAME", "PID", "AGE", "STATE"
+        "{:<32} {:<16} {:>8} {:>8} {:>8}  {:<28} COMMAND",
+        "RUN", "NAME", "PID", "OWNER", "AGE", "STATE"
     );
     for r in runs {
         let Ok(m) = r.meta() else { continue };
@@ -149,12 +152,14 @@ pub(crate) fn ps(json: bool, all: bool) -> Result<i32> {
             .process()
             .map(|p| p.pid.to_string())
             .unwrap_or_else(|| "-".into());
+        let owner = m.owner.map_or_else(|| "-".into(), |o| o.pid.to_string());
         let age = format_duration(Duration::from_secs_f64((now - m.started_at).max(0.0)));
         println!(
-            "{:<32} {:<16} {:>8} {:>8}  {:<28} {}",
+            "{:<32} {:<16} {:>8} {:>8} {:>8}  {:<28} {}",
             r.id,
             m.name.as_deref().unwrap_or("-"),
             pid,
+            owner,
             age,
             run_state(&r),
             crate::secrets::redact_args(&m.command).join(" ")

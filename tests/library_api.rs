@@ -229,3 +229,71 @@ fn auto_port_picks_a_free_port_fills_the_command_and_gives_the_url() {
     let teardown = server.stop();
     assert!(teardown.survivors.is_empty(), "{}", teardown.describe());
 }
+
+/// The other half of [`a_program_killed_by_sigkill_takes_its_server_with_it`]: a program that
+/// starts a server with the library, says its pid in `FIREDUP_TEST_PIDFILE`, and waits to be
+/// killed. Run only by that test (ignored otherwise).
+#[test]
+#[ignore = "the child of a_program_killed_by_sigkill_takes_its_server_with_it"]
+fn owner_child_starts_a_server_and_waits() {
+    let Some(pidfile) = std::env::var_os("FIREDUP_TEST_PIDFILE") else {
+        return;
+    };
+    let server = launch("echo serving; exec sleep 300")
+        .ready_line("serving")
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&pidfile, server.pid().unwrap().to_string()).unwrap();
+    // Never dropped: the kill comes first.
+    std::mem::forget(server);
+    std::thread::sleep(Duration::from_secs(300));
+}
+
+/// A test program killed by SIGKILL runs no drop: the run's owner (the launching process, by
+/// default) is gone, and the supervisor stops the server and verifies it.
+#[test]
+fn a_program_killed_by_sigkill_takes_its_server_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("server.pid");
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "owner_child_starts_a_server_and_waits",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env("FIREDUP_TEST_PIDFILE", &pidfile)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let bound = std::time::Instant::now() + Duration::from_secs(60);
+    let server: u64 = loop {
+        if let Some(pid) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the child program ended before its server was ready"
+        );
+        assert!(std::time::Instant::now() < bound, "no server after 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    while std::path::Path::new(&format!("/proc/{server}")).exists() && !zombie(server) {
+        assert!(
+            std::time::Instant::now() < bound + Duration::from_secs(30),
+            "the server {server} outlived its owner"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn zombie(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| s.rsplit(')').next().unwrap_or("").trim().starts_with('Z'))
+        .unwrap_or(true)
+}

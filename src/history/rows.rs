@@ -36,6 +36,7 @@ fn merge_rows(old: RunRecord, new: &RunRecord) -> RunRecord {
     if new.from_launch && !old.from_launch {
         return RunRecord {
             name: new.name.clone().or(old.name),
+            owner_gone: new.owner_gone || old.owner_gone,
             ..new.clone()
         };
     }
@@ -64,6 +65,8 @@ fn merge_rows(old: RunRecord, new: &RunRecord) -> RunRecord {
         version: new.version.clone(),
         cell: old.cell.or_else(|| new.cell.clone()),
         interrupted: new.interrupted,
+        // The owner's end, recorded by the supervisor, stays when `run` records its verdict after.
+        owner_gone: new.owner_gone || old.owner_gone,
         name: old.name.or_else(|| new.name.clone()),
         from_launch: old.from_launch,
     }
@@ -168,5 +171,6 @@ pub(super) fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord
         name: r.get("name")?,
         from_launch: r.get("from_launch")?,
         interrupted: r.get::<_, String>("verdict")? == "interrupted",
+        owner_gone: r.get::<_, String>("verdict")? == "owner_gone",
     })
 }

@@ -43,6 +43,7 @@ fn outcome(run_id: &str, verdict: Verdict, signature: Option<Signature>) -> Outc
         url: None,
         port: None,
         job: None,
+        owner: None,
     }
 }
 
@@ -598,4 +599,46 @@ fn a_version_two_database_gets_the_jobs_of_its_rows() {
         .collect();
     assert_eq!(ids, vec!["job-2".to_string()]);
     assert_eq!(h.list(&Filter::default()).unwrap().len(), 2);
+}
+
+#[test]
+fn the_owners_end_is_kept_whichever_records_first_the_supervisor_or_run() {
+    // Issue 23: the supervisor marks a run owner_gone once it has stopped it; `run` records its
+    // own verdict before or after that. Either way the row says owner_gone and keeps run's
+    // outcome (its times, its reason).
+    let gone = |mut r: RunRecord| {
+        r.owner_gone = true;
+        r.teardown = Some("stopped because its owner, pid 7, ended: ...".into());
+        r
+    };
+    for supervisor_first in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut h = History::open(&dir.path().join("h.sqlite")).unwrap();
+        let mut from_run = record("web-1", Verdict::Killed, None, "generic");
+        from_run.outcome.reason = "stopped: its owner, pid 7, ended".into();
+        from_run.outcome.ready_s = Some(1.5);
+        let mut synthetic = record("web-1", Verdict::Killed, None, "generic");
+        synthetic.outcome.reason = "from the run directory".into();
+        if supervisor_first {
+            h.record_owner_gone(&gone(synthetic)).unwrap();
+            h.record(&from_run).unwrap();
+        } else {
+            h.record(&from_run).unwrap();
+            h.record_owner_gone(&gone(synthetic)).unwrap();
+        }
+        let back = h.find("web-1").unwrap();
+        assert_eq!(back.verdict_text(), "owner_gone", "{supervisor_first}");
+        assert!(back.owner_gone, "{supervisor_first}");
+        assert_eq!(
+            back.outcome.reason, "stopped: its owner, pid 7, ended",
+            "{supervisor_first}: run's outcome is kept"
+        );
+        assert_eq!(back.outcome.ready_s, Some(1.5), "{supervisor_first}");
+        let f = Filter {
+            verdict: Some("owner_gone".into()),
+            limit: 10,
+            ..Default::default()
+        };
+        assert_eq!(h.list(&f).unwrap().len(), 1, "{supervisor_first}");
+    }
 }

@@ -72,6 +72,8 @@ pub(super) fn cell_spec(
         },
         judging: opts.clone(),
         name: None,
+        owner: None,
+        grace_ms: None,
     };
     Ok((spec, opts, l.bench))
 }

@@ -33,6 +33,7 @@ fn next_names_the_host_and_only_known_fields_are_shown() {
         url: None,
         port: None,
         job: None,
+        owner: None,
     };
     let (r, f, m) = (Verdict::Ready, Verdict::Failed, Verdict::MonitorError);
     let table = [
@@ -99,6 +100,7 @@ fn the_verdict_line_names_the_rank_of_the_root_cause() {
         url: None,
         port: None,
         job: None,
+        owner: None,
     };
     let table = [
         (

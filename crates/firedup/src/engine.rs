@@ -255,14 +255,12 @@ pub fn outcome(mut j: Judgement, plan: &Plan, target: &Target) -> Outcome {
         redact(&mut l.text);
     }
     j.context.iter_mut().for_each(redact);
+    let meta = target.run.as_ref().and_then(|r| r.meta().ok());
     Outcome {
         attached: false,
         schema: crate::verdict::OUTCOME_SCHEMA,
-        name: target
-            .run
-            .as_ref()
-            .and_then(|r| r.meta().ok())
-            .and_then(|m| m.name),
+        name: meta.as_ref().and_then(|m| m.name.clone()),
+        owner: meta.and_then(|m| m.owner).map(|o| o.pid),
         verdict: j.verdict,
         signature: j.signature,
         reason: j.reason,
@@ -337,6 +335,9 @@ fn write_observation(w: &mut dyn Write, at: Duration, obs: &Observation) {
             read_bytes,
         } => {
             serde_json::json!({"t": t, "kind": "usage", "cpu_ticks": cpu_ticks, "read_bytes": read_bytes})
+        }
+        Observation::OwnerGone { pid } => {
+            serde_json::json!({"t": t, "kind": "owner_gone", "owner": pid})
         }
         Observation::OomEvidence(e) => {
             serde_json::json!({"t": t, "kind": "oom_evidence", "text": e})

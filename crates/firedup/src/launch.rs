@@ -64,6 +64,12 @@ pub struct LaunchSpec {
     /// The name a person gave the run (`run --name`).
     #[serde(default)]
     pub name: Option<String>,
+    /// The process whose end stops the run (`run --owner PID`): the supervisor watches it.
+    #[serde(default)]
+    pub owner: Option<crate::rundir::Owner>,
+    /// How long the owner's stop waits after SIGTERM before SIGKILL (`run --grace`), in ms.
+    #[serde(default)]
+    pub grace_ms: Option<u64>,
 }
 
 impl LaunchSpec {
@@ -84,6 +90,8 @@ impl LaunchSpec {
             mode: m.mode,
             judging: m.options.clone().unwrap_or_else(|| opts.clone()),
             name: m.name.clone(),
+            owner: m.owner,
+            grace_ms: m.grace_ms,
         }
     }
 }
@@ -288,6 +296,8 @@ fn start(spec: &LaunchSpec, checked: Checked, run: RunDir, exe: &Path) -> Result
         log_start,
         log_file: Some(log_file),
         job: None,
+        owner: spec.owner,
+        grace_ms: spec.grace_ms,
     };
     run.write_meta(&meta)?;
     let supervisor_log = fs::File::create(run.path.join("supervisor.log"))?;

@@ -30,7 +30,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 use crate::judge::Mode;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use std::sync::Arc;
@@ -40,13 +40,15 @@ use crate::error::Error;
 use crate::host::{Host, HostError, LocalHost, Started};
 use crate::launch::{self, LaunchSpec};
 use crate::plan::{self, WatchOptions};
-use crate::profile::Address;
 use crate::session::{DEFAULT_GRACE, EndPolicy, Session, Watched};
 use crate::stop::StopReport;
 use crate::target::Target;
 use crate::verdict::{Outcome, Verdict};
 
 use crate::firedup_bin::find_firedup;
+
+mod running;
+pub use running::Running;
 
 /// A launch to start: the command and how to judge it (the flags of `firedup run`).
 #[derive(Debug, Clone)]
@@ -62,6 +64,18 @@ pub struct Launch {
     auto_port: bool,
     /// Where to launch; `None`: this machine.
     host: Option<Arc<dyn Host>>,
+    owner: Owner,
+}
+
+/// Whose end stops a run ([`Launch::owner`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Owner {
+    /// The process that launches it (the default on this machine).
+    This,
+    /// Another process.
+    Process(u32),
+    /// None: the run lives until it is stopped.
+    Nobody,
 }
 
 impl Launch {
@@ -82,6 +96,7 @@ impl Launch {
             firedup_bin: None,
             auto_port: false,
             host: None,
+            owner: Owner::This,
         }
     }
 
@@ -199,6 +214,22 @@ impl Launch {
         self
     }
 
+    /// The process whose end stops the run, however it ends (SIGKILL included), as `firedup run
+    /// --owner PID`: by default the process that launches it, so a test killed mid-run takes its
+    /// servers with it (the supervisor stops them and verifies). On another host ([`Launch::host`])
+    /// there is no owner.
+    pub fn owner(mut self, pid: u32) -> Launch {
+        self.owner = Owner::Process(pid);
+        self
+    }
+
+    /// No owner: the run lives until it is stopped ([`Running::stop`], a drop, `firedup stop`),
+    /// also after this process has ended (with [`Running::keep`]).
+    pub fn without_owner(mut self) -> Launch {
+        self.owner = Owner::Nobody;
+        self
+    }
+
     /// Where to launch: this machine (the default, supervised by the firedup binary found as the
     /// crate doc says), or any [`Host`] (another machine over SSH, a Slurm batch job), whose
     /// own firedup supervises the run there.
@@ -232,6 +263,19 @@ impl Launch {
             },
             judging: options.clone(),
             name: self.name.clone(),
+            // On this machine the run belongs to this process: killed (SIGKILL included), it
+            // takes the run with it; the supervisor does the stopping.
+            owner: match (&self.host, self.owner) {
+                (None, Owner::This) => Some(crate::rundir::Owner::resolve(std::process::id())?),
+                (None, Owner::Process(pid)) => Some(crate::rundir::Owner::resolve(pid)?),
+                (Some(_), Owner::Process(_)) => {
+                    return Err(StartError::Firedup(Error::Usage(
+                        "an owner process does not go with a launch on another host yet: its supervisor would be there".into(),
+                    )));
+                }
+                _ => None,
+            },
+            grace_ms: Some(self.grace.as_millis() as u64),
         };
         let (host, started) = match self.host.take() {
             Some(host) => {
@@ -290,9 +334,14 @@ impl Launch {
 
 /// A host's failure as the library's caller sees it.
 fn host_error(e: HostError) -> StartError {
+    StartError::Firedup(host_failure(e))
+}
+
+/// A host's failure as firedup's own error: one that cannot be reached says so in its sentence.
+fn host_failure(e: HostError) -> Error {
     match e {
-        HostError::Failed(e) => StartError::Firedup(e),
-        HostError::Unreachable(reason) => StartError::Firedup(Error::Remote(reason)),
+        HostError::Failed(e) => e,
+        HostError::Unreachable(reason) => Error::Remote(reason),
     }
 }
 
@@ -347,135 +396,6 @@ fn not_ready(o: &Outcome) -> String {
         "run {}: {}{signature}: {}{line}",
         o.run_id, o.verdict, o.reason
     )
-}
-
-/// A launched run that reached the verdict asked for. Dropping it stops the run and checks
-/// that nothing of it is left (as [`Running::stop`], the report unseen).
-#[derive(Debug)]
-pub struct Running {
-    session: Session,
-    options: WatchOptions,
-    command: Vec<String>,
-    address: Option<Address>,
-    /// Always `Some` once `start` returns it.
-    outcome: Option<Outcome>,
-    /// Whether the outcome is final (the process ended).
-    ended: bool,
-    grace: Duration,
-    stopped: Option<StopReport>,
-    /// [`Running::keep`]: the drop leaves the run alone.
-    kept: bool,
-}
-
-impl Running {
-    /// The outcome so far: `ready` (or `succeeded`) from [`Launch::start`], the final one after
-    /// [`Running::wait`].
-    pub fn outcome(&self) -> &Outcome {
-        self.outcome
-            .as_ref()
-            .expect("a Running is only handed out with its outcome")
-    }
-
-    /// The run's id (`firedup ps`, `logs`, `stop`; every process of the run carries it as
-    /// `FIREDUP_RUN_ID`).
-    pub fn run_id(&self) -> &str {
-        &self.session.target().run_id
-    }
-
-    /// The launched process.
-    pub fn pid(&self) -> Option<u32> {
-        self.session.target().pid
-    }
-
-    /// The log the command's output goes to.
-    pub fn log(&self) -> &Path {
-        &self.session.target().log
-    }
-
-    /// The server's base URL (`http://host:port`), when the profile, `.port` or `.http` tell it.
-    pub fn url(&self) -> Option<String> {
-        self.address.as_ref().map(Address::base_url)
-    }
-
-    /// The server's port, when the profile, `.port` or `.http` tell it.
-    pub fn port(&self) -> Option<u16> {
-        self.address.as_ref().map(|a| a.port)
-    }
-
-    /// Watches the run until its process ends and returns the final outcome (`succeeded`,
-    /// `exited`, `killed`, `failed` ...), judged as `firedup run --until exit` would, the stall
-    /// window included. Blocks as long as the server runs; returns at once when the outcome is
-    /// already final. `Err` only for firedup's own failure.
-    pub fn wait(&mut self) -> Result<&Outcome, Error> {
-        if !self.ended {
-            let mut options = self.options.clone();
-            options.until_exit = true;
-            // Server-mode bounds end here: the startup deadline and the hold after ready.
-            options.timeout = None;
-            options.hold = None;
-            self.session
-                .replan(&options, &self.command)
-                .map_err(|e| match host_error(e) {
-                    StartError::Firedup(e) => e,
-                    StartError::NotReady { .. } => unreachable!("a plan is no verdict"),
-                })?;
-            let Watched::Verdict(outcome) = self.session.watch(&mut NoProgress, None, None) else {
-                unreachable!("an unbounded watch ends with a verdict");
-            };
-            let mut outcome = *outcome;
-            self.session.end(&mut outcome, EndPolicy::Leave);
-            self.outcome = Some(outcome);
-            self.ended = true;
-        }
-        Ok(self.outcome())
-    }
-
-    /// Stops everything of the run (SIGTERM, the grace, SIGKILL; also what left the process
-    /// tree, found by its `FIREDUP_RUN_ID`) and says what it found: `survivors` is empty when
-    /// nothing of the run is left.
-    pub fn stop(mut self) -> StopReport {
-        self.stop_once()
-    }
-
-    /// Leaves the run running, as `firedup run --keep` does, and returns its outcome so far:
-    /// `firedup stop RUN_ID` (or its name) ends it later.
-    pub fn keep(mut self) -> Outcome {
-        self.kept = true;
-        self.outcome().clone()
-    }
-
-    fn stop_once(&mut self) -> StopReport {
-        if let Some(r) = &self.stopped {
-            return r.clone();
-        }
-        let report = match self.session.stop(self.grace) {
-            Ok(stop) => stop.report,
-            // The host could not be asked (a lost SSH link): nothing can be said to be gone.
-            Err(e) => StopReport {
-                targeted: self.pid().into_iter().collect(),
-                escalated: false,
-                survivors: vec![(
-                    self.pid().unwrap_or(0),
-                    format!("not known to be stopped: {e}"),
-                )],
-                took: Duration::ZERO,
-                swept: None,
-                job: None,
-            },
-        };
-        self.stopped = Some(report.clone());
-        report
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if self.kept {
-            return;
-        }
-        // A drop never panics (it may run while a failed test unwinds).
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.stop_once()));
-    }
 }
 
 #[cfg(test)]

@@ -112,6 +112,7 @@ mod launcher;
 mod logpath;
 mod logstart;
 mod observe;
+mod owner_watch;
 pub mod plan;
 pub mod probe;
 mod prober;

@@ -38,6 +38,7 @@ mod followed_line;
 mod kernel_log;
 mod log_state_words;
 mod oom_evidence;
+mod owner_news;
 mod rank_watch;
 mod wake_sources;
 use followed_line::follow_observation;
@@ -117,6 +118,7 @@ pub(crate) struct LocalObserver {
     backlog: bool,
     /// The run's rank processes: their endings, their stacks when silent.
     ranks: RankWatch,
+    owner: owner_news::OwnerNews,
 }
 
 impl std::fmt::Debug for LocalObserver {
@@ -217,6 +219,7 @@ impl LocalObserver {
             sample_every: settings.sample_every,
             backlog: false,
             ranks: RankWatch::new(settings.sample_every),
+            owner: owner_news::OwnerNews::new(target.run.as_ref()),
         }
     }
 
@@ -247,6 +250,10 @@ impl LocalObserver {
         // settle window after its launcher's report, sooner than the next usage sample.
         if let Some(evidence) = self.oom.evidence() {
             out.push((self.now(), Observation::OomEvidence(evidence)));
+        }
+        // Before the lines and the exit that firedup's stop of the run brings (the record came first).
+        if let Some(o) = self.owner.take(self.target.run.as_ref()) {
+            out.push((self.now(), o));
         }
         // Start-up facts first (started, spawn failure), then the log, then probe results.
         let (early, later): (Vec<Observation>, Vec<Observation>) =

@@ -17,6 +17,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::verdict::ExitInfo;
 
+mod owner;
+pub use owner::{Owner, OwnerGone};
+
 /// What the launcher records about a run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RunMeta {
@@ -77,6 +80,12 @@ pub struct RunMeta {
     /// history find the job by it.
     #[serde(default)]
     pub job: Option<JobRecord>,
+    /// The process whose end stops the run (`run --owner PID`).
+    #[serde(default)]
+    pub owner: Option<Owner>,
+    /// The grace of the owner's stop (`run --grace`), in ms.
+    #[serde(default)]
+    pub grace_ms: Option<u64>,
 }
 
 /// A run's batch job.

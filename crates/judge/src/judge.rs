@@ -47,6 +47,7 @@ mod launcher_report;
 mod line;
 mod observation;
 mod output;
+mod owner_end;
 mod probes;
 mod progress;
 #[cfg(test)]
@@ -106,6 +107,8 @@ pub struct Judge {
     alive: bool,
     exited: bool,
     oom: Option<String>,
+    /// The run's owner ended (this pid, seen at this time) and firedup is stopping the run.
+    owner_gone: Option<(u32, Duration)>,
     /// The batch scheduler's job, when the run is one (see `job_watch.rs`).
     job: JobTrack,
     /// The launcher exited 0 and the run went on in this daemon (said in every verdict's reason).
@@ -157,6 +160,7 @@ impl Judge {
             alive: false,
             exited: false,
             oom: None,
+            owner_gone: None,
             job: JobTrack::default(),
             followed: None,
             lines_unseeable: None,
@@ -257,6 +261,7 @@ impl Judge {
                 read_bytes,
             } => self.on_usage(at, cpu_ticks, read_bytes),
             Observation::OomEvidence(text) => self.oom = Some(text),
+            Observation::OwnerGone { pid } => self.owner_gone = Some((pid, at)),
             Observation::Probe { kind, outcome } => self.on_probe(at, kind, outcome, &mut events),
             Observation::Notify(msg) => self.on_notify(at, msg, &mut events),
             Observation::GpuMemory(mib) => self.on_gpu_memory(at, mib),

@@ -310,6 +310,9 @@ pub struct Outcome {
     /// (additive field).
     #[serde(default)]
     pub job: Option<JobSummary>,
+    /// The process whose end stops the run (`run --owner PID`), else null (additive field).
+    #[serde(default)]
+    pub owner: Option<u32>,
 }
 
 /// The version of the JSON verdict's format: additive fields keep it, a change that breaks
@@ -359,6 +362,7 @@ impl Outcome {
             url: None,
             port: None,
             job: None,
+            owner: None,
         }
     }
 }

@@ -12,7 +12,16 @@ stop --json``); see :func:`find_firedup` for where it is looked for. The pytest 
 """
 
 from ._binary import FiredupNotFound, find_firedup
-from ._launch import FiredupError, LeftBehind, NotReady, Server, Teardown, launch, start
+from ._launch import (
+    FiredupError,
+    LeftBehind,
+    NotReady,
+    Server,
+    ServersLeftBehind,
+    Teardown,
+    launch,
+    start,
+)
 from ._verdict import verdict_block
 
 __all__ = [
@@ -21,6 +30,7 @@ __all__ = [
     "LeftBehind",
     "NotReady",
     "Server",
+    "ServersLeftBehind",
     "Teardown",
     "find_firedup",
     "launch",

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -26,6 +28,7 @@ __all__ = [
     "LeftBehind",
     "NotReady",
     "Server",
+    "ServersLeftBehind",
     "Teardown",
     "launch",
     "start",
@@ -116,8 +119,40 @@ class LeftBehind(RuntimeError):
         self.teardown = teardown
 
 
+class ServersLeftBehind(RuntimeError):
+    """Several stops found something left (or failed): ``errors`` holds each one, the message
+    names them all."""
+
+    def __init__(self, errors: Sequence[Exception]) -> None:
+        super().__init__(
+            f"{len(errors)} server(s) not stopped cleanly:\n" + "\n".join(f"  {e}" for e in errors)
+        )
+        self.errors: List[Exception] = list(errors)
+
+
+Owner = Union[int, bool, None]
+"""The process whose end stops the run (``firedup run --owner PID``): ``True`` (the default) is
+this Python process, an int another pid, ``None`` or ``False`` none (the server may outlive this
+process: ``firedup stop RUN_ID`` ends it)."""
+
+# How long firedup run may take to stop a starting server and exit once sent SIGTERM, beyond its
+# grace (the stop's SIGKILL and its check that nothing is left).
+_STOP_SLACK_S = 30.0
+
+
 def _duration(d: Duration) -> str:
     return d if isinstance(d, str) else f"{d}s"
+
+
+def _seconds(d: Duration) -> float:
+    """A duration in seconds, for a bound of this side's own (10 when it cannot be read)."""
+    if not isinstance(d, str):
+        return float(d)
+    units = (("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0))
+    for unit, scale in units:
+        if d.endswith(unit) and d[: -len(unit)].replace(".", "", 1).isdigit():
+            return float(d[: -len(unit)]) * scale
+    return 10.0
 
 
 def _many(x: Union[None, str, Sequence[str]]) -> List[str]:
@@ -142,12 +177,16 @@ def run_args(
     log: Optional[str] = None,
     name: Optional[str] = None,
     grace: Duration = "10s",
+    owner: Owner = True,
     extra_args: Sequence[str] = (),
 ) -> List[str]:
     """The arguments of ``firedup run --json`` for these options (the binary not included)."""
     if isinstance(command, str):
         raise TypeError("command is a list of arguments, e.g. ['python', '-m', 'http.server', '{port}']")
     a = ["run", "--json", "--until", until, "--grace", _duration(grace)]
+    owner_pid = _owner_pid(owner, extra_args)
+    if owner_pid is not None:
+        a += ["--owner", str(owner_pid)]
     if profile is not None:
         a += ["--profile", profile]
     if port is not None:
@@ -174,28 +213,72 @@ def run_args(
     return a + ["--", *[str(c) for c in command]]
 
 
-def _firedup(args: Sequence[str]) -> "subprocess.CompletedProcess[str]":
+def _owner_pid(owner: Owner, extra_args: Sequence[str]) -> Optional[int]:
+    """The pid for ``--owner``: this process by default, unless ``extra_args`` sends the run to
+    another machine (``--host``, ``--slurm``), where a pid of this one means nothing."""
+    if owner is None or owner is False:
+        return None
+    if owner is True:
+        elsewhere = any(a in ("--host", "--slurm") or a.startswith("--host=") for a in extra_args)
+        return None if elsewhere else os.getpid()
+    return int(owner)
+
+
+def _firedup(args: Sequence[str], stop_within: float = 10.0) -> "subprocess.CompletedProcess[str]":
     """Runs firedup to its end. Its progress (stderr) is passed on line by line as it comes, to
-    ``sys.stderr`` (where pytest captures it, to show with a failure), and kept for the error."""
+    ``sys.stderr`` (where pytest captures it, to show with a failure), and kept for the error.
+
+    Interrupted here (a KeyboardInterrupt from SIGINT to this process alone, or any exception),
+    firedup is sent SIGTERM, which stops a starting run and ends it, and is waited for (bounded
+    by ``stop_within`` seconds, its grace, plus a margin) before the exception goes on."""
     with subprocess.Popen(
         [find_firedup(), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     ) as p:
         said: List[str] = []
 
         def relay() -> None:
-            assert p.stderr is not None
-            for line in p.stderr:
-                said.append(line)
-                sys.stderr.write(line)
-                sys.stderr.flush()
+            # The pipe may be closed under this thread (the interpreter ending after an
+            # interrupt), and sys.stderr replaced or closed: neither is worth a traceback.
+            try:
+                assert p.stderr is not None
+                for line in p.stderr:
+                    said.append(line)
+                    try:
+                        sys.stderr.write(line)
+                        sys.stderr.flush()
+                    except (ValueError, OSError):
+                        pass
+            except (ValueError, OSError):
+                return
 
         t = threading.Thread(target=relay, daemon=True)
         t.start()
-        assert p.stdout is not None
-        out = p.stdout.read()
-        code = p.wait()
+        try:
+            assert p.stdout is not None
+            out = p.stdout.read()
+            code = p.wait()
+        except BaseException:
+            _end(p, stop_within + _STOP_SLACK_S)
+            t.join(timeout=5)
+            raise
         t.join()
     return subprocess.CompletedProcess(p.args, code, out, "".join(said))
+
+
+def _end(p: "subprocess.Popen[str]", within: float) -> None:
+    """Ends firedup ``p``: SIGTERM (it stops its run, checks it gone, and exits), a bounded wait,
+    then SIGKILL (its run's supervisor still stops the run when its owner ends)."""
+    if p.poll() is not None:
+        return
+    try:
+        p.send_signal(signal.SIGTERM)
+        # Its last words must not block it on a full pipe while it is waited for.
+        if p.stdout is not None:
+            threading.Thread(target=p.stdout.read, daemon=True).start()
+        p.wait(timeout=within)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
 
 
 def _json_or_error(done: "subprocess.CompletedProcess[str]", what: str) -> Dict[str, Any]:
@@ -237,7 +320,10 @@ class Server:
         returns what the stop found; with ``check``, raises :class:`LeftBehind` when something
         is left (:attr:`Teardown.left_nothing`). A second call returns the first stop's findings."""
         if self.teardown is None:
-            done = _firedup(["stop", "--json", "--grace", _duration(self._grace), self.run_id])
+            done = _firedup(
+                ["stop", "--json", "--grace", _duration(self._grace), self.run_id],
+                stop_within=_seconds(self._grace),
+            )
             self.teardown = Teardown.from_json(_json_or_error(done, f"firedup stop {self.run_id}"))
         if check and not self.teardown.left_nothing:
             raise LeftBehind(self.run_id, self.teardown)
@@ -245,7 +331,8 @@ class Server:
 
     def keep(self) -> None:
         """Leaves the server running: the context manager's exit does not stop it
-        (``firedup stop RUN_ID`` does)."""
+        (``firedup stop RUN_ID`` does). A server started with an owner (the default: this
+        process) still ends with its owner: start it with ``owner=None`` to outlive it."""
         self.kept = True
 
     def __enter__(self) -> "Server":
@@ -266,7 +353,7 @@ def start(command: Sequence[str], **options: Any) -> Server:
     :meth:`Server.stop`, or use :func:`launch`); raises :class:`NotReady` for any other verdict."""
     __tracebackhide__ = True
     args = run_args(command, **options)
-    done = _firedup(args)
+    done = _firedup(args, stop_within=_seconds(options.get("grace", "10s")))
     verdict = _json_or_error(done, "firedup run")
     wanted = "succeeded" if options.get("until") == "exit" else "ready"
     server = Server(verdict, grace=options.get("grace", "10s"))
@@ -295,11 +382,15 @@ def launch(
     name: Optional[str] = None,
     grace: Duration = "10s",
     keep: bool = False,
+    owner: Owner = True,
     extra_args: Sequence[str] = (),
 ) -> Iterator[Server]:
     """Starts ``command`` under firedup, yields the ready :class:`Server`, and on exit stops it
     and verifies that nothing of it is left (:class:`LeftBehind` otherwise; ``keep=True`` leaves
-    it running).
+    it running, so it has no owner unless ``owner`` names one).
+
+    ``owner`` (default: this process) is the process whose end stops the run, however it ends
+    (SIGKILL included): a test session killed by its CI's timeout takes its servers with it.
 
     ``port="auto"``: firedup picks a free port, puts it in place of every ``{port}`` in
     ``command`` and in ``FIREDUP_PORT``, and waits until the server's own processes listen there.
@@ -324,6 +415,7 @@ def launch(
         log=log,
         name=name,
         grace=grace,
+        owner=None if keep and owner is True else owner,
         extra_args=extra_args,
     )
     if keep:

@@ -8,7 +8,9 @@ server under firedup and returns the ready :class:`firedup.Server`::
         with firedup_server(["python", "-m", "http.server", "{port}"], port="auto") as server:
             yield server          # stopped, and checked gone, when the module's tests are done
 
-A server not used with ``with`` is stopped at the end of the session. A start that does not
+A server not used with ``with`` is stopped at the end of the session. Every server is owned by
+the pytest process (``firedup run --owner``): a session killed by SIGKILL or SIGTERM takes its
+servers with it. A start that does not
 become ready fails the test (or errors its setup) with the verdict block (signature, reason,
 decisive line and its number, context, log) instead of a timeout. ``--firedup-keep`` leaves every
 server running for debugging and lists them at the end (``firedup stop RUN_ID`` ends them).
@@ -20,7 +22,7 @@ from typing import Any, Generator, Iterator, List, Sequence
 
 import pytest
 
-from ._launch import NotReady, Server, start
+from ._launch import NotReady, Server, ServersLeftBehind, start
 
 KEEP_OPTION = "--firedup-keep"
 
@@ -45,6 +47,9 @@ class ServerFactory:
 
     def __call__(self, command: Sequence[str], *, keep: bool = False, **options: Any) -> Server:
         __tracebackhide__ = True
+        if keep or self.keep:
+            # A kept server outlives this session: this process does not own it.
+            options.setdefault("owner", None)
         server = start(command, **options)
         if keep or self.keep:
             server.keep()
@@ -52,9 +57,20 @@ class ServerFactory:
         return server
 
     def stop_all(self) -> None:
+        """Stops every server not stopped yet, also after a stop that found a survivor or
+        failed; then raises :class:`firedup.ServersLeftBehind` naming every one that did (or
+        the one error alone)."""
+        errors: List[Exception] = []
         for s in self.started:
             if not s.kept and s.teardown is None:
-                s.stop()
+                try:
+                    s.stop()
+                except Exception as e:  # noqa: BLE001 - every server is stopped, then all reported
+                    errors.append(e)
+        if len(errors) == 1:
+            raise errors[0]
+        if errors:
+            raise ServersLeftBehind(errors)
 
 
 @pytest.fixture(scope="session")

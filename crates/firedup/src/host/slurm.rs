@@ -156,6 +156,8 @@ impl SlurmHost {
             log_start,
             log_file,
             job: None,
+            owner: None,
+            grace_ms: None,
         };
         run.write_meta(&meta)?;
         if let Some(text) = &sub.wrapper {

@@ -2,7 +2,9 @@
 //! starts it held (`held_start`), records it in `process.json` before it may exec, tells the
 //! launcher `started PID` / `failed REASON` / `error REASON`, waits for it, writes `exit.json`
 //! and sends the same record on the pipe, then stays (as the subreaper) until whatever the
-//! command left behind has ended. See the parent module for the launcher's side.
+//! command left behind has ended. With an owner (`run --owner`), it also watches the owner and
+//! stops the run when the owner ends (`crate::owner_watch`). See the parent module for the
+//! launcher's side.
 
 use std::fs::{self, OpenOptions};
 use std::io::{Read, Write};
@@ -14,6 +16,7 @@ use super::{
 };
 use crate::error::{Context, Error, Result, chain, usage};
 use crate::launched_log::FileId;
+use crate::owner_watch;
 use crate::process;
 use crate::rundir::{ExitRecord, ProcessRecord, RunDir, now_unix};
 
@@ -136,6 +139,15 @@ pub fn supervise(
         return Ok(0);
     }
     tell_launcher(&mut launcher, &format!("started {pid}"));
+    // The run's owner (`run --owner`) is watched from here on: its end stops the run.
+    let owner_watch = meta.owner.map(|owner| {
+        let run = RunDir {
+            id: meta.run_id.clone(),
+            path: run.path.clone(),
+        };
+        let command = owner_watch::Command { pid, start_ticks };
+        owner_watch::OwnerWatch::start(owner, run, command, meta.grace_ms)
+    });
     // The pipe stays for the exit report. From here on the launcher may be gone: a write then
     // fails with EPIPE (SIGPIPE is ignored, so it cannot kill us before exit.json is written).
     loop {
@@ -171,6 +183,9 @@ pub fn supervise(
             // subreaper) stays our child until it ends, so it is still found as the run's by
             // ancestry, also when it overwrote its environment (redis's setproctitle does).
         }
+    }
+    for problem in owner_watch.map(|w| w.finish()).unwrap_or_default() {
+        let _ = writeln!(diagnostics, "firedup supervisor: {problem}");
     }
     Ok(0)
 }

@@ -101,6 +101,11 @@ impl Judge {
 
     /// Decides `failed` at `at` for a cause named by line evidence.
     pub(super) fn decide_failed(&mut self, at: Duration, f: LineFailure, events: &mut Vec<Event>) {
+        // A cause printed while firedup stops the run for its owner's end is that stop's echo.
+        if let Some((owner, _)) = self.owner_gone.filter(|(_, since)| f.cause.at >= *since) {
+            self.decide_owner_gone(at, owner, f.exit, events);
+            return;
+        }
         // Echoes are not causes: not listed beside the cause either.
         let mut secondary: Vec<Signature> = self
             .evidence

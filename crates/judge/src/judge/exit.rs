@@ -26,6 +26,10 @@ impl Judge {
         exit: Option<ExitInfo>,
         events: &mut Vec<Event>,
     ) {
+        if let Some((owner, _)) = self.owner_gone {
+            self.decide_owner_gone(at, owner, exit, events);
+            return;
+        }
         let after_ready = self.after_ready(at);
         if let Some(e) = exit {
             // A shell's 126/127: the command never ran, unless it printed a named fatal cause

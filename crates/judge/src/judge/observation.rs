@@ -74,6 +74,12 @@ pub enum Observation {
     },
     /// Kernel or cgroup evidence that the OOM killer ended the process.
     OomEvidence(String),
+    /// The run's owner (`run --owner PID`) ended, and firedup is stopping the run: the exit
+    /// that follows is firedup's doing.
+    OwnerGone {
+        /// The owner's pid.
+        pid: u32,
+    },
     /// firedup's own probe failed and cannot recover.
     MonitorFault(String),
     /// A readiness probe's result.

@@ -1365,3 +1365,72 @@ fn a_daemon_whose_output_is_not_the_log_is_judged_by_its_probes_or_at_once() {
         v.reason
     );
 }
+
+#[test]
+fn an_exit_after_the_owner_ended_is_firedups_stop_not_someone_elses() {
+    // Issue 23: the supervisor stops a run whose owner (`run --owner PID`) ended; the SIGTERM is
+    // firedup's, so the verdict says the owner ended, never "someone else sent it SIGTERM".
+    // (how the process ended, a phrase the reason must hold)
+    let table = [
+        (Some(ExitInfo::signal(15, false)), "signal 15 (SIGTERM)"),
+        (Some(ExitInfo::signal(9, false)), "signal 9 (SIGKILL)"),
+        (Some(ExitInfo::code(0)), "exit code 0"),
+        (None, "an unknown status"),
+    ];
+    for (exit, phrase) in table {
+        let mut j = Judge::new(cfg(Mode::UntilExit));
+        j.observe(ms(0), Observation::Started { pid: 42 });
+        j.observe(ms(5), Observation::OwnerGone { pid: 7 });
+        j.observe(ms(50), Observation::Exited(exit));
+        let v = j.verdict().expect("a verdict");
+        assert_eq!(v.verdict, Verdict::Killed, "{exit:?}: {}", v.reason);
+        assert_eq!(
+            v.signature, None,
+            "{exit:?}: firedup's stop is no failure cause"
+        );
+        assert!(
+            v.reason.starts_with("stopped: its owner, pid 7, ended") && v.reason.contains(phrase),
+            "{exit:?}: {}",
+            v.reason
+        );
+    }
+}
+
+#[test]
+fn a_cause_printed_while_firedup_stops_the_run_for_its_owner_is_not_a_failure() {
+    // Issue 23: a server that prints a fatal-looking line while it shuts down on firedup's
+    // SIGTERM (its owner ended), and takes longer than the settle window to exit, is firedup's
+    // stop, not a failure; a cause printed before the owner ended still is.
+    let owner_then_line = |owner_first: bool| {
+        let mut j = Judge::new(cfg(Mode::UntilExit));
+        j.observe(ms(0), Observation::Started { pid: 42 });
+        let line = Observation::Line {
+            number: 1,
+            text: "torch.OutOfMemoryError: CUDA out of memory".into(),
+        };
+        let gone = Observation::OwnerGone { pid: 7 };
+        let (a, b) = if owner_first {
+            (gone, line)
+        } else {
+            (line, gone)
+        };
+        j.observe(ms(10), a);
+        j.observe(ms(20), b);
+        let mut at = 20;
+        while j.verdict().is_none() && at < 60_000 {
+            at += 100;
+            j.observe(ms(at), Observation::Tick);
+        }
+        j.verdict().cloned().expect("a verdict before the exit")
+    };
+    let v = owner_then_line(true);
+    assert_eq!(v.verdict, Verdict::Killed, "{}", v.reason);
+    assert_eq!(v.signature, None, "{}", v.reason);
+    assert_eq!(
+        v.reason,
+        "stopped: its owner, pid 7, ended, so firedup stopped the run"
+    );
+    let v = owner_then_line(false);
+    assert_eq!(v.verdict, Verdict::Failed, "{}", v.reason);
+    assert_eq!(v.signature, Some(Signature::CudaOom), "{}", v.reason);
+}
