@@ -14,7 +14,7 @@ use crate::judge_args::JudgeArgs;
 use crate::profiles_cmd::ProfilesAction;
 use crate::remote::HostSpec;
 use crate::verdict::USAGE_EXIT_CODE;
-use firedup::host::{Host, LocalHost, LogFrom, SlurmHost, SlurmLoginHost, SshHost};
+use firedup::host::{Host, LocalHost, LogFrom, SshHost};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -361,11 +361,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 owner,
                 command,
             };
-            let host: Arc<dyn Host> = match (slurm, remote.ssh_host()?) {
-                (true, Some(login)) => Arc::new(SlurmLoginHost::new(login, sbatch_arg)),
-                (true, None) => Arc::new(SlurmHost::new(sbatch_arg)),
-                (false, _) => remote.host()?,
-            };
+            let host = firedup::host::choose(remote.ssh_host()?, slurm.then_some(sbatch_arg));
             crate::run_cmd::run(host, &judge, args)
         }
         Command::Watch {

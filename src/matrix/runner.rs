@@ -34,7 +34,7 @@ use crate::history::{History, MatrixRecord, RunRecord};
 use crate::launch::LaunchSpec;
 use crate::plan::{self, WatchOptions};
 use crate::verdict::Verdict;
-use firedup::host::{Host, LocalHost, SlurmHost, SlurmLoginHost, SshHost};
+use firedup::host::SshHost;
 use firedup::session::interrupts::{AfterSignal, Heard, Interrupts, exit_code, signal_name};
 
 const DEFAULT_GRACE: Duration = Duration::from_secs(10);
@@ -202,12 +202,7 @@ pub fn matrix(a: &MatrixArgs) -> Result<i32> {
         )
     });
     let sbatch_args = m.base.sbatch_args.clone();
-    let host: Arc<dyn Host> = match (m.base.slurm, ssh) {
-        (true, Some(login)) => Arc::new(SlurmLoginHost::new(login, sbatch_args)),
-        (true, None) => Arc::new(SlurmHost::new(sbatch_args)),
-        (false, Some(h)) => Arc::new(h),
-        (false, None) => Arc::new(LocalHost),
-    };
+    let host = firedup::host::choose(ssh, m.base.slurm.then_some(sbatch_args));
     // Ctrl-C, SIGTERM or SIGHUP (a closed terminal): start nothing new, stop the running cells
     // (so that their watches end at once; each cell's own teardown then verifies), keep what is
     // done and print the table.

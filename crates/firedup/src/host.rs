@@ -62,6 +62,20 @@ pub fn of_run_here(run_id: &str) -> Box<dyn Host> {
     }
 }
 
+/// The host a launch goes to, chosen in one place for `run` and `matrix`: a Slurm batch job
+/// (`slurm` holds its sbatch arguments) submitted here or through the SSH login node `ssh`, else
+/// the SSH host, else this machine.
+#[cfg(feature = "ssh")]
+pub fn choose(ssh: Option<SshHost>, slurm: Option<Vec<String>>) -> std::sync::Arc<dyn Host> {
+    use std::sync::Arc;
+    match (slurm, ssh) {
+        (Some(sbatch_args), Some(login)) => Arc::new(SlurmLoginHost::new(login, sbatch_args)),
+        (Some(sbatch_args), None) => Arc::new(SlurmHost::new(sbatch_args)),
+        (None, Some(h)) => Arc::new(h),
+        (None, None) => Arc::new(LocalHost),
+    }
+}
+
 /// Where a server runs: see the module doc.
 pub trait Host: std::fmt::Debug + Send + Sync {
     /// The SSH destination as the user wrote it; `None` for this machine.
