@@ -156,6 +156,10 @@ pub(crate) fn watch(
         );
         plan.judge.hold = Some(ENDED_RUN_HOLD);
     }
+    // Issue 23 (items 4, 8): an ended run is judged with its recorded times, without probes.
+    if let Some(f) = &found {
+        firedup::reattach::prepare(&mut plan, f);
+    }
     // Validate first, open last: a refused watch truncates no --events file.
     let mut events = open_events(&judge.events)?;
     let label = match (attached, host.name()) {
@@ -187,6 +191,10 @@ pub(crate) fn watch(
         )
     };
     let mut outcome = engine::outcome(judgement, &plan, &target);
+    // Issue 23 (items 4, 8): an ended run's recorded verdict, times and probes, as recorded.
+    if let Some(f) = &found {
+        outcome = firedup::reattach::report(outcome, f);
+    }
     outcome.attached = attached;
     outcome.host = host.name().map(String::from);
     outcome.name = found.and_then(|f| f.meta.name);

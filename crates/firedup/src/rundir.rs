@@ -4,8 +4,11 @@
 //! Files: `meta.json` (written by the launcher: command, cwd, redacted env overrides, log path,
 //! profile, start time), `process.json` (written by the supervisor once the command runs: pid and
 //! its start time, against pid reuse), `exit.json` (written by the supervisor when the command ends:
-//! exit code or signal, core dump flag, end time; or the reason it could not start). Files are
-//! written atomically (temp file + rename), so a reader never sees half of one.
+//! exit code or signal, core dump flag, end time; or the reason it could not start),
+//! `verdict.json` (written by the launching firedup when it reaches its verdict:
+//! [`verdict_record`]), `stop.json` (written by firedup's own stop before its first signal and
+//! again with what it found: [`stop_record`]). Files are written atomically (temp file +
+//! rename), so a reader never sees half of one.
 
 use std::fs;
 use std::io::Write;
@@ -486,5 +489,9 @@ fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     Ok(())
 }
 
+pub mod stop_record;
 #[cfg(test)]
 mod tests;
+pub mod verdict_record;
+
+pub use stop_record::{StopRecord, StopResult};

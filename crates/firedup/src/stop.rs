@@ -236,6 +236,29 @@ pub(crate) fn stop_run(
     }
 }
 
+/// [`stop_run`] of `run`, recorded in its directory (`stop.json`, see
+/// [`crate::rundir::StopRecord`]): before the first signal, so that a watch learns of the stop
+/// before the exit it causes, and again with what the stop found. A record that cannot be
+/// written does not hold the stop up.
+pub(crate) fn stop_recorded_run(
+    run: &crate::rundir::RunDir,
+    pid: Option<u32>,
+    start_ticks: Option<u64>,
+    grace: Duration,
+) -> StopReport {
+    let mut record = crate::rundir::StopRecord::begin(grace);
+    let _ = run.write_stop_record(&record);
+    let report = stop_run(pid, start_ticks, &run.id, grace);
+    record.result = Some(crate::rundir::StopResult {
+        clean: report.clean(),
+        escalated: report.escalated,
+        survivors: report.survivors.iter().map(|(p, _)| *p).collect(),
+        description: report.describe(),
+    });
+    let _ = run.write_stop_record(&record);
+    report
+}
+
 /// Stops the tree rooted at `pid` (a session/group leader started by firedup). `start_ticks`
 /// guards against a reused pid: if the process is not the one launched, nothing is signalled.
 pub(crate) fn stop_tree(pid: u32, start_ticks: Option<u64>, grace: Duration) -> StopReport {

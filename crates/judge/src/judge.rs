@@ -37,6 +37,7 @@ mod config;
 mod deadlines;
 mod decide;
 mod exit;
+mod firedup_stop;
 mod job_end;
 mod job_state;
 #[cfg(test)]
@@ -59,7 +60,7 @@ mod traceback;
 mod wrapped;
 
 pub use crate::mode::Mode;
-pub use config::JudgeConfig;
+pub use config::{JudgeConfig, RecordedEnd};
 pub use observation::{LogState, Observation};
 pub use output::{Event, Judgement, Status};
 
@@ -109,6 +110,8 @@ pub struct Judge {
     job: JobTrack,
     /// The launcher exited 0 and the run went on in this daemon (said in every verdict's reason).
     followed: Option<String>,
+    /// firedup itself is stopping the run, by whom (see [`Observation::FiredupStop`]).
+    stopped_by: Option<String>,
     probes: Vec<ProbeTrack>,
     /// The start deadline, moved later by sd_notify `EXTEND_TIMEOUT_USEC`.
     timeout_at: Option<Duration>,
@@ -156,6 +159,7 @@ impl Judge {
             oom: None,
             job: JobTrack::default(),
             followed: None,
+            stopped_by: None,
             probes: ProbeTrack::for_config(&cfg),
             timeout_at: cfg.timeout,
             watch_from: Duration::ZERO,
@@ -274,6 +278,7 @@ impl Judge {
                 self.ranks.outside_collective = Some((rank, evidence));
             }
             Observation::Job(snapshot) => self.on_job(at, snapshot, &mut events),
+            Observation::FiredupStop { by } => self.stopped_by = Some(by),
             Observation::Tick => {}
         }
         if self.verdict().is_none() {

@@ -20,7 +20,7 @@ use crate::plan::Plan;
 use crate::process;
 use crate::rundir::RunDir;
 use crate::source::{Seen, Source, sample_interval};
-use crate::stop::stop_run;
+use crate::stop::stop_recorded_run;
 use crate::target::Target;
 
 /// This machine.
@@ -110,6 +110,7 @@ impl Host for LocalHost {
             target,
             meta,
             ended: !run.is_live(),
+            records: super::RunRecords::of(&run),
         })
     }
 
@@ -171,10 +172,10 @@ impl Host for LocalHost {
         let run = RunDir::open(run_id).map_err(HostError::failed)?;
         let record = run.process();
         // Also without a process record: whatever carries the run's id is the run's.
-        let report = stop_run(
+        let report = stop_recorded_run(
+            &run,
             record.map(|p| p.pid),
             record.map(|p| p.start_ticks),
-            &run.id,
             grace,
         );
         if record.is_none() && report.targeted.is_empty() && report.survivors.is_empty() {

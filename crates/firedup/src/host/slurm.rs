@@ -270,6 +270,7 @@ impl Host for SlurmHost {
                 },
                 meta,
                 ended: true,
+                records: crate::host::RunRecords::of(&run),
             });
         };
         let ended = run.exit().is_some()
@@ -286,6 +287,7 @@ impl Host for SlurmHost {
             },
             meta,
             ended,
+            records: crate::host::RunRecords::of(&run),
         })
     }
 

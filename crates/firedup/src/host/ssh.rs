@@ -223,6 +223,8 @@ impl Host for SshHost {
             |e: serde_json::Error| HostError::Unreachable(format!("{host}: bad run record: {e}"));
         let v: serde_json::Value = serde_json::from_str(answer.trim()).map_err(bad)?;
         let ended = v["ended"].as_bool().unwrap_or(false);
+        // An older firedup on the host sends no records.
+        let records = serde_json::from_value(v["records"].clone()).unwrap_or_default();
         let meta = serde_json::from_value::<RunMeta>(v).map_err(bad)?;
         Ok(FoundRun {
             target: Target {
@@ -232,6 +234,7 @@ impl Host for SshHost {
             },
             meta,
             ended,
+            records,
         })
     }
 

@@ -26,6 +26,9 @@ impl Judge {
         exit: Option<ExitInfo>,
         events: &mut Vec<Event>,
     ) {
+        if self.decide_stopped_after_ready(at, exit, events) {
+            return;
+        }
         let after_ready = self.after_ready(at);
         if let Some(e) = exit {
             // A shell's 126/127: the command never ran, unless it printed a named fatal cause
@@ -47,7 +50,8 @@ impl Judge {
             exit.map(|e| e.describe())
                 .unwrap_or_else(|| "an unknown status".into())
         );
-        if self.decide_by_ranks(at, exit, &launcher, events) {
+        // The ranks' ends after firedup's own stop are the stop's doing, not a root cause.
+        if self.stopped_by.is_none() && self.decide_by_ranks(at, exit, &launcher, events) {
             return;
         }
         if let Some(e) = exit {
@@ -61,15 +65,21 @@ impl Judge {
 
     /// " 2.0s after becoming ready" when the exit came after the ready condition held. Inside the
     /// confirmation window the server was never reported ready: only its ready condition had held.
+    /// A run that has ended counts between the times recorded while it ran (its log, read at
+    /// once, cannot tell them).
     pub(super) fn after_ready(&self, at: Duration) -> String {
-        let became = if self.cfg.hold.is_some() {
+        let recorded = self
+            .cfg
+            .recorded_end
+            .and_then(|r| Some(r.ended_at?.saturating_sub(r.ready_at?)));
+        let became = if self.cfg.hold.is_some() || recorded.is_some() {
             "becoming ready"
         } else {
             "its ready condition held"
         };
-        self.stage
-            .ready_at()
-            .map(|r| format!(" {} after {became}", format_duration(at.saturating_sub(r))))
+        recorded
+            .or_else(|| self.stage.ready_at().map(|r| at.saturating_sub(r)))
+            .map(|d| format!(" {} after {became}", format_duration(d)))
             .unwrap_or_default()
     }
 
@@ -136,12 +146,14 @@ impl Judge {
             .as_ref()
             .map(|o| format!(" (OOM killer: {o})"))
             .unwrap_or_default();
+        // A signal of firedup's own stop is not "someone else's" (the OOM killer's stays its).
+        let hint = match (&self.stopped_by, signal_sig) {
+            (Some(by), s) if s != Some(Signature::OomKilled) => format!(": {by} stopped it"),
+            (_, s) => s.map(|s| format!(": {}", s.hint())).unwrap_or_default(),
+        };
         let reason = format!(
-            "killed by {} ({status}){after_ready}{oom}{}",
+            "killed by {} ({status}){after_ready}{oom}{hint}",
             signal_name(sig),
-            signal_sig
-                .map(|s| format!(": {}", s.hint()))
-                .unwrap_or_default()
         );
         let line = self
             .evidence
@@ -205,7 +217,9 @@ impl Judge {
             self.decide(at, d, events);
             return;
         }
-        let reason = if ok {
+        let reason = if let Some(by) = &self.stopped_by {
+            format!("the process exited with {status}{after_ready} when {by} stopped it")
+        } else if ok {
             format!("the server exited 0{after_ready} before it was ready")
         } else {
             format!(
