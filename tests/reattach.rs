@@ -165,3 +165,50 @@ fn a_crash_after_ready_is_still_how_a_re_attached_run_ended() {
     assert_eq!(w.json["timeline"], r.json["timeline"], "{}", w.explain());
     assert!(!alive(r.json["pid"].as_u64().unwrap()));
 }
+
+#[test]
+fn a_run_stopped_by_firedup_while_starting_names_the_stop_not_someone_else() {
+    let env = Env::new();
+    let gate = env.path("started");
+    let script = format!("echo loading; touch {}; exec sleep 300", gate.display());
+    let run = env
+        .cmd()
+        .args([
+            "run",
+            "--json",
+            "--ready-line",
+            "READY",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !gate.exists() {
+        assert!(Instant::now() < deadline, "the server never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let id = std::fs::read_dir(env.state.path().join("runs"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .next()
+        .unwrap();
+    let s = env.firedup(&["stop", &id]);
+    assert_eq!(s.code, 0, "{}", s.explain());
+    let out = run.wait_with_output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["verdict"], "killed", "{v}");
+    assert_eq!(v["signature"], "terminated", "{v}");
+    let reason = v["reason"].as_str().unwrap_or_default();
+    assert!(!reason.contains("someone else"), "{reason}");
+    assert!(reason.contains("firedup stop"), "{reason}");
+    // A re-attach says the same.
+    let w = env.firedup(&["watch", "--json", &id]);
+    assert_eq!((w.code, w.verdict()), (4, "killed"), "{}", w.explain());
+    assert_eq!(w.json["reason"], v["reason"], "{}", w.explain());
+}

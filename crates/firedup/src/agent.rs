@@ -285,7 +285,7 @@ pub fn meta(run_id: &str, out: &mut dyn Write) -> Result<i32> {
             None => run.is_live(),
         };
         map.insert("ended".into(), serde_json::Value::Bool(!live));
-        let records = crate::host::RunRecords::of(&run);
+        let records = crate::rundir::RunRecords::of(&run);
         map.insert("records".into(), serde_json::to_value(records)?);
     }
     writeln!(out, "{v}")?;

@@ -30,6 +30,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::rundir::RunRecords;
 pub use cell::{BenchRequest, FinishAnswer, FinishRequest};
 pub use local::LocalHost;
 pub use slurm::SlurmHost;
@@ -155,33 +156,6 @@ pub struct FoundRun {
     pub ended: bool,
     /// What its run directory recorded about how it went (empty where the host does not say).
     pub records: RunRecords,
-}
-
-/// What a run's directory records about how the run went: the verdict its launching firedup
-/// reached, the exit the supervisor recorded, firedup's own stop. A re-attach to a run that has
-/// ended reports them as recorded (see [`crate::reattach`]).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RunRecords {
-    /// `verdict.json`.
-    #[serde(default)]
-    pub verdict: Option<crate::verdict::Outcome>,
-    /// `exit.json`.
-    #[serde(default)]
-    pub exit: Option<crate::rundir::ExitRecord>,
-    /// `stop.json`.
-    #[serde(default)]
-    pub stop: Option<crate::rundir::StopRecord>,
-}
-
-impl RunRecords {
-    /// The records of `run`.
-    pub fn of(run: &crate::rundir::RunDir) -> RunRecords {
-        RunRecords {
-            verdict: run.verdict(),
-            exit: run.exit(),
-            stop: run.stop_record(),
-        }
-    }
 }
 
 /// Where an attach by log starts judging.

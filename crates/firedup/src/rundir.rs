@@ -489,9 +489,11 @@ fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     Ok(())
 }
 
+mod run_records;
 pub mod stop_record;
 #[cfg(test)]
 mod tests;
 pub mod verdict_record;
 
+pub use run_records::RunRecords;
 pub use stop_record::{StopRecord, StopResult};
