@@ -212,3 +212,61 @@ fn a_run_stopped_by_firedup_while_starting_names_the_stop_not_someone_else() {
     assert_eq!((w.code, w.verdict()), (4, "killed"), "{}", w.explain());
     assert_eq!(w.json["reason"], v["reason"], "{}", w.explain());
 }
+
+#[test]
+fn a_run_whose_firedup_died_before_its_verdict_claims_no_times_it_cannot_know() {
+    let env = Env::new();
+    let gate = env.path("gate");
+    let script = format!(
+        "echo loading; while [ ! -e {} ]; do sleep 0.05; done; echo 'server READY'; sleep 1; exit 1",
+        gate.display()
+    );
+    let mut run = env
+        .cmd()
+        .args([
+            "run",
+            "--json",
+            "--ready-line",
+            "READY",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let runs = env.state.path().join("runs");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let id = loop {
+        let found = std::fs::read_dir(&runs).ok().and_then(|d| {
+            d.filter_map(|e| e.ok())
+                .find(|e| e.path().join("process.json").exists())
+        });
+        if let Some(e) = found {
+            break e.file_name().to_string_lossy().into_owned();
+        }
+        assert!(Instant::now() < deadline, "no run appeared");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    run.kill().unwrap(); // SIGKILL firedup before its verdict, not the server
+    run.wait().unwrap();
+    std::fs::write(&gate, "").unwrap();
+    wait_for_exit_record(&env, &id);
+    assert!(!runs.join(&id).join("verdict.json").exists());
+    let w = env.firedup(&["watch", "--json", &id]);
+    assert_eq!((w.code, w.verdict()), (3, "exited"), "{}", w.explain());
+    // Read at the end, the log cannot say when the server became ready.
+    assert_eq!(
+        w.json["ready_s"],
+        serde_json::Value::Null,
+        "{}",
+        w.explain()
+    );
+    let reason = w.json["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("exit code 1 after becoming ready"),
+        "no time after ready is claimed: {reason}"
+    );
+}

@@ -5,8 +5,9 @@
 //!
 //! - [`record_verdict`]: the launching firedup records the verdict it reached (`verdict.json`),
 //!   when it reaches it.
-//! - [`prepare`]: the plan for judging an ended run from its log: no probes (the run's are in
-//!   its record), and the recorded times the judge cannot see ([`RecordedEnd`]).
+//! - [`prepare`]: the plan for judging an ended run from its log: no probes once its verdict
+//!   was recorded (the run's are in it), and the recorded times the judge cannot see
+//!   ([`RecordedEnd`]).
 //! - [`report`]: the verdict of the re-attach. A run whose recorded verdict was its end
 //!   (`failed`, `exited`, a job's `succeeded`, ...) is reported as recorded, with the exit that
 //!   followed. A run recorded `ready` is judged by how it ended (the exit decides: a crash after
@@ -35,15 +36,18 @@ pub fn prepare(plan: &mut Plan, found: &FoundRun) {
     if !found.ended {
         return;
     }
-    // Nothing of the run listens any more: a probe now could only say "never ready", or find
-    // someone else's server. How the probes went while it ran is in its recorded verdict.
-    let probes = &mut plan.probes;
-    probes.port = None;
-    probes.http = None;
-    probes.request = None;
-    probes.notify = false;
-    probes.gpu = false;
-    plan.judge.ready_probes.clear();
+    if found.records.verdict.is_some() {
+        // Nothing of the run listens any more: a probe now could only say "never ready", or
+        // find someone else's server. How the probes went while it ran is in its verdict. (Not
+        // without one: the ready line alone could then make a ready that the probes never saw.)
+        let probes = &mut plan.probes;
+        probes.port = None;
+        probes.http = None;
+        probes.request = None;
+        probes.notify = false;
+        probes.gpu = false;
+        plan.judge.ready_probes.clear();
+    }
     let since_launch = |unix: f64| Duration::try_from_secs_f64(unix - found.meta.started_at).ok();
     let ready_at = found
         .records

@@ -68,18 +68,26 @@ impl Judge {
     /// A run that has ended counts between the times recorded while it ran (its log, read at
     /// once, cannot tell them).
     pub(super) fn after_ready(&self, at: Duration) -> String {
-        let recorded = self
-            .cfg
-            .recorded_end
-            .and_then(|r| Some(r.ended_at?.saturating_sub(r.ready_at?)));
-        let became = if self.cfg.hold.is_some() || recorded.is_some() {
+        let became = if self.cfg.hold.is_some() {
             "becoming ready"
         } else {
             "its ready condition held"
         };
-        recorded
-            .or_else(|| self.stage.ready_at().map(|r| at.saturating_sub(r)))
-            .map(|d| format!(" {} after {became}", format_duration(d)))
+        if let Some(r) = self.cfg.recorded_end {
+            return match (r.ready_at, r.ended_at) {
+                (Some(ready), Some(end)) => format!(
+                    " {} after becoming ready",
+                    format_duration(end.saturating_sub(ready))
+                ),
+                (Some(_), None) => " after becoming ready".into(),
+                // Ready in the replay alone: when, it cannot tell.
+                (None, _) if self.stage.ready_at().is_some() => format!(" after {became}"),
+                (None, _) => String::new(),
+            };
+        }
+        self.stage
+            .ready_at()
+            .map(|r| format!(" {} after {became}", format_duration(at.saturating_sub(r))))
             .unwrap_or_default()
     }
 

@@ -1322,6 +1322,13 @@ fn an_end_by_firedups_own_stop_is_not_someone_elses() {
         }),
         ..hold(c, 86_400_000)
     };
+    let unrecorded = |c: JudgeConfig, ended: u64| JudgeConfig {
+        recorded_end: Some(RecordedEnd {
+            ready_at: None,
+            ended_at: Some(ms(ended)),
+        }),
+        ..hold(c, 86_400_000)
+    };
     // (name, config, steps, verdict, signature, the reason has, the reason has not)
     let cases: Vec<(
         &str,
@@ -1408,6 +1415,15 @@ fn an_end_by_firedups_own_stop_is_not_someone_elses() {
             Verdict::Exited,
             None,
             "exit code 1 2.5s after becoming ready",
+            "1ms after",
+        ),
+        (
+            "a re-attach with no recorded verdict claims no time after ready",
+            unrecorded(cfg(Mode::UntilReady), 4_000),
+            vec![Started(0), Line(9_000, "READY"), Exit(9_001, code(1))],
+            Verdict::Exited,
+            None,
+            "exit code 1 after becoming ready",
             "1ms after",
         ),
     ];
