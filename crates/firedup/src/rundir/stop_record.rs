@@ -120,7 +120,50 @@ impl RunDir {
 
 #[cfg(test)]
 mod tests {
-    use super::stopper;
+    use super::{RunDir, StopRecord, stopper};
+    use crate::rundir::ExitRecord;
+
+    #[test]
+    fn a_later_stop_keeps_the_record_of_the_stop_that_ended_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunDir {
+            id: "r-1".into(),
+            path: dir.path().to_path_buf(),
+        };
+        let at = |t: f64| StopRecord {
+            requested_at: t,
+            ..StopRecord::begin(std::time::Duration::from_secs(10))
+        };
+        let exit = |t: f64| ExitRecord {
+            exit: None,
+            spawn_error: None,
+            ended_at: t,
+        };
+        // (stop before, the exit recorded, the stop now, the record kept)
+        let cases = [
+            (None, None, 100.0, 100.0),
+            (Some(100.0), None, 200.0, 200.0),
+            // The first stop ended the run (it began before the exit): it stays.
+            (Some(100.0), Some(101.0), 200.0, 100.0),
+            // The run had ended before the first stop: that stop explains nothing.
+            (Some(100.0), Some(50.0), 200.0, 200.0),
+            // The same stop, written again with what it found.
+            (Some(100.0), Some(101.0), 100.0, 100.0),
+        ];
+        for (before, ended, now, kept) in cases {
+            let _ = std::fs::remove_file(dir.path().join("stop.json"));
+            let _ = std::fs::remove_file(dir.path().join("exit.json"));
+            if let Some(t) = before {
+                run.write_stop_record(&at(t)).unwrap();
+            }
+            if let Some(t) = ended {
+                run.write_exit(&exit(t)).unwrap();
+            }
+            run.write_stop_record(&at(now)).unwrap();
+            let got = run.stop_record().unwrap().requested_at;
+            assert_eq!(got, kept, "{before:?} {ended:?} {now}");
+        }
+    }
 
     #[test]
     fn the_stopper_is_named_by_its_subcommand() {
