@@ -130,7 +130,7 @@ pub(crate) fn run(host: Arc<dyn Host>, judge: &JudgeArgs, mut a: RunArgs) -> Res
     outcome.host = host.name().map(String::from);
     outcome.name = spec.name.clone();
     // Issue 23 (item 8): the verdict in the run directory, for a later `watch RUN_ID`.
-    firedup::reattach::record_verdict(&target, &outcome);
+    host.record_verdict(&target, &outcome);
     started.reap();
 
     let mut teardown: Option<String> = None;

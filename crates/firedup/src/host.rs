@@ -125,6 +125,12 @@ pub trait Host: std::fmt::Debug + Send + Sync {
     /// Ctrl-C during a cell: stops its bench, if one runs, and the server, bounded by `grace`.
     /// Best effort: the cell's teardown verifies.
     fn cancel(&self, target: &Target, grace: Duration);
+
+    /// Records the verdict the launch reached in the run's directory (`verdict.json`, see
+    /// [`crate::reattach`]), where the host keeps it. Best effort: the verdict stands without.
+    fn record_verdict(&self, target: &Target, outcome: &crate::verdict::Outcome) {
+        crate::reattach::record_verdict(target, outcome);
+    }
 }
 
 /// What [`Host::launch`] started.

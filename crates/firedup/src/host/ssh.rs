@@ -213,6 +213,14 @@ impl Host for SshHost {
         })
     }
 
+    fn record_verdict(&self, target: &Target, outcome: &crate::verdict::Outcome) {
+        // In the run's directory on the host (`__record-verdict`), for a later watch there.
+        if let Ok(json) = serde_json::to_vec(outcome) {
+            let args = vec!["__record-verdict".into(), target.run_id.clone()];
+            let _ = self.remote_firedup(args, Some(json));
+        }
+    }
+
     fn find_run(&self, id: &str) -> Result<FoundRun, HostError> {
         let host = self.host().to_string();
         let answer = self
