@@ -257,6 +257,8 @@ fn run_on_host(
     };
     let mut outcome = engine::outcome(judgement, &plan, &target);
     outcome.host = host.name().map(String::from);
+    // Issue 23 (item 8): the verdict in the run directory, for a later `watch RUN_ID`.
+    host.record_verdict(&target, &outcome);
     let verdict_at = crate::rundir::now_unix();
     progress.finish();
     started.reap();
