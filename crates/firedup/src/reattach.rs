@@ -120,3 +120,155 @@ pub fn report(judged: Outcome, found: &FoundRun) -> Outcome {
 fn round_ms(s: f64) -> f64 {
     (s * 1000.0).round() / 1000.0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rundir::{ExitRecord, RunRecords};
+    use crate::verdict::{ExitInfo, PhaseAt};
+
+    fn outcome(verdict: Verdict, reason: &str, ready_s: Option<f64>, elapsed_s: f64) -> Outcome {
+        Outcome {
+            attached: false,
+            schema: crate::verdict::OUTCOME_SCHEMA,
+            name: None,
+            verdict,
+            signature: None,
+            reason: reason.into(),
+            line: None,
+            context: Vec::new(),
+            phase: None,
+            elapsed_s,
+            exit: None,
+            pid: Some(42),
+            log: "/l".into(),
+            run_id: "r-1".into(),
+            timeline: ready_s
+                .map(|at_s| PhaseAt {
+                    phase: "ready".into(),
+                    at_s,
+                })
+                .into_iter()
+                .collect(),
+            secondary: Vec::new(),
+            server_running: true,
+            probes: Vec::new(),
+            request_gap_s: None,
+            gpu: None,
+            ready_s,
+            host: None,
+            log_from_line: None,
+            rank: None,
+            url: None,
+            port: None,
+            job: None,
+        }
+    }
+
+    fn found(ended: bool, verdict: Option<Outcome>) -> FoundRun {
+        let meta = serde_json::from_value(serde_json::json!({
+            "run_id": "r-1", "command": ["srv"], "cwd": "/", "env": [], "log": "/l",
+            "profile": "generic", "mode": "ready", "started_at": 1000.0, "firedup_version": "0"
+        }))
+        .unwrap();
+        FoundRun {
+            target: Target::default(),
+            meta,
+            ended,
+            records: RunRecords {
+                verdict,
+                exit: Some(ExitRecord {
+                    exit: Some(ExitInfo::signal(15, false)),
+                    spawn_error: None,
+                    ended_at: 1004.0,
+                }),
+                stop: None,
+            },
+        }
+    }
+
+    #[test]
+    fn an_ended_run_is_reported_as_recorded() {
+        let ready = outcome(
+            Verdict::Ready,
+            "ready after 1.5s: matched X",
+            Some(1.5),
+            1.5,
+        );
+        let stopped = "ready after 9.0s: matched X; then firedup stop (pid 7, uid 0) stopped it 2.5s after becoming ready (signal 15 (SIGTERM))";
+        let mut failed = outcome(Verdict::Failed, "CUDA out of memory", None, 2.0);
+        failed.exit = None;
+        let mut killed = outcome(Verdict::Killed, "killed by SIGTERM", Some(9.0), 9.0);
+        killed.exit = Some(ExitInfo::signal(15, false));
+        let crashed = outcome(Verdict::Exited, "exit code 1", Some(9.0), 9.0);
+        // (name, ended, recorded, judged, verdict, reason starts, ready_s, elapsed_s, exit signal)
+        let cases = [
+            (
+                "ready, then firedup's stop: ready as recorded, the stop as the end",
+                true,
+                Some(ready.clone()),
+                outcome(Verdict::Ready, stopped, Some(9.0), 9.0),
+                Verdict::Ready,
+                "ready after 1.5s: matched X; then firedup stop (pid 7, uid 0) stopped it 2.5s",
+                Some(1.5),
+                1.5,
+                None,
+            ),
+            (
+                "ready, then a crash: the exit decides, at the recorded times",
+                true,
+                Some(ready.clone()),
+                crashed.clone(),
+                Verdict::Exited,
+                "exit code 1",
+                Some(1.5),
+                4.0,
+                None,
+            ),
+            (
+                "a failure recorded before the stop: as recorded, with the exit that followed",
+                true,
+                Some(failed),
+                killed.clone(),
+                Verdict::Failed,
+                "CUDA out of memory",
+                None,
+                2.0,
+                Some(15),
+            ),
+            (
+                "no verdict recorded: the replay, without a time of readiness",
+                true,
+                None,
+                crashed.clone(),
+                Verdict::Exited,
+                "exit code 1",
+                None,
+                4.0,
+                None,
+            ),
+            (
+                "a live run: as judged",
+                false,
+                Some(ready),
+                crashed,
+                Verdict::Exited,
+                "exit code 1",
+                Some(9.0),
+                9.0,
+                None,
+            ),
+        ];
+        for (name, ended, recorded, judged, verdict, reason, ready_s, elapsed_s, signal) in cases {
+            let o = report(judged, &found(ended, recorded));
+            assert_eq!(o.verdict, verdict, "{name}");
+            assert!(o.reason.starts_with(reason), "{name}: {}", o.reason);
+            assert_eq!(o.ready_s, ready_s, "{name}");
+            assert_eq!(o.elapsed_s, elapsed_s, "{name}");
+            if let Some(s) = signal {
+                assert_eq!(o.exit.and_then(|e| e.signal), Some(s), "{name}");
+            }
+            assert_eq!(o.server_running, !ended, "{name}");
+        }
+    }
+}
