@@ -126,10 +126,13 @@ pub trait Host: std::fmt::Debug + Send + Sync {
     /// Best effort: the cell's teardown verifies.
     fn cancel(&self, target: &Target, grace: Duration);
 
-    /// Records the verdict the launch reached in the run's directory (`verdict.json`, see
-    /// [`crate::reattach`]), where the host keeps it. Best effort: the verdict stands without.
+    /// Records the verdict the launch reached in the run's directory (`verdict.json`: what a
+    /// later watch of the ended run reports), where the host keeps it (here: a run on this
+    /// machine). Best effort: the verdict stands without.
     fn record_verdict(&self, target: &Target, outcome: &crate::verdict::Outcome) {
-        crate::reattach::record_verdict(target, outcome);
+        if let Some(run) = &target.run {
+            let _ = run.record_verdict(outcome);
+        }
     }
 }
 

@@ -247,7 +247,9 @@ impl Launch {
         running.address = plan.address.clone();
         let mut outcome = engine::watch(&plan, &running.target, &mut NoProgress, None)?;
         // The verdict in the run directory, for a later `firedup watch RUN_ID`.
-        crate::reattach::record_verdict(&running.target, &outcome);
+        if let Some(run) = &running.target.run {
+            let _ = run.record_verdict(&outcome);
+        }
         // Reap the supervisor if it is done (it stays as long as the server does).
         let _ = running.launched.supervisor.try_wait();
         let wanted = if running.options.until_exit {

@@ -3,8 +3,8 @@
 //! log at the end can re-derive: read at once, every line comes at the moment of the re-attach,
 //! and the probes find nothing listening.
 //!
-//! - [`record_verdict`]: the launching firedup records the verdict it reached (`verdict.json`),
-//!   when it reaches it.
+//! - The launching firedup records the verdict it reached (`verdict.json`), when it reaches it
+//!   ([`crate::host::Host::record_verdict`]).
 //! - [`prepare`]: the plan for judging an ended run from its log: no probes once its verdict
 //!   was recorded (the run's are in it), and the recorded times the judge cannot see
 //!   ([`RecordedEnd`]).
@@ -20,16 +20,7 @@ use std::time::Duration;
 use crate::host::FoundRun;
 use crate::judge::RecordedEnd;
 use crate::plan::Plan;
-use crate::target::Target;
 use crate::verdict::{Outcome, Verdict};
-
-/// Records `outcome` as the run's verdict in its directory (a run on this machine), unless one
-/// was recorded before. A record that cannot be written changes nothing of the verdict.
-pub fn record_verdict(target: &Target, outcome: &Outcome) {
-    if let Some(run) = &target.run {
-        let _ = run.record_verdict(outcome);
-    }
-}
 
 /// Readies `plan` for judging `found` when it has ended (nothing otherwise).
 pub fn prepare(plan: &mut Plan, found: &FoundRun) {
@@ -125,6 +116,7 @@ fn round_ms(s: f64) -> f64 {
 mod tests {
     use super::*;
     use crate::rundir::{ExitRecord, RunRecords};
+    use crate::target::Target;
     use crate::verdict::{ExitInfo, PhaseAt};
 
     fn outcome(verdict: Verdict, reason: &str, ready_s: Option<f64>, elapsed_s: f64) -> Outcome {
