@@ -34,12 +34,17 @@ impl Judge {
         let Some(ready_at) = ready_at.filter(|_| self.cfg.mode == Mode::UntilReady) else {
             return false;
         };
+        // A run that has ended, read at once: when it became ready only a record can say.
+        let known = match self.cfg.recorded_end {
+            Some(r) => r.ready_at,
+            None => Some(ready_at),
+        };
         let status = exit
             .map(|e| e.describe())
             .unwrap_or_else(|| "an unknown status".into());
         let reason = format!(
             "{}; then {by} stopped it{} ({status})",
-            self.ready_reason(ready_at),
+            self.ready_reason(known),
             self.after_ready(at)
         );
         let line = self.ready_line.clone().or_else(|| self.last_line.clone());

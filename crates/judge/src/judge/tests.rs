@@ -1418,6 +1418,20 @@ fn an_end_by_firedups_own_stop_is_not_someone_elses() {
             "1ms after",
         ),
         (
+            "a re-attach with no recorded verdict to a run firedup stopped claims no times",
+            unrecorded(cfg(Mode::UntilReady), 4_000),
+            vec![
+                Started(0),
+                Line(9_000, "READY"),
+                FiredupStop(9_001),
+                Exit(9_001, sig(15)),
+            ],
+            Verdict::Ready,
+            None,
+            "ready: matched ready line /READY/; then firedup stop (pid 7, uid 1000) stopped it after becoming ready",
+            "9.0s",
+        ),
+        (
             "a re-attach with no recorded verdict claims no time after ready",
             unrecorded(cfg(Mode::UntilReady), 4_000),
             vec![Started(0), Line(9_000, "READY"), Exit(9_001, code(1))],
