@@ -263,6 +263,9 @@ pub enum Command {
     SlurmJob { job_id: String },
     #[command(name = "__meta", hide = true)]
     Meta { run_id: String },
+    /// The verdict of a launch over SSH, recorded in its run directory here (JSON on stdin).
+    #[command(name = "__record-verdict", hide = true)]
+    RecordVerdict { run_id: String },
     #[command(name = "__cell-finish", hide = true)]
     CellFinish,
     #[command(name = "__cell-cancel", hide = true)]
@@ -463,6 +466,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Agent => crate::hidden_commands::agent(),
         Command::RemoteLaunch => crate::hidden_commands::remote_launch(),
         Command::Meta { run_id } => crate::hidden_commands::meta(&run_id),
+        Command::RecordVerdict { run_id } => crate::hidden_commands::record_verdict(&run_id),
         Command::SlurmSubmit => crate::hidden_commands::slurm_submit(),
         Command::SlurmJob { job_id } => crate::hidden_commands::slurm_job(&job_id),
         Command::CellFinish => crate::matrix::host_side::cell_finish(),

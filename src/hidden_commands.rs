@@ -1,7 +1,7 @@
-//! The hidden commands (`__supervise`, `__agent`, `__remote-launch`, `__meta`, `__slurm-submit`,
-//! `__slurm-job`) wired to this
-//! process's standard streams: the library functions behind them take their streams as
-//! arguments (the library prints nothing), and get stdin, stdout and stderr here.
+//! The hidden commands (`__supervise`, `__agent`, `__remote-launch`, `__meta`,
+//! `__record-verdict`, `__slurm-submit`, `__slurm-job`) wired to this process's standard
+//! streams: the library functions behind them take their streams as arguments (the library
+//! prints nothing), and get stdin, stdout and stderr here.
 
 use std::os::fd::AsFd;
 use std::path::Path;
@@ -65,6 +65,14 @@ pub(crate) fn remote_launch() -> Result<i32> {
 /// `firedup __meta RUN_ID`: the run's record on stdout.
 pub(crate) fn meta(run_id: &str) -> Result<i32> {
     Ok(firedup::agent::meta(run_id, &mut std::io::stdout().lock())?)
+}
+
+/// `firedup __record-verdict RUN_ID`: the verdict (JSON) on stdin, into the run's directory.
+pub(crate) fn record_verdict(run_id: &str) -> Result<i32> {
+    Ok(firedup::agent::record_verdict(
+        run_id,
+        &mut std::io::stdin().lock(),
+    )?)
 }
 
 /// `firedup __slurm-submit`: the submit request on stdin, the answer on stdout.

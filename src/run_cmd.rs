@@ -145,6 +145,8 @@ pub(crate) fn run(host: Arc<dyn Host>, judge: &JudgeArgs, mut a: RunArgs) -> Res
     };
     let mut outcome = *outcome;
     outcome.name = spec.name.clone();
+    // Issue 23 (item 8): the verdict in the run directory, for a later `watch RUN_ID`.
+    session.record_verdict(&outcome);
 
     if let (Verdict::Ready, Some(cmd)) = (outcome.verdict, a.then) {
         if let Ok(mut e) = ending.lock() {

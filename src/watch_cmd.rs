@@ -185,6 +185,10 @@ pub(crate) fn watch(
         );
         plan.judge.hold = Some(ENDED_RUN_HOLD);
     }
+    // Issue 23 (items 4, 8): an ended run is judged with its recorded times, without probes.
+    if let Some(f) = &found {
+        firedup::reattach::prepare(&mut plan, f);
+    }
     // Validate first, open last: a refused watch truncates no --events file.
     let mut events = open_events(&judge.events)?;
     let label = match (attached, host.name()) {
@@ -224,6 +228,10 @@ pub(crate) fn watch(
             ));
         }
     };
+    // Issue 23 (items 4, 8): an ended run's recorded verdict, times and probes, as recorded.
+    if let Some(f) = &found {
+        outcome = firedup::reattach::report(outcome, f);
+    }
     outcome.name = name;
     session.end(&mut outcome, EndPolicy::Leave);
     print_outcome(judge.json, &outcome, None, None);

@@ -139,6 +139,18 @@ fn a_ready_server_keeps_running_until_stop_which_leaves_nothing(on: &On) {
         stop.explain()
     );
     assert!(!common::alive(pid), "still running after stop");
+    // Watched again, it was ready, and firedup's stop is how it ended (issue 23, item 4), at the
+    // times recorded while it ran (item 8).
+    let w = on.fd(&["watch", "--json", &id]);
+    assert_eq!((w.code, w.verdict()), (0, "ready"), "{}", w.explain());
+    let reason = w.json["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("stopped it") && !reason.contains("someone else"),
+        "{reason}"
+    );
+    assert_eq!(w.json["ready_s"], r.json["ready_s"], "{}", w.explain());
+    assert_eq!(w.json["timeline"], r.json["timeline"], "{}", w.explain());
+    assert_eq!(w.json["server_running"], false, "{}", w.explain());
     // Stopping it again finds nothing, and says so.
     let again = on.fd(&["stop", &id]);
     assert_eq!(again.code, 0, "{}", again.explain());

@@ -253,6 +253,8 @@ fn run_on_host(
         unreachable!("an unbounded watch ends with a verdict");
     };
     let mut outcome = *outcome;
+    // Issue 23 (item 8): the verdict in the run directory, for a later `watch RUN_ID`.
+    session.record_verdict(&outcome);
     let verdict_at = crate::rundir::now_unix();
     progress.finish();
     let bench = match (&p.bench, outcome.verdict == Verdict::Ready) {

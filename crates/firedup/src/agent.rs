@@ -272,8 +272,18 @@ pub fn remote_launch(input: &mut dyn Read, out: &mut dyn Write) -> Result<i32> {
     Ok(0)
 }
 
+/// `firedup __record-verdict RUN_ID`: the verdict a launch over SSH reached (JSON on `input`),
+/// recorded in the run's directory here (see [`crate::reattach`]).
+pub fn record_verdict(run_id: &str, input: &mut dyn std::io::Read) -> Result<i32> {
+    let run = RunDir::open(run_id)?;
+    let outcome: crate::verdict::Outcome = serde_json::from_reader(input)?;
+    run.record_verdict(&outcome)?;
+    Ok(0)
+}
+
 /// `firedup __meta RUN_ID`: writes a run's `meta.json` to `out` (stdout; the local firedup judges
-/// a remote run the way it was launched).
+/// a remote run the way it was launched), with whether it has ended and its records
+/// ([`crate::rundir::RunRecords`]).
 pub fn meta(run_id: &str, out: &mut dyn Write) -> Result<i32> {
     let run = RunDir::open(run_id)?;
     // The record, and whether the run has ended since (a re-attach then judges how it ended).
@@ -285,6 +295,8 @@ pub fn meta(run_id: &str, out: &mut dyn Write) -> Result<i32> {
             None => run.is_live(),
         };
         map.insert("ended".into(), serde_json::Value::Bool(!live));
+        let records = crate::rundir::RunRecords::of(&run);
+        map.insert("records".into(), serde_json::to_value(records)?);
     }
     writeln!(out, "{v}")?;
     Ok(0)

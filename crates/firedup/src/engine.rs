@@ -343,6 +343,9 @@ fn write_observation(w: &mut dyn Write, at: Duration, obs: &Observation) {
             serde_json::json!({"t": t, "kind": "oom_evidence", "text": e})
         }
         Observation::Job(s) => serde_json::json!({"t": t, "kind": "job", "job": s}),
+        Observation::FiredupStop { by } => {
+            serde_json::json!({"t": t, "kind": "firedup_stop", "by": by})
+        }
         Observation::MonitorFault(r) => {
             serde_json::json!({"t": t, "kind": "monitor_fault", "reason": r})
         }

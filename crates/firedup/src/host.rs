@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::rundir::RunRecords;
 pub use cell::{BenchRequest, FinishAnswer, FinishRequest};
 pub use local::LocalHost;
 pub use slurm::SlurmHost;
@@ -147,6 +148,15 @@ pub trait Host: std::fmt::Debug + Send + Sync {
     /// Ctrl-C during a cell: stops its bench, if one runs, and the server, bounded by `grace`.
     /// Best effort: the cell's teardown verifies.
     fn cancel(&self, target: &Target, grace: Duration);
+
+    /// Records the verdict the launch reached in the run's directory (`verdict.json`: what a
+    /// later watch of the ended run reports), where the host keeps it (here: a run on this
+    /// machine). Best effort: the verdict stands without.
+    fn record_verdict(&self, target: &Target, outcome: &crate::verdict::Outcome) {
+        if let Some(run) = &target.run {
+            let _ = run.record_verdict(outcome);
+        }
+    }
 }
 
 /// What [`Host::launch`] started.
@@ -176,6 +186,8 @@ pub struct FoundRun {
     pub meta: RunMeta,
     /// Whether it has ended (a launcher that exited 0 leaving its daemon serving has not).
     pub ended: bool,
+    /// What its run directory recorded about how it went (empty where the host does not say).
+    pub records: RunRecords,
 }
 
 /// Where an attach by log starts judging.

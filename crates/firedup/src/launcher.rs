@@ -312,6 +312,8 @@ impl Launch {
             unreachable!("an unbounded watch ends with a verdict");
         };
         let mut outcome = *outcome;
+        // The verdict in the run directory, for a later `firedup watch RUN_ID`.
+        running.session.record_verdict(&outcome);
         let wanted = if running.options.until_exit {
             Verdict::Succeeded
         } else {

@@ -120,6 +120,7 @@ pub mod process;
 mod profile_files;
 mod rank_processes;
 mod rank_stacks;
+pub mod reattach;
 #[cfg(feature = "ssh")]
 pub mod remote;
 pub mod rundir;

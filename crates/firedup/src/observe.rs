@@ -34,6 +34,7 @@ use crate::target::Target;
 use crate::verdict::ExitInfo;
 
 mod daemon;
+mod firedup_stop;
 mod followed_line;
 mod kernel_log;
 mod log_state_words;
@@ -390,6 +391,9 @@ impl LocalObserver {
         if let Some(evidence) = self.oom.evidence() {
             out.push((now, Observation::OomEvidence(evidence)));
         }
+        out.extend(
+            firedup_stop::firedup_stop(&self.target, self.following.is_some()).map(|o| (now, o)),
+        );
         out.push((now, Observation::Exited(exit)));
         self.exit_reported = true;
     }

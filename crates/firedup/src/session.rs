@@ -203,6 +203,12 @@ impl Session {
         }
     }
 
+    /// Records `outcome` in the run's directory on its host (`verdict.json`), for a later
+    /// `firedup watch RUN_ID` of the run once it has ended (only the first verdict is kept).
+    pub fn record_verdict(&self, outcome: &Outcome) {
+        self.host.record_verdict(&self.target, outcome);
+    }
+
     /// Ends the run as `policy` says once `outcome` is its verdict: sets
     /// `outcome.server_running` (and the GPU memory left after a stop) and says what was done.
     pub fn end(&mut self, outcome: &mut Outcome, policy: EndPolicy) -> Ending {

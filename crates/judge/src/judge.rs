@@ -38,6 +38,7 @@ mod daemon;
 mod deadlines;
 mod decide;
 mod exit;
+mod firedup_stop;
 mod job_end;
 mod job_state;
 #[cfg(test)]
@@ -61,7 +62,7 @@ mod traceback;
 mod wrapped;
 
 pub use crate::mode::Mode;
-pub use config::JudgeConfig;
+pub use config::{JudgeConfig, RecordedEnd};
 pub use observation::{LogState, Observation};
 pub use output::{Event, Judgement, Status};
 
@@ -115,6 +116,8 @@ pub struct Judge {
     followed: Option<String>,
     /// Where the followed daemon's output goes, when not to the log: no ready line can come.
     lines_unseeable: Option<String>,
+    /// firedup itself is stopping the run, by whom (see [`Observation::FiredupStop`]).
+    stopped_by: Option<String>,
     probes: Vec<ProbeTrack>,
     /// The start deadline, moved later by sd_notify `EXTEND_TIMEOUT_USEC`.
     timeout_at: Option<Duration>,
@@ -164,6 +167,7 @@ impl Judge {
             job: JobTrack::default(),
             followed: None,
             lines_unseeable: None,
+            stopped_by: None,
             probes: ProbeTrack::for_config(&cfg),
             timeout_at: cfg.timeout,
             watch_from: Duration::ZERO,
@@ -280,6 +284,7 @@ impl Judge {
                 self.ranks.outside_collective = Some((rank, evidence));
             }
             Observation::Job(snapshot) => self.on_job(at, snapshot, &mut events),
+            Observation::FiredupStop { by } => self.stopped_by = Some(by),
             Observation::Tick => {}
         }
         if self.verdict().is_none() {

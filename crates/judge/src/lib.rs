@@ -24,7 +24,7 @@ pub mod verdict;
 // The main types, by name: what a shell needs to configure a judge, feed it and read its verdict.
 pub use classify::{Classifier, ClassifierSpec, LineClass, PatternError, ReadyLine};
 pub use job::{JobSnapshot, JobSummary};
-pub use judge::{Event, Judge, JudgeConfig, Judgement, LogState, Observation, Status};
+pub use judge::{Event, Judge, JudgeConfig, Judgement, LogState, Observation, RecordedEnd, Status};
 pub use mode::Mode;
 pub use notify_message::NotifyMessage;
 pub use probe_outcome::ProbeOutcome;

@@ -23,9 +23,14 @@ const SAFETY_POLL: Duration = Duration::from_millis(250);
 const ARGV_STILL: Duration = Duration::from_millis(150);
 /// The longest a writer's command line is waited on to hold still.
 const ARGV_WAIT: Duration = Duration::from_secs(2);
+/// How long a log that appeared with nobody writing it is given for its writer to open it (a
+/// `touch` before the server's `>>`); after that the watch goes on without a process, as for a
+/// log that existed with no writer.
+const WRITER_AFTER_LOG: Duration = Duration::from_millis(500);
 
 /// Waits up to `grace` for `log` to appear and be held open for writing; the writer's pid, once
-/// its command line holds still. `None`: the log never appeared (or nobody writes it) in time.
+/// its command line holds still. `None`: the log never appeared in time, or appeared with nobody
+/// writing it (a file copied or written and closed: the watch follows it without a process).
 pub(super) fn wait_for_writer(log: &Path, grace: Duration) -> Option<u32> {
     let deadline = Instant::now() + grace;
     let (tx, rx) = mpsc::channel::<()>();
@@ -35,11 +40,18 @@ pub(super) fn wait_for_writer(log: &Path, grace: Duration) -> Option<u32> {
     let _sub = log
         .parent()
         .and_then(|dir| crate::dirwatch::subscribe(dir, None, wake));
+    let mut appeared: Option<Instant> = None;
     let writer = loop {
         if let Some(w) = process::writers_of(log).into_iter().next() {
             break w;
         }
         let now = Instant::now();
+        if log.exists() {
+            let since = *appeared.get_or_insert(now);
+            if now >= since + WRITER_AFTER_LOG {
+                return None;
+            }
+        }
         if now >= deadline {
             return None;
         }

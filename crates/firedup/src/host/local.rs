@@ -19,8 +19,8 @@ use crate::observe::{LocalObserver, ObserveSettings};
 use crate::plan::Plan;
 use crate::process;
 use crate::rundir::RunDir;
+use crate::rundir::stop_record::stop_recorded_run;
 use crate::source::{Seen, Source, sample_interval};
-use crate::stop::stop_run;
 use crate::target::Target;
 
 /// This machine.
@@ -110,6 +110,7 @@ impl Host for LocalHost {
             target,
             meta,
             ended: !run.is_live(),
+            records: super::RunRecords::of(&run),
         })
     }
 
@@ -124,11 +125,12 @@ impl Host for LocalHost {
         crate::logpath::check_for_reading(&log).map_err(HostError::failed)?;
         // Attached by log alone: the process writing it, if any, is the one to watch; a log
         // that is not there yet is waited for, and its writer found when it appears.
+        let missing_at_attach = !log.exists();
         let watched = pid.or_else(|| {
             let w = match from.wait_for_log.filter(|_| !log.exists()) {
                 Some(grace) => {
                     note(format!(
-                        "waiting for {} to appear, to find the process that writes it",
+                        "{} does not exist yet: waiting for it to appear, to find the process that writes it",
                         log.display()
                     ));
                     super::late_writer::wait_for_writer(&log, grace)?
@@ -148,8 +150,11 @@ impl Host for LocalHost {
             }
         }
         let writer = watched.map(|p| crate::logstart::WriterSeen::of(p, &log));
+        // A log that did not exist when the watch began holds nothing of an earlier run: every
+        // byte in it came after the attach.
+        let from_start = from.start || (missing_at_attach && !from.end);
         let (from_end, said) =
-            crate::logstart::attach_from_end(&log, writer.as_ref(), from.start, from.end)
+            crate::logstart::attach_from_end(&log, writer.as_ref(), from_start, from.end)
                 .map_err(HostError::failed)?;
         if let Some(said) = said {
             note(format!("note: {said}"));
@@ -185,10 +190,10 @@ impl Host for LocalHost {
         let run = RunDir::open(run_id).map_err(HostError::failed)?;
         let record = run.process();
         // Also without a process record: whatever carries the run's id is the run's.
-        let report = stop_run(
+        let report = stop_recorded_run(
+            &run,
             record.map(|p| p.pid),
             record.map(|p| p.start_ticks),
-            &run.id,
             grace,
         );
         if record.is_none() && report.targeted.is_empty() && report.survivors.is_empty() {

@@ -272,6 +272,7 @@ impl Host for SlurmHost {
                 },
                 meta,
                 ended: true,
+                records: crate::host::RunRecords::of(&run),
             });
         };
         let ended = run.exit().is_some()
@@ -288,6 +289,7 @@ impl Host for SlurmHost {
             },
             meta,
             ended,
+            records: crate::host::RunRecords::of(&run),
         })
     }
 

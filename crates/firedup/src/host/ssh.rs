@@ -213,6 +213,14 @@ impl Host for SshHost {
         })
     }
 
+    fn record_verdict(&self, target: &Target, outcome: &crate::verdict::Outcome) {
+        // In the run's directory on the host (`__record-verdict`), for a later watch there.
+        if let Ok(json) = serde_json::to_vec(outcome) {
+            let args = vec!["__record-verdict".into(), target.run_id.clone()];
+            let _ = self.remote_firedup(args, Some(json));
+        }
+    }
+
     fn find_run(&self, id: &str) -> Result<FoundRun, HostError> {
         let host = self.host().to_string();
         let answer = self
@@ -223,6 +231,8 @@ impl Host for SshHost {
             |e: serde_json::Error| HostError::Unreachable(format!("{host}: bad run record: {e}"));
         let v: serde_json::Value = serde_json::from_str(answer.trim()).map_err(bad)?;
         let ended = v["ended"].as_bool().unwrap_or(false);
+        // An older firedup on the host sends no records.
+        let records = serde_json::from_value(v["records"].clone()).unwrap_or_default();
         let meta = serde_json::from_value::<RunMeta>(v).map_err(bad)?;
         Ok(FoundRun {
             target: Target {
@@ -232,6 +242,7 @@ impl Host for SshHost {
             },
             meta,
             ended,
+            records,
         })
     }
 

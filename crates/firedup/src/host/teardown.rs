@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::process;
+use crate::rundir::stop_record::stop_recorded_run;
 use crate::stop::stop_run;
 use crate::target::Target;
 
@@ -97,7 +98,10 @@ pub fn teardown(
     let mut pids: Vec<u32> = target.pid.into_iter().collect();
     // The tree and whatever else carries the run's FIREDUP_RUN_ID (a daemon, a double fork).
     if target.pid.is_some() || !target.run_id.is_empty() {
-        let report = stop_run(target.pid, target.start_ticks, &target.run_id, grace);
+        let report = match &target.run {
+            Some(run) => stop_recorded_run(run, target.pid, target.start_ticks, grace),
+            None => stop_run(target.pid, target.start_ticks, &target.run_id, grace),
+        };
         if report.escalated {
             check.notes.push(format!(
                 "SIGKILL after the {} grace",

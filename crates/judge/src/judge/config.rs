@@ -51,6 +51,19 @@ pub struct JudgeConfig {
     pub phase_budgets: Vec<(String, Duration)>,
     /// Where the probes run from, for reports (`local`, `remote HOST`).
     pub probe_origin: String,
+    /// A re-attach to a run that has ended: its log is read at once, so the judge's own clock
+    /// cannot tell when it became ready or how long after that it ended. These are the times
+    /// recorded while it ran (`None`: a live watch).
+    pub recorded_end: Option<RecordedEnd>,
+}
+
+/// The times of a run that has ended, as recorded while it ran (from its launch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RecordedEnd {
+    /// When its launching firedup saw it become ready (`None`: it was not, or no one recorded it).
+    pub ready_at: Option<Duration>,
+    /// When the supervisor recorded its exit.
+    pub ended_at: Option<Duration>,
 }
 
 impl JudgeConfig {
@@ -74,6 +87,7 @@ impl JudgeConfig {
             probe_fault_limit: 3,
             phase_budgets: Vec::new(),
             probe_origin: "local".into(),
+            recorded_end: None,
         }
     }
 

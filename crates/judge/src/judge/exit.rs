@@ -26,8 +26,12 @@ impl Judge {
         exit: Option<ExitInfo>,
         events: &mut Vec<Event>,
     ) {
+        // The owner's end is the more specific reason for firedup's own stop.
         if let Some((owner, _)) = self.owner_gone {
             self.decide_owner_gone(at, owner, exit, events);
+            return;
+        }
+        if self.decide_stopped_after_ready(at, exit, events) {
             return;
         }
         let after_ready = self.after_ready(at);
@@ -51,7 +55,8 @@ impl Judge {
             exit.map(|e| e.describe())
                 .unwrap_or_else(|| "an unknown status".into())
         );
-        if self.decide_by_ranks(at, exit, &launcher, events) {
+        // The ranks' ends after firedup's own stop are the stop's doing, not a root cause.
+        if self.stopped_by.is_none() && self.decide_by_ranks(at, exit, &launcher, events) {
             return;
         }
         if let Some(e) = exit {
@@ -65,12 +70,26 @@ impl Judge {
 
     /// " 2.0s after becoming ready" when the exit came after the ready condition held. Inside the
     /// confirmation window the server was never reported ready: only its ready condition had held.
+    /// A run that has ended counts between the times recorded while it ran (its log, read at
+    /// once, cannot tell them).
     pub(super) fn after_ready(&self, at: Duration) -> String {
         let became = if self.cfg.hold.is_some() {
             "becoming ready"
         } else {
             "its ready condition held"
         };
+        if let Some(r) = self.cfg.recorded_end {
+            return match (r.ready_at, r.ended_at) {
+                (Some(ready), Some(end)) => format!(
+                    " {} after becoming ready",
+                    format_duration(end.saturating_sub(ready))
+                ),
+                (Some(_), None) => " after becoming ready".into(),
+                // Ready in the replay alone: when, it cannot tell.
+                (None, _) if self.stage.ready_at().is_some() => format!(" after {became}"),
+                (None, _) => String::new(),
+            };
+        }
         self.stage
             .ready_at()
             .map(|r| format!(" {} after {became}", format_duration(at.saturating_sub(r))))
@@ -140,12 +159,14 @@ impl Judge {
             .as_ref()
             .map(|o| format!(" (OOM killer: {o})"))
             .unwrap_or_default();
+        // A signal of firedup's own stop is not "someone else's" (the OOM killer's stays its).
+        let hint = match (&self.stopped_by, signal_sig) {
+            (Some(by), s) if s != Some(Signature::OomKilled) => format!(": {by} stopped it"),
+            (_, s) => s.map(|s| format!(": {}", s.hint())).unwrap_or_default(),
+        };
         let reason = format!(
-            "killed by {} ({status}){after_ready}{oom}{}",
+            "killed by {} ({status}){after_ready}{oom}{hint}",
             signal_name(sig),
-            signal_sig
-                .map(|s| format!(": {}", s.hint()))
-                .unwrap_or_default()
         );
         let line = self
             .evidence
@@ -209,7 +230,9 @@ impl Judge {
             self.decide(at, d, events);
             return;
         }
-        let reason = if ok {
+        let reason = if let Some(by) = &self.stopped_by {
+            format!("the process exited with {status}{after_ready} when {by} stopped it")
+        } else if ok {
             format!("the server exited 0{after_ready} before it was ready")
         } else if exit.is_none() {
             // Not firedup's child, reaped by its parent before the kernel's record could be read

@@ -115,6 +115,13 @@ pub enum Observation {
     },
     /// A batch scheduler's reading of the job, each time it changes (see [`crate::job`]).
     Job(JobSnapshot),
+    /// firedup itself stopped the run (`firedup stop`, a verdict's teardown, an interrupted
+    /// `firedup run`): its record in the run directory was written before the first signal and
+    /// before the exit that follows. That exit is firedup's doing, not someone else's.
+    FiredupStop {
+        /// Who stopped it, in words (`firedup stop (pid 412, uid 1000)`).
+        by: String,
+    },
     /// Nothing new; the deadline asked for has come.
     Tick,
 }

@@ -65,6 +65,15 @@ impl Judge {
 
     /// The `ready` verdict at `at`, the time the ready condition first held.
     pub(super) fn decide_ready(&mut self, at: Duration, events: &mut Vec<Event>) {
+        let reason = self.ready_reason(Some(at));
+        // The decisive line is the last ready line seen (not the access-log line of a probe).
+        let line = self.ready_line.clone().or_else(|| self.last_line.clone());
+        self.decide(at, Decision::new(Verdict::Ready, reason).line(line), events);
+    }
+
+    /// "ready after 2.0s: matched ..." for a server ready at `at` ("ready: matched ..." when
+    /// the time is not known).
+    pub(super) fn ready_reason(&self, at: Option<Duration>) -> String {
         // Lines that can never be seen (a daemon writing elsewhere) were no condition.
         let mut conds: Vec<String> = self
             .cfg
@@ -78,14 +87,10 @@ impl Judge {
         for p in &self.probes {
             conds.push(format!("{} {}", p.kind.as_str(), p.target));
         }
-        let reason = format!(
-            "ready after {}: {}",
-            format_duration(at),
-            describe_conditions(&conds)
-        );
-        // The decisive line is the last ready line seen (not the access-log line of a probe).
-        let line = self.ready_line.clone().or_else(|| self.last_line.clone());
-        self.decide(at, Decision::new(Verdict::Ready, reason).line(line), events);
+        let after = at
+            .map(|a| format!(" after {}", format_duration(a)))
+            .unwrap_or_default();
+        format!("ready{after}: {}", describe_conditions(&conds))
     }
 }
 

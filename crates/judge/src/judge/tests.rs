@@ -50,6 +50,8 @@ enum Step {
     /// An sd_notify datagram.
     Notify(u64, &'static str),
     Gpu(u64, u64),
+    /// firedup's own stop began (`stop.json` read before the exit).
+    FiredupStop(u64),
 }
 
 fn ms(v: u64) -> Duration {
@@ -138,6 +140,13 @@ fn run(config: JudgeConfig, steps: &[Step]) -> Judgement {
                 Observation::Notify(crate::notify_message::parse(text.as_bytes())),
             ),
             Step::Gpu(at, mib) => feed(&mut j, at, Observation::GpuMemory(mib)),
+            Step::FiredupStop(at) => feed(
+                &mut j,
+                at,
+                Observation::FiredupStop {
+                    by: "firedup stop (pid 7, uid 1000)".into(),
+                },
+            ),
         }
     }
     // Let time run out: tick through every remaining deadline.
@@ -1433,4 +1442,150 @@ fn a_cause_printed_while_firedup_stops_the_run_for_its_owner_is_not_a_failure() 
     let v = owner_then_line(false);
     assert_eq!(v.verdict, Verdict::Failed, "{}", v.reason);
     assert_eq!(v.signature, Some(Signature::CudaOom), "{}", v.reason);
+}
+
+#[test]
+fn an_end_by_firedups_own_stop_is_not_someone_elses() {
+    let code = |c| Some(ExitInfo::code(c));
+    let sig = |s| Some(ExitInfo::signal(s, false));
+    let hold = |c: JudgeConfig, h: u64| JudgeConfig {
+        hold: Some(ms(h)),
+        ..c
+    };
+    let replay = |c: JudgeConfig, ready: u64, ended: u64| JudgeConfig {
+        recorded_end: Some(RecordedEnd {
+            ready_at: Some(ms(ready)),
+            ended_at: Some(ms(ended)),
+        }),
+        ..hold(c, 86_400_000)
+    };
+    let unrecorded = |c: JudgeConfig, ended: u64| JudgeConfig {
+        recorded_end: Some(RecordedEnd {
+            ready_at: None,
+            ended_at: Some(ms(ended)),
+        }),
+        ..hold(c, 86_400_000)
+    };
+    // (name, config, steps, verdict, signature, the reason has, the reason has not)
+    let cases: Vec<(
+        &str,
+        JudgeConfig,
+        Vec<Step>,
+        Verdict,
+        Option<Signature>,
+        &str,
+        &str,
+    )> = vec![
+        (
+            "someone else's SIGTERM before ready",
+            cfg(Mode::UntilReady),
+            vec![Started(0), Line(100, "loading"), Exit(500, sig(15))],
+            Verdict::Killed,
+            Some(Signature::Terminated),
+            "someone else",
+            "firedup stop",
+        ),
+        (
+            "firedup's stop before ready: terminated, by firedup",
+            cfg(Mode::UntilReady),
+            vec![
+                Started(0),
+                Line(100, "loading"),
+                FiredupStop(500),
+                Exit(520, sig(15)),
+            ],
+            Verdict::Killed,
+            Some(Signature::Terminated),
+            "firedup stop (pid 7, uid 1000) stopped it",
+            "someone else",
+        ),
+        (
+            "firedup's SIGKILL after the grace, in job mode",
+            cfg(Mode::UntilExit),
+            vec![Started(0), FiredupStop(100), Exit(5_200, sig(9))],
+            Verdict::Killed,
+            Some(Signature::Sigkill),
+            "firedup stop (pid 7, uid 1000) stopped it",
+            "someone else",
+        ),
+        (
+            "a server that exits 0 on firedup's SIGTERM before ready",
+            cfg(Mode::UntilReady),
+            vec![Started(0), FiredupStop(100), Exit(150, code(0))],
+            Verdict::Exited,
+            None,
+            "when firedup stop (pid 7, uid 1000) stopped it",
+            "someone else",
+        ),
+        (
+            "firedup's stop during the hold after ready: ready, the stop as the end",
+            hold(cfg(Mode::UntilReady), 10_000),
+            vec![
+                Started(0),
+                Line(100, "READY"),
+                FiredupStop(2_000),
+                Exit(2_100, sig(15)),
+            ],
+            Verdict::Ready,
+            None,
+            "ready after 100ms: matched ready line /READY/; then firedup stop (pid 7, uid 1000) stopped it 2.0s after becoming ready",
+            "someone else",
+        ),
+        (
+            "a re-attach to a ready run firedup stopped: ready at the recorded time",
+            replay(cfg(Mode::UntilReady), 1_500, 4_000),
+            vec![
+                Started(0),
+                Line(9_000, "READY"),
+                FiredupStop(9_001),
+                Exit(9_001, sig(15)),
+            ],
+            Verdict::Ready,
+            None,
+            "ready after 1.5s: matched ready line /READY/; then firedup stop (pid 7, uid 1000) stopped it 2.5s after becoming ready",
+            "someone else",
+        ),
+        (
+            "a re-attach to a run that crashed after ready: its exit, at the recorded times",
+            replay(cfg(Mode::UntilReady), 1_500, 4_000),
+            vec![Started(0), Line(9_000, "READY"), Exit(9_001, code(1))],
+            Verdict::Exited,
+            None,
+            "exit code 1 2.5s after becoming ready",
+            "1ms after",
+        ),
+        (
+            "a re-attach with no recorded verdict to a run firedup stopped claims no times",
+            unrecorded(cfg(Mode::UntilReady), 4_000),
+            vec![
+                Started(0),
+                Line(9_000, "READY"),
+                FiredupStop(9_001),
+                Exit(9_001, sig(15)),
+            ],
+            Verdict::Ready,
+            None,
+            "ready: matched ready line /READY/; then firedup stop (pid 7, uid 1000) stopped it after becoming ready",
+            "9.0s",
+        ),
+        (
+            "a re-attach with no recorded verdict claims no time after ready",
+            unrecorded(cfg(Mode::UntilReady), 4_000),
+            vec![Started(0), Line(9_000, "READY"), Exit(9_001, code(1))],
+            Verdict::Exited,
+            None,
+            "exit code 1 after becoming ready",
+            "1ms after",
+        ),
+    ];
+    for (name, config, steps, verdict, signature, has, has_not) in cases {
+        let j = run(config, &steps);
+        assert_eq!(
+            (j.verdict, j.signature),
+            (verdict, signature),
+            "{name}: {j:?}"
+        );
+        assert!(j.reason.contains(has), "{name}: {}", j.reason);
+        assert!(!j.reason.contains(has_not), "{name}: {}", j.reason);
+    }
 }
