@@ -107,10 +107,11 @@ pub(crate) fn watch(
             Err(HostError::Failed(e)) => return Err(e.into()),
         },
         (None, Some(log)) => {
-            // A log not there yet is waited for (the log grace), to find its writer.
+            // A log not there yet is waited for (the log grace, within `--for`), to find its
+            // writer.
             let grace = plan::log_grace(&judge.options(false))?;
             let from = LogFrom {
-                wait_for_log: Some(grace),
+                wait_for_log: Some(bound.map_or(grace, |b| b.min(grace))),
                 ..from
             };
             let a = host.attach_log(log, pid, from, &mut note)?;
@@ -235,13 +236,21 @@ pub(crate) fn watch(
     outcome.name = name;
     session.end(&mut outcome, EndPolicy::Leave);
     print_outcome(judge.json, &outcome, None, None);
-    crate::history::record_watch(
-        &launched_spec,
-        spec_hash,
-        &command,
-        &session.plan().profile,
-        &outcome,
-    );
+    // A run that reached its verdict and was then ended by firedup's own stop keeps that verdict
+    // in the history: the stop is how it was ended on purpose, not how it went (issue 23, item 4:
+    // a `ready` row became `killed`). What the watch says about the ending is printed above.
+    let stopped_after_its_verdict = found
+        .as_ref()
+        .is_some_and(|f| f.records.verdict.is_some() && f.records.stop.is_some());
+    if !stopped_after_its_verdict {
+        crate::history::record_watch(
+            &launched_spec,
+            spec_hash,
+            &command,
+            &session.plan().profile,
+            &outcome,
+        );
+    }
     Ok(outcome.verdict.exit_code())
 }
 

@@ -173,12 +173,13 @@ fn the_command_line_sees_a_run_the_library_started_and_kept_and_stops_it() {
     let (code, said) = firedup(&["stop", "library-run"]);
     assert_eq!(code, Some(0), "{said}");
     assert_eq!(processes_of_run(&outcome.run_id), Vec::<u32>::new());
-    // Watched again, it is the verdict the library reached (recorded in the run directory),
-    // ended by firedup's stop (issue 23, items 4 and 8).
+    // Watched again: ended by firedup's stop, named as such, at the times the library recorded
+    // in the run directory (issue 23, items 4 and 8).
     let (code, said) = firedup(&["watch", "--json", "library-run"]);
-    assert_eq!(code, Some(0), "{said}");
+    assert_eq!(code, Some(4), "{said}");
     let v: serde_json::Value = serde_json::from_str(said.trim()).unwrap();
-    assert_eq!(v["verdict"], "ready", "{said}");
+    assert_eq!(v["verdict"], "killed", "{said}");
+    assert_eq!(v["signature"], "terminated", "{said}");
     assert_eq!(v["ready_s"].as_f64(), outcome.ready_s, "{said}");
     assert!(
         v["reason"].as_str().unwrap().contains("firedup stop"),

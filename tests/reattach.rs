@@ -78,7 +78,7 @@ fn outcome_of(show: &serde_json::Value) -> &serde_json::Value {
 }
 
 #[test]
-fn a_ready_run_stopped_by_firedup_stop_is_still_ready_when_watched_again() {
+fn a_ready_run_stopped_by_firedup_stop_is_named_as_firedups_stop_when_watched_again() {
     let env = Env::new();
     let port = free_port();
     let r = run_to_ready(&env, port, None);
@@ -87,17 +87,19 @@ fn a_ready_run_stopped_by_firedup_stop_is_still_ready_when_watched_again() {
     let s = env.firedup(&["stop", &id]);
     assert_eq!(s.code, 0, "{}", s.explain());
     assert!(!alive(pid));
+    // Not `ready` (exit 0): the server is gone, and a script reading the exit code would call it
+    // up. Its SIGTERM was firedup's, after ready, and the reason says so.
     let w = env.firedup(&["watch", "--json", &id]);
     assert_eq!(
-        (w.code, w.verdict()),
-        (0, "ready"),
-        "a run firedup stopped after ready was ready: {}",
+        (w.code, w.verdict(), w.signature()),
+        (4, "killed", Some("terminated")),
+        "{}",
         w.explain()
     );
     let reason = w.json["reason"].as_str().unwrap_or_default();
     assert!(!reason.contains("someone else"), "{reason}");
     assert!(
-        reason.contains("firedup stop"),
+        reason.contains("after becoming ready") && reason.contains("firedup stop"),
         "the stop is the ending: {reason}"
     );
     assert_eq!(w.json["server_running"], false, "{}", w.explain());

@@ -75,39 +75,21 @@ fn owner_gone_record(run: &RunDir, meta: &crate::rundir::RunMeta, gone: &OwnerGo
     let exit = run.exit().and_then(|e| e.exit);
     let status = exit.map_or_else(|| "an unknown status".into(), |e| e.describe());
     let ended_at = run.exit().map_or(gone.noticed_at, |e| e.ended_at);
-    let outcome = Outcome {
-        schema: crate::verdict::OUTCOME_SCHEMA,
-        verdict: Verdict::Killed,
-        signature: None,
-        reason: format!(
+    let mut outcome = Outcome::without_watch(
+        Verdict::Killed,
+        format!(
             "stopped: its owner, pid {}, ended, so firedup stopped the run; it ended with {status}",
             gone.owner
         ),
-        line: None,
-        context: Vec::new(),
-        phase: None,
-        elapsed_s: ((ended_at - meta.started_at).max(0.0) * 1000.0).round() / 1000.0,
-        exit,
-        pid: run.process().map(|p| p.pid),
-        log: meta.log.clone(),
-        run_id: run.id.clone(),
-        timeline: Vec::new(),
-        secondary: Vec::new(),
-        server_running: false,
-        probes: Vec::new(),
-        request_gap_s: None,
-        gpu: None,
-        ready_s: None,
-        host: None,
-        attached: false,
-        log_from_line: meta.log_start.map(|s| s.line),
-        name: meta.name.clone(),
-        rank: None,
-        url: None,
-        port: None,
-        job: None,
-        owner: Some(gone.owner),
-    };
+        &run.id,
+        &meta.log,
+        run.process().map(|p| p.pid),
+    );
+    outcome.elapsed_s = ((ended_at - meta.started_at).max(0.0) * 1000.0).round() / 1000.0;
+    outcome.exit = exit;
+    outcome.log_from_line = meta.log_start.map(|s| s.line);
+    outcome.name = meta.name.clone();
+    outcome.owner = Some(gone.owner);
     let spec = crate::launch::LaunchSpec::from_meta(meta, &meta.profile, &Default::default());
     let hash = super::launch_hash(&spec, None);
     let mut r = RunRecord::new(

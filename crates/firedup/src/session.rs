@@ -215,11 +215,7 @@ impl Session {
         let alive = |s: &Session, otherwise: bool| s.host.alive(&s.target).unwrap_or(otherwise);
         let ending = match policy {
             EndPolicy::Stop => self.stop_and_check(outcome),
-            EndPolicy::Leave if outcome.verdict == Verdict::Ready => {
-                // A host that cannot tell from here whether the run lives goes by the judgement.
-                outcome.server_running = alive(self, true);
-                Ending::default()
-            }
+            // A host that cannot tell from here whether the run lives goes by the judgement.
             EndPolicy::Leave => {
                 outcome.server_running = alive(self, outcome.server_running);
                 Ending::default()

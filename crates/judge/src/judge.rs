@@ -38,7 +38,6 @@ mod daemon;
 mod deadlines;
 mod decide;
 mod exit;
-mod firedup_stop;
 mod job_end;
 mod job_state;
 #[cfg(test)]

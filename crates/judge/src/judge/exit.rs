@@ -31,9 +31,6 @@ impl Judge {
             self.decide_owner_gone(at, owner, exit, events);
             return;
         }
-        if self.decide_stopped_after_ready(at, exit, events) {
-            return;
-        }
         let after_ready = self.after_ready(at);
         if let Some(e) = exit {
             // A shell's 126/127: the command never ran, unless it printed a named fatal cause

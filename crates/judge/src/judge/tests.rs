@@ -1518,7 +1518,8 @@ fn an_end_by_firedups_own_stop_is_not_someone_elses() {
             "someone else",
         ),
         (
-            "firedup's stop during the hold after ready: ready, the stop as the end",
+            // Not `ready`: the server is gone, and a script that reads exit 0 would call it up.
+            "firedup's stop during the hold after ready: terminated by firedup, after ready",
             hold(cfg(Mode::UntilReady), 10_000),
             vec![
                 Started(0),
@@ -1526,13 +1527,13 @@ fn an_end_by_firedups_own_stop_is_not_someone_elses() {
                 FiredupStop(2_000),
                 Exit(2_100, sig(15)),
             ],
-            Verdict::Ready,
-            None,
-            "ready after 100ms: matched ready line /READY/; then firedup stop (pid 7, uid 1000) stopped it 2.0s after becoming ready",
+            Verdict::Killed,
+            Some(Signature::Terminated),
+            "killed by SIGTERM (signal 15 (SIGTERM)) 2.0s after becoming ready: firedup stop (pid 7, uid 1000) stopped it",
             "someone else",
         ),
         (
-            "a re-attach to a ready run firedup stopped: ready at the recorded time",
+            "a re-attach to a ready run firedup stopped: terminated by firedup, at the recorded times",
             replay(cfg(Mode::UntilReady), 1_500, 4_000),
             vec![
                 Started(0),
@@ -1540,9 +1541,9 @@ fn an_end_by_firedups_own_stop_is_not_someone_elses() {
                 FiredupStop(9_001),
                 Exit(9_001, sig(15)),
             ],
-            Verdict::Ready,
-            None,
-            "ready after 1.5s: matched ready line /READY/; then firedup stop (pid 7, uid 1000) stopped it 2.5s after becoming ready",
+            Verdict::Killed,
+            Some(Signature::Terminated),
+            "2.5s after becoming ready: firedup stop (pid 7, uid 1000) stopped it",
             "someone else",
         ),
         (
@@ -1563,9 +1564,9 @@ fn an_end_by_firedups_own_stop_is_not_someone_elses() {
                 FiredupStop(9_001),
                 Exit(9_001, sig(15)),
             ],
-            Verdict::Ready,
-            None,
-            "ready: matched ready line /READY/; then firedup stop (pid 7, uid 1000) stopped it after becoming ready",
+            Verdict::Killed,
+            Some(Signature::Terminated),
+            "after becoming ready: firedup stop (pid 7, uid 1000) stopped it",
             "9.0s",
         ),
         (
