@@ -243,12 +243,21 @@ fn sigkill_mid_load_is_killed_sigkill() {
 fn sigkill_after_ready_is_killed_sigkill() {
     let Some(l) = llama_cpp_python() else { return };
     let c = Case::new("sigkill_after_ready");
+    let events = c.events();
     let child = c.spawn(
-        &["--timeout", "120s", "--hold", "120s"],
+        &[
+            "--timeout",
+            "120s",
+            "--hold",
+            "120s",
+            "--events",
+            events.to_str().unwrap(),
+        ],
         &server_args(&c, &l, &l.gguf, &[]),
     );
     c.wait_for_log("Uvicorn running on");
     complete_one_token(c.port);
+    c.wait_until_firedup_saw_ready();
     let r = c.kill_server(child, c.server_pid(), libc::SIGKILL, "sigkill");
     assert_eq!(r.json["phase"], "ready", "{}", r.explain());
     c.assert_nothing_left();
@@ -300,12 +309,21 @@ fn ctrl_c_of_firedup_tears_the_server_down() {
 fn sigsegv_after_ready_is_killed_segfault() {
     let Some(l) = llama_cpp_python() else { return };
     let c = Case::new("sigsegv_after_ready");
+    let events = c.events();
     let child = c.spawn(
-        &["--timeout", "120s", "--hold", "120s"],
+        &[
+            "--timeout",
+            "120s",
+            "--hold",
+            "120s",
+            "--events",
+            events.to_str().unwrap(),
+        ],
         &server_args(&c, &l, &l.gguf, &[]),
     );
     c.wait_for_log("Uvicorn running on");
     complete_one_token(c.port);
+    c.wait_until_firedup_saw_ready();
     let r = c.kill_server(child, c.server_pid(), libc::SIGSEGV, "segfault");
     assert_eq!(r.json["phase"], "ready", "{}", r.explain());
     c.assert_nothing_left();

@@ -163,6 +163,27 @@ impl Case {
     }
 
     /// Waits (bounded) until the log holds `text`.
+    /// The `--events` file of this case's run (`run_args_with_events` passes it).
+    pub fn events(&self) -> PathBuf {
+        self.env.path("events.ndjson")
+    }
+
+    /// Waits (bounded) until firedup itself has seen the ready condition hold (its `ready`
+    /// event in [`Case::events`]): a server that answered the test may not have answered
+    /// firedup's probe yet, and a kill before that is judged before ready.
+    pub fn wait_until_firedup_saw_ready(&self) {
+        let deadline = Instant::now() + BOUND;
+        while !super::file_text(&self.events()).contains(r#""kind":"ready""#) {
+            assert!(
+                Instant::now() < deadline,
+                "{}: firedup never saw it ready:\n{}",
+                self.name,
+                super::file_text(&self.events())
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     pub fn wait_for_log(&self, text: &str) {
         let deadline = Instant::now() + BOUND;
         while !super::file_text(&self.log).contains(text) {
