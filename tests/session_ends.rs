@@ -84,6 +84,60 @@ fn a_run_whose_reader_is_gone_still_stops_its_server_and_exits_on_each_signal() 
     }
 }
 
+/// Issue 24 item 6: a signal firedup was started with ignored stays ignored. `nohup firedup run`
+/// (SIGHUP) and a script's background job (SIGINT: `trap '' INT`, as a non-interactive shell does
+/// for `cmd &`) outlive the hangup or the Ctrl-C: the run goes on to its verdict and the server
+/// keeps running. Before: firedup replaced the inherited SIG_IGN with its handler, and the signal
+/// stopped the server and ended firedup 129 / 130.
+#[test]
+fn a_signal_ignored_at_start_stays_ignored_and_the_run_goes_on() {
+    for (signal, wrapper) in [
+        (libc::SIGHUP, vec!["nohup"]),
+        (
+            libc::SIGINT,
+            vec!["sh", "-c", "trap '' INT; exec \"$0\" \"$@\""],
+        ),
+    ] {
+        let env = Env::new();
+        let go = env.path("go");
+        let mut command = std::process::Command::new(wrapper[0]);
+        command.args(&wrapper[1..]);
+        let firedup = env.cmd();
+        command
+            .arg(firedup.get_program())
+            .args(["run", "--json", "--ready-line", "server ready", "--"])
+            .args(gated_server(&go))
+            .envs(firedup.get_envs().filter_map(|(k, v)| Some((k, v?))))
+            .current_dir(env.work.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let child = command.spawn().unwrap();
+        let (run_id, pid) = wait_for("the launch", || launched_run(&env));
+        // SAFETY: kill(2) on our own child (firedup itself, exec'd by the wrapper), not reaped.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        // Time for a handler, were there one, to stop the run before the server gets ready:
+        // without it this test could pass on the old code, never fail on the new.
+        std::thread::sleep(Duration::from_millis(300));
+        std::fs::write(&go, "").unwrap();
+        let out = child.wait_with_output().unwrap();
+        let json: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            (out.status.code(), json["verdict"].as_str()),
+            (Some(0), Some("ready")),
+            "signal {signal}: {json}\n{stderr}"
+        );
+        assert!(
+            common::alive(pid),
+            "signal {signal}: the server {pid} was stopped"
+        );
+        let stop = env.firedup(&["stop", &run_id, "--grace", "2s"]);
+        assert_eq!(stop.code, 0, "{}", stop.explain());
+    }
+}
+
 /// A server that prints its ready line only once `go` exists.
 fn gated_server(go: &Path) -> Vec<String> {
     vec![

@@ -11,6 +11,10 @@
 //! 4. the caller hears [`Heard::Ended`] with what each stop found (to say it and record it);
 //! 5. with [`AfterSignal::Exit`], the process exits 128 + the signal (130, 143, 129).
 //!
+//! A signal the process was started with ignored stays ignored ([`ignored_at_start`]): under
+//! `nohup` (SIGHUP) or as a shell script's background job (SIGINT), the user asked for the run to
+//! outlive a hangup or a Ctrl-C, and the supervisor and the server inherit the same.
+//!
 //! Nothing the caller does with what it hears can keep the runs from being ended or the process
 //! from exiting: its callback runs on a thread of its own, a panic in it (a print to a closed
 //! pipe) is caught, and one that blocks (a full pipe nobody reads) is given [`REPORT_WAIT`], then
@@ -138,8 +142,12 @@ impl Interrupts {
         after: AfterSignal,
         heard: impl Fn(Heard) + Send + Sync + 'static,
     ) -> Result<Interrupts, crate::Error> {
+        let caught: Vec<i32> = SIGNALS
+            .into_iter()
+            .filter(|s| !ignored_at_start(*s))
+            .collect();
         let mut signals =
-            signal_hook::iterator::Signals::new(SIGNALS).map_err(|e| crate::Error::Io {
+            signal_hook::iterator::Signals::new(caught).map_err(|e| crate::Error::Io {
                 context: "cannot handle Ctrl-C, SIGTERM and SIGHUP, so nothing was launched".into(),
                 source: e,
             })?;
@@ -257,6 +265,17 @@ fn tell(heard: &Arc<Callback>, what: Heard) {
     }
 }
 
+/// Whether `signal` is ignored (SIG_IGN) in this process now, as `nohup` leaves SIGHUP and a
+/// non-interactive shell leaves SIGINT for a background job: read before any handler is set.
+pub fn ignored_at_start(signal: i32) -> bool {
+    // SAFETY: sigaction with a null new action only reads the disposition into `old`.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut old) == 0
+            && old.sa_sigaction == libc::SIG_IGN
+    }
+}
+
 /// Ends each run as it was registered: stopped on its host (each on a thread of its own, so one
 /// slow host does not hold the others), or kept.
 fn end_all(runs: Vec<Registered>) -> Vec<InterruptedRun> {
@@ -308,6 +327,19 @@ pub fn signal_name(sig: i32) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_disposition_of_sig_ign_is_read_as_ignored_and_a_default_one_is_not() {
+        // SIGUSR2: no test or handler here uses it.
+        let sig = libc::SIGUSR2;
+        // SAFETY: plain signal(2) calls on a signal nothing else in this test binary uses.
+        let before = unsafe { libc::signal(sig, libc::SIG_IGN) };
+        let ignored = ignored_at_start(sig);
+        unsafe { libc::signal(sig, libc::SIG_DFL) };
+        let default = ignored_at_start(sig);
+        unsafe { libc::signal(sig, before) };
+        assert_eq!((ignored, default), (true, false));
+    }
 
     #[test]
     fn exit_codes_and_names_are_a_shells() {
