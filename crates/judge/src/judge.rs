@@ -57,6 +57,8 @@ mod readiness;
 mod reading;
 mod root_cause;
 mod stage;
+#[cfg(test)]
+mod time_tests;
 mod traceback;
 mod wrapped;
 
@@ -192,6 +194,26 @@ impl Judge {
         self.timeout_at = self.cfg.timeout.map(|t| at + t);
     }
 
+    /// The watcher itself did not run for a while (its process was stopped, Ctrl-Z, or its
+    /// machine paused) and runs again at `at`: what happened meanwhile is read next, and the
+    /// windows that wait for a sign of life (the stall window, the grace of an unreadable log)
+    /// count afresh from `at`, so time the watcher did not see is not taken for a silent server.
+    /// The start deadline and a phase's budget stand: they are decided once the log has been
+    /// read to its end.
+    pub fn watch_resumed(&mut self, at: Duration) {
+        self.progressed(at);
+        if let Some((since, _)) = self.unreadable_since.as_mut() {
+            *since = (*since).max(at);
+        }
+    }
+
+    /// Progress evidence at `at`. Observations may arrive stamped earlier than the last one (a
+    /// line stamped with when the log was known to hold it, read after a usage sample): the
+    /// latest sign of life stands.
+    pub(crate) fn progressed(&mut self, at: Duration) {
+        self.last_progress_at = self.last_progress_at.max(at);
+    }
+
     /// The verdict, once there is one.
     pub fn verdict(&self) -> Option<&Judgement> {
         self.stage.verdict()
@@ -238,7 +260,7 @@ impl Judge {
             Observation::Started { pid } => {
                 self.pid = Some(pid);
                 self.alive = true;
-                self.last_progress_at = at;
+                self.progressed(at);
             }
             Observation::SpawnFailed { reason } => {
                 self.alive = false;

@@ -25,7 +25,7 @@ impl Judge {
     ) {
         self.pid = Some(pid);
         self.alive = true;
-        self.last_progress_at = at;
+        self.progressed(at);
         let followed = format!("the launcher exited 0; followed the daemon pid {pid} ({command})");
         let waiting_for_lines = self.ready_seen.iter().any(|seen| !seen);
         let Some(output) = output.filter(|_| waiting_for_lines) else {

@@ -75,7 +75,7 @@ impl Judge {
         }
         let moved = class.progress.is_some() && class.progress != self.progress;
         if new_shape || moved {
-            self.last_progress_at = at;
+            self.progressed(at);
         }
         if class.progress.is_some() {
             self.progress = class.progress;

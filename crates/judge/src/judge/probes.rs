@@ -134,7 +134,7 @@ impl Judge {
         if let Some(s) = msg.status {
             // A new status is a sign of progress, like a new log line.
             if self.notify_status.as_deref() != Some(s.as_str()) {
-                self.last_progress_at = at;
+                self.progressed(at);
             }
             self.notify_status = Some(s);
         }
@@ -144,7 +144,7 @@ impl Judge {
             if let Some(t) = self.timeout_at.as_mut() {
                 *t = (*t).max(until);
             }
-            self.last_progress_at = at;
+            self.progressed(at);
         }
         if msg.ready {
             if let Some(p) = self.probes.iter_mut().find(|p| p.kind == ProbeKind::Notify) {

@@ -35,10 +35,13 @@ impl Judge {
 
     pub(super) fn enter_phase(&mut self, at: Duration, name: String, events: &mut Vec<Event>) {
         self.phase = Some(name.clone());
-        self.phase_since = at;
+        // A phase line stamped before the watch began (a re-attach reads what the log held,
+        // stamped with when it was written): its budget counts from the watch, as the stall
+        // window does, though the timeline says when it began.
+        self.phase_since = at.max(self.watch_from);
         // A fraction belongs to the phase that printed it.
         self.progress = None;
-        self.last_progress_at = at;
+        self.progressed(at);
         // The timeline says when each phase first began. A phase entered again (a draft model
         // loading after the target, or a log whose startup repeats) moves the current phase but
         // adds nothing: the timeline, and memory, stay bounded by the number of phases.
@@ -60,18 +63,18 @@ impl Judge {
             if (window > 0.0 && cpu_s >= window * CPU_PROGRESS_FRACTION)
                 || read.saturating_sub(read0) >= READ_PROGRESS_BYTES
             {
-                self.last_progress_at = at;
+                self.progressed(at);
             }
         }
         self.last_usage = Some((cpu, read, at));
     }
 
     pub(super) fn on_gpu_memory(&mut self, at: Duration, mib: u64) {
-        let g = self.gpu.get_or_insert_with(GpuReport::default);
         // Growing GPU memory is a server loading weights or capturing graphs: progress.
-        if mib > g.last_mib {
-            self.last_progress_at = at;
+        if mib > self.gpu.as_ref().map_or(0, |g| g.last_mib) {
+            self.progressed(at);
         }
+        let g = self.gpu.get_or_insert_with(GpuReport::default);
         g.last_mib = mib;
         g.peak_mib = g.peak_mib.max(mib);
     }

@@ -1,0 +1,116 @@
+//! Time the watcher did not see and lines stamped with when the log held them (issue 24, item 4),
+//! on simulated time: a watcher paused longer than the stall window re-arms it instead of taking
+//! its own absence for a silent server; a line stamped earlier than the last sign of life never
+//! moves progress back; a phase line from before the watch began is timed where the log put it
+//! while its budget counts from the watch.
+
+use std::time::Duration;
+
+use super::*;
+use crate::classify::{Classifier, ClassifierSpec, ReadyLine, builtin_catalog};
+use crate::verdict::Verdict;
+
+fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+fn config() -> JudgeConfig {
+    let classifier = Classifier::new(&ClassifierSpec {
+        signatures: builtin_catalog().signatures,
+        fail_lines: vec![],
+        ready_lines: vec![ReadyLine::new("READY").unwrap()],
+        noise: vec![],
+        phases: vec![("load_weights".into(), "Load weight begin".into())],
+    })
+    .unwrap();
+    let mut c = JudgeConfig::new(crate::mode::Mode::UntilReady, "/tmp/server.log", classifier);
+    c.stall = Some(ms(10_000));
+    c.timeout = Some(ms(600_000));
+    c
+}
+
+fn line(j: &mut Judge, at: u64, number: u64, text: &str) {
+    j.observe(
+        ms(at),
+        Observation::Line {
+            number,
+            text: text.into(),
+        },
+    );
+}
+
+fn usage(j: &mut Judge, at: u64, cpu_ticks: u64) {
+    j.observe(
+        ms(at),
+        Observation::Usage {
+            cpu_ticks,
+            read_bytes: 0,
+        },
+    );
+}
+
+#[test]
+fn a_watcher_paused_past_the_stall_window_re_arms_it_and_reads_what_came_meanwhile() {
+    // (the watcher says it was paused, verdict right after the pause)
+    for (resumed, after_pause) in [(false, Some(Verdict::Stalled)), (true, None)] {
+        let mut j = Judge::new(config());
+        j.watch_began(ms(0));
+        j.observe(ms(0), Observation::Started { pid: 7 });
+        usage(&mut j, 0, 0);
+        line(&mut j, 1_000, 1, "[10:00:01] waiting for engine");
+        usage(&mut j, 1_000, 100);
+        // Paused from 1 s to 30 s while the server worked (CPU) and repeated its heartbeat.
+        if resumed {
+            j.watch_resumed(ms(30_000));
+        }
+        line(&mut j, 30_000, 2, "[10:00:29] waiting for engine");
+        usage(&mut j, 30_000, 2_900);
+        assert_eq!(
+            j.verdict().map(|v| v.verdict),
+            after_pause,
+            "resumed: {resumed}"
+        );
+        if resumed {
+            // The window counts again from the resume (and the CPU use seen then): a server
+            // silent from then on is stalled a window later, not before.
+            j.observe(ms(39_999), Observation::Tick);
+            assert!(j.verdict().is_none());
+            j.observe(ms(40_000), Observation::Tick);
+            assert_eq!(j.verdict().map(|v| v.verdict), Some(Verdict::Stalled));
+        }
+    }
+}
+
+#[test]
+fn a_line_stamped_before_the_last_sign_of_life_does_not_move_progress_back() {
+    let mut j = Judge::new(config());
+    j.watch_began(ms(0));
+    j.observe(ms(0), Observation::Started { pid: 7 });
+    line(&mut j, 5_000, 1, "loading the tokenizer");
+    // Read later, stamped with when the log was known to hold it.
+    line(&mut j, 1_000, 2, "loading the config");
+    j.observe(ms(14_999), Observation::Tick);
+    assert!(j.verdict().is_none(), "{:?}", j.verdict());
+    j.observe(ms(15_000), Observation::Tick);
+    assert_eq!(j.verdict().map(|v| v.verdict), Some(Verdict::Stalled));
+}
+
+#[test]
+fn a_phase_from_before_a_late_attach_is_timed_by_the_log_and_budgeted_from_the_attach() {
+    let mut c = config();
+    c.phase_budgets = vec![("load_weights".into(), ms(20_000))];
+    c.stall = None;
+    let mut j = Judge::new(c);
+    j.watch_began(ms(100_000));
+    j.observe(ms(100_000), Observation::Started { pid: 7 });
+    // The log held it since 50 s (its stamp); the watch began at 100 s.
+    line(&mut j, 50_000, 1, "Load weight begin");
+    j.observe(ms(119_999), Observation::Tick);
+    assert!(j.verdict().is_none(), "{:?}", j.verdict());
+    line(&mut j, 60_000, 2, "READY");
+    j.observe(ms(121_000), Observation::Tick);
+    let v = j.verdict().cloned().expect("a verdict");
+    assert_eq!(v.verdict, Verdict::Ready, "{}", v.reason);
+    // Ready when the log said so, not when the watch read it.
+    assert_eq!(v.ready_at, Some(ms(60_000)), "{}", v.reason);
+}
