@@ -98,8 +98,27 @@ pub fn judge_loop_bounded(
     let mut seen = Vec::new();
     // The watch's own waits count from its first observation (see `Judge::watch_began`).
     let mut began = false;
+    let mut lapse = Lapse::default();
     loop {
         let collected_at = Instant::now();
+        // Everything the source held by `look` is collected below (all of it once caught up):
+        // the judge is ticked at that time, never later, so no deadline passes over lines
+        // written before it that are not read yet.
+        let look = source.now();
+        if let Some(unseen) = lapse.unseen(collected_at) {
+            // Time firedup did not run: what the server did meanwhile is read now, and the
+            // windows waiting for a sign of life count afresh (`Judge::watch_resumed`).
+            progress.note(
+                &format!(
+                    "firedup itself did not run for {} (stopped or paused): reading what happened meanwhile; the stall window counts from now",
+                    crate::duration::format_duration(unseen)
+                ),
+                look,
+            );
+            if began {
+                judge.watch_resumed(look);
+            }
+        }
         source.collect(&mut seen);
         for s in seen.drain(..) {
             if judge.verdict().is_some() {
@@ -133,18 +152,12 @@ pub fn judge_loop_bounded(
             }
             feed(&mut judge, obs, at, &mut events, &mut out);
         }
-        if source.can_tick() {
+        if source.can_tick() && source.caught_up() {
             if !began {
-                judge.watch_began(source.now());
+                judge.watch_began(look);
                 began = true;
             }
-            feed(
-                &mut judge,
-                Observation::Tick,
-                source.now(),
-                &mut events,
-                &mut out,
-            );
+            feed(&mut judge, Observation::Tick, look, &mut events, &mut out);
         }
         for e in out.judge_events.drain(..) {
             match e {
@@ -175,7 +188,35 @@ pub fn judge_loop_bounded(
         if let Some(b) = bound {
             wake_at = wake_at.min(b);
         }
+        lapse.before_wait(collected_at, wake_at);
         source.wait(wake_at);
+    }
+}
+
+/// A look this much later than planned means firedup itself did not run (its process stopped,
+/// Ctrl-Z, or its machine paused): a loaded machine delays a thread by far less.
+const UNSEEN_LAPSE: Duration = Duration::from_secs(3);
+
+/// Time the judge loop did not run, measured on the monotonic clock between looks.
+#[derive(Debug, Default)]
+struct Lapse {
+    /// When the next look was due, and how long the last look took to handle.
+    planned: Option<(Instant, Duration)>,
+}
+
+impl Lapse {
+    /// Before the wait for `wake_at`, after a look that began at `looked`.
+    fn before_wait(&mut self, looked: Instant, wake_at: Instant) {
+        let now = Instant::now();
+        self.planned = Some((wake_at.max(now), now.duration_since(looked)));
+    }
+
+    /// At a look at `now`: how long firedup did not run since the last, if that long.
+    fn unseen(&mut self, now: Instant) -> Option<Duration> {
+        let (due, handling) = self.planned.take()?;
+        let late = now.saturating_duration_since(due);
+        let unseen = late.max(handling);
+        (unseen >= UNSEEN_LAPSE).then_some(unseen)
     }
 }
 

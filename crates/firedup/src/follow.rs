@@ -82,6 +82,17 @@ struct Retired {
     splitter: LineSplitter,
 }
 
+/// What the followed file holds at one look ([`LogFollower::held`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    /// (device, inode) of the file.
+    pub identity: (u64, u64),
+    /// Its length in bytes.
+    pub len: u64,
+    /// Its last modification: every byte it holds was written by then.
+    pub modified: Option<std::time::SystemTime>,
+}
+
 /// Follows one log path.
 #[derive(Debug)]
 pub struct LogFollower {
@@ -240,6 +251,21 @@ impl LogFollower {
     /// Bytes of the current file consumed so far.
     pub fn offset(&self) -> u64 {
         self.offset
+    }
+
+    /// What the file being read holds now, by its open descriptor (not its path): `None`
+    /// before it is opened, or while a rotated-away file is still read (its lines come first,
+    /// and its length is not this one's).
+    pub fn held(&self) -> Option<Held> {
+        if self.retired.is_some() {
+            return None;
+        }
+        let meta = self.file.as_ref()?.metadata().ok()?;
+        Some(Held {
+            identity: (meta.dev(), meta.ino()),
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        })
     }
 
     /// Reads what is new. Returns true when more data is waiting (call again soon).

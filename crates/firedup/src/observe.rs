@@ -24,7 +24,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use crate::dirwatch::{self, DirSubscription};
-use crate::follow::{FollowEventRef, LogFollower};
+use crate::follow::LogFollower;
 use crate::judge::Observation;
 use crate::launched_log;
 use crate::plan::ProbePlan;
@@ -37,12 +37,13 @@ mod daemon;
 mod firedup_stop;
 mod followed_line;
 mod kernel_log;
+mod log_reader;
 mod log_state_words;
 mod oom_evidence;
 mod owner_news;
 mod rank_watch;
 mod wake_sources;
-use followed_line::follow_observation;
+use log_reader::LogReader;
 pub(crate) use log_state_words::describe_state;
 use oom_evidence::OomWitness;
 use rank_watch::RankWatch;
@@ -91,7 +92,7 @@ pub(crate) struct LocalObserver {
     start: Instant,
     target: Target,
     rx: Receiver<Wake>,
-    follower: LogFollower,
+    log: LogReader,
     /// Wakes this observer's channel (the shared inotify instance calls it).
     fs_wake: dirwatch::Wake,
     /// The directory watched for the log (its own, or the nearest existing ancestor).
@@ -115,8 +116,6 @@ pub(crate) struct LocalObserver {
     exit_reported: bool,
     next_sample: Instant,
     sample_every: Duration,
-    /// The last read stopped at its size limit: more is waiting.
-    backlog: bool,
     /// The run's rank processes: their endings, their stacks when silent.
     ranks: RankWatch,
     owner: owner_news::OwnerNews,
@@ -198,7 +197,7 @@ impl LocalObserver {
             oom: OomWitness::new(target.pid, target.oom_kills_before.clone()),
             target: target.clone(),
             rx,
-            follower,
+            log: LogReader::new(follower, start),
             fs_wake,
             log_watch,
             _run_watch: run_watch,
@@ -218,7 +217,6 @@ impl LocalObserver {
             exit_reported: false,
             next_sample: Instant::now(),
             sample_every: settings.sample_every,
-            backlog: false,
             ranks: RankWatch::new(settings.sample_every),
             owner: owner_news::OwnerNews::new(target.run.as_ref()),
         }
@@ -230,7 +228,13 @@ impl LocalObserver {
 
     /// A note about the watch itself (the log was rotated before it was followed), once.
     pub(crate) fn take_note(&mut self) -> Option<String> {
-        self.follower.take_note()
+        self.log.take_note()
+    }
+
+    /// Whether the log has been read to its end (no slice of a backlog is waiting): only then
+    /// may the judge be ticked.
+    pub(crate) fn caught_up(&self) -> bool {
+        !self.log.backlog()
     }
 
     /// Whether the process's end has been observed (nothing more will come but log lines).
@@ -240,12 +244,31 @@ impl LocalObserver {
 
     /// Where a follower would resume to emit exactly the lines not yet observed.
     pub(crate) fn resume_point(&self) -> (u64, u64) {
-        self.follower.resume_point()
+        self.log.resume_point()
     }
 
     /// Appends everything observed since the last call, stamped with the time since `start`.
     /// Never blocks (beyond reading what is there).
     pub(crate) fn collect(&mut self, out: &mut Vec<(Duration, Observation)>) {
+        // A backlog is read before anything else is observed (see `log_reader`): an observation
+        // stamped now, ahead of lines written earlier, could end a window those lines keep open.
+        if self.log.backlog() {
+            if self.log.read(out) {
+                self.ranks.heard_line();
+            }
+            if self.log.backlog() {
+                return;
+            }
+            rearm(&mut self.log_watch, &self.target.log, &self.fs_wake);
+        } else {
+            self.look(out);
+        }
+        self.after_the_log(out);
+    }
+
+    /// What comes before the log on a look: the OOM killer's evidence, the owner's news, the
+    /// start; then the log.
+    fn look(&mut self, out: &mut Vec<(Duration, Observation)>) {
         // The OOM killer's evidence at every look (a counter file and a non-blocking read of the
         // kernel log), ahead of what it explains: a worker's or rank's SIGKILL decides within the
         // settle window after its launcher's report, sooner than the next usage sample.
@@ -272,27 +295,23 @@ impl LocalObserver {
         }
         // One bounded read per call: a backlog (a big log at attach) is handed over in slices,
         // so memory stays bounded by one slice and the caller judges between slices.
-        let mut observed = Vec::new();
-        self.backlog = self
-            .follower
-            .poll_each(&mut |ev| observed.push(follow_observation(ev)));
-        let now = self.now();
-        if observed
-            .iter()
-            .any(|o| matches!(o, Observation::Line { .. }))
-        {
+        if self.log.read(out) {
             self.ranks.heard_line();
         }
-        for o in observed {
-            out.push((now, o));
-        }
         rearm(&mut self.log_watch, &self.target.log, &self.fs_wake);
+    }
+
+    /// What comes after the log on a look, once it has been read to its end: the probes' and
+    /// threads' news, the exit, the usage sample.
+    fn after_the_log(&mut self, out: &mut Vec<(Duration, Observation)>) {
+        if self.log.backlog() {
+            return;
+        }
         for o in std::mem::take(&mut self.pending) {
             out.push((self.now(), o));
         }
         // The process is gone: drain the log, then learn the exit status.
-        if let (Some(gone), false, false) = (self.process_gone_at, self.exit_reported, self.backlog)
-        {
+        if let (Some(gone), false) = (self.process_gone_at, self.exit_reported) {
             // A rank's end its watcher reported just now is taken before the run's exit.
             let unreported = self.ranks.ends_unreported();
             while let Ok(w) = self.rx.try_recv() {
@@ -369,23 +388,13 @@ impl LocalObserver {
     /// Reads the log to its end and flushes a partial last line, for a source that learns of the
     /// end another way (a batch job's terminal state): nothing more will be written to it.
     pub(crate) fn drain(&mut self, out: &mut Vec<(Duration, Observation)>) {
-        let now = self.now();
-        self.follower
-            .finish_each(&mut |ev| out.push((now, follow_observation(ev))));
+        self.log.finish(false, out);
     }
 
     /// Drains the log, then observes the exit (the status when known).
     fn observe_exit(&mut self, exit: Option<ExitInfo>, out: &mut Vec<(Duration, Observation)>) {
-        let mut rest = Vec::new();
-        self.follower.finish_each(&mut |ev| {
-            if let FollowEventRef::Line(_) = ev {
-                rest.push(follow_observation(ev));
-            }
-        });
+        self.log.finish(true, out);
         let now = self.now();
-        for o in rest {
-            out.push((now, o));
-        }
         // The kernel's last word before the exit decides: the watched process's SIGKILL, or a
         // worker's or rank's the judge knows of, may have been the OOM killer's.
         if let Some(evidence) = self.oom.evidence() {
@@ -413,7 +422,7 @@ impl LocalObserver {
         if self.process_gone_at.is_some() && !self.exit_reported {
             at = at.min(now + Duration::from_millis(20));
         }
-        if self.backlog {
+        if self.log.backlog() {
             at = now;
         }
         at

@@ -31,6 +31,11 @@ pub trait Source {
     fn can_tick(&self) -> bool {
         true
     }
+    /// Whether everything the log held when this collection began has been collected: false
+    /// while a backlog is handed over in slices. No deadline is decided before it is.
+    fn caught_up(&self) -> bool {
+        true
+    }
 }
 
 /// How often CPU time and reads are sampled for a stall window (a tenth of it, 1 to 10 s).

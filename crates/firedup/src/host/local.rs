@@ -374,6 +374,9 @@ impl Source for LocalSource {
     fn next_wake(&self) -> Instant {
         self.observer.next_wake()
     }
+    fn caught_up(&self) -> bool {
+        self.observer.caught_up()
+    }
 }
 
 /// Time zero of a watch: the launch recorded in the run directory, when firedup launched the run

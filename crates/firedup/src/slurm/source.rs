@@ -334,6 +334,10 @@ impl Source for SlurmSource {
         self.at()
     }
 
+    fn caught_up(&self) -> bool {
+        self.observer.caught_up()
+    }
+
     fn next_wake(&self) -> Instant {
         let mut at = self.observer.next_wake();
         if !self.done {
