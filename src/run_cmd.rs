@@ -118,9 +118,16 @@ pub(crate) fn run(host: Arc<dyn Host>, judge: &JudgeArgs, mut a: RunArgs) -> Res
     } else {
         OnSignal::Stop
     };
+    // A signal during the launch waits for its run to be registered, and ends it.
+    let Some(launching) = interrupts.launching() else {
+        // A signal came first: `finish` waits for its handler to exit the process.
+        interrupts.finish();
+        bail!("interrupted before the launch: nothing was started");
+    };
     let launched = Session::launch(Arc::clone(&host), &spec, &mut |target| {
         interrupts.register(Arc::clone(&host), target, grace, on_signal);
     });
+    drop(launching);
     let mut session = match launched {
         Ok(s) => s.with_grace(grace),
         Err(HostError::Unreachable(reason)) => {

@@ -231,14 +231,18 @@ fn run_on_host(
     // port_in_use).
     let before = host.before_cell(port)?;
     let mut key = None;
-    let mut session = Session::launch(Arc::clone(&ctx.host), &p.spec, &mut |target| {
+    // A signal during the launch waits for its run to be registered.
+    let launching = ctx.interrupts.launching();
+    let launched = Session::launch(Arc::clone(&ctx.host), &p.spec, &mut |target| {
         key = Some(ctx.interrupts.register(
             Arc::clone(&ctx.host),
             target,
             ctx.grace,
             OnSignal::Cancel,
         ));
-    })?;
+    });
+    drop(launching);
+    let mut session = launched?;
     let target = session.target().clone();
     ctx.display.say(&format!(
         "{}: started {}{on_host} (slot {slot})",

@@ -23,8 +23,8 @@
 //! signal came first it waits there for the exit.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
@@ -33,6 +33,10 @@ use crate::target::Target;
 
 /// How long the caller's report of an interrupt may take before the process exits without it.
 pub const REPORT_WAIT: Duration = Duration::from_secs(5);
+
+/// How long a signal waits for a launch under way to register its run (or fail): a launch's own
+/// steps are bounded (a host's connect timeout), this only guards against one that is not.
+pub const LAUNCH_WAIT: Duration = Duration::from_secs(120);
 
 /// What happens to the process once the runs are ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,13 +119,33 @@ struct State {
     then_child: Option<u32>,
     /// A signal is being handled, or the main thread ended the runs itself.
     ending: bool,
+    /// Launches under way ([`Interrupts::launching`]): their runs may be running and not yet
+    /// registered.
+    launching: u32,
 }
 
 /// The installed handler. Dropping it does not uninstall it: a signal after the main thread's
 /// [`Interrupts::finish`] is ignored.
 pub struct Interrupts {
     state: Arc<Mutex<State>>,
+    /// Signalled when a launch under way ends.
+    launched: Arc<Condvar>,
     cancelled: Arc<AtomicBool>,
+}
+
+/// A launch under way ([`Interrupts::launching`]); dropping it ends it.
+#[derive(Debug)]
+pub struct Launching<'a> {
+    interrupts: &'a Interrupts,
+}
+
+impl Drop for Launching<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.interrupts.state.lock() {
+            s.launching = s.launching.saturating_sub(1);
+        }
+        self.interrupts.launched.notify_all();
+    }
 }
 
 impl std::fmt::Debug for Interrupts {
@@ -152,6 +176,8 @@ impl Interrupts {
                 source: e,
             })?;
         let state = Arc::new(Mutex::new(State::default()));
+        let launched = Arc::new(Condvar::new());
+        let launch_done = Arc::clone(&launched);
         let cancelled = Arc::new(AtomicBool::new(false));
         let heard: Arc<Callback> = Arc::new(Box::new(heard));
         let (shared, flag) = (Arc::clone(&state), Arc::clone(&cancelled));
@@ -159,6 +185,17 @@ impl Interrupts {
             for sig in signals.forever() {
                 let runs = {
                     let Ok(mut s) = shared.lock() else { return };
+                    // A launch under way may have started its command and not registered it
+                    // yet: its run is ended with the others, never left behind unnamed.
+                    let waited_from = Instant::now();
+                    while s.launching > 0 && waited_from.elapsed() < LAUNCH_WAIT {
+                        let Ok((guard, _)) =
+                            launch_done.wait_timeout(s, LAUNCH_WAIT - waited_from.elapsed())
+                        else {
+                            return;
+                        };
+                        s = guard;
+                    }
                     if s.ending {
                         continue;
                     }
@@ -182,7 +219,25 @@ impl Interrupts {
                 }
             }
         });
-        Ok(Interrupts { state, cancelled })
+        Ok(Interrupts {
+            state,
+            launched,
+            cancelled,
+        })
+    }
+
+    /// A launch begins: a signal that comes before its run is registered
+    /// ([`Interrupts::register`]) waits until the launch has ended (the guard dropped, at most
+    /// [`LAUNCH_WAIT`]), so a command started just then is ended with the other runs. `None`:
+    /// a signal already ends this process (under [`AfterSignal::Exit`]): launch nothing, and
+    /// call [`Interrupts::finish`], which waits for the exit.
+    pub fn launching(&self) -> Option<Launching<'_>> {
+        let mut s = self.state.lock().ok()?;
+        if s.ending {
+            return None;
+        }
+        s.launching += 1;
+        Some(Launching { interrupts: self })
     }
 
     /// A run to end on a signal from now on; the key unregisters it. Under
