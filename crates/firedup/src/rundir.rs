@@ -113,6 +113,11 @@ pub struct ProcessRecord {
     pub start_ticks: u64,
     /// Pid of the supervisor (`firedup __supervise`), the command's parent.
     pub supervisor_pid: u32,
+    /// The supervisor's start time after boot in clock ticks: with its pid, it identifies the
+    /// supervisor every process of the run descends from (`process::membership`). `None` in
+    /// records of an older firedup, or when it could not be read.
+    #[serde(default)]
+    pub supervisor_start_ticks: Option<u64>,
 }
 
 /// What the supervisor records when the command ends (or could not start).
@@ -308,8 +313,8 @@ impl RunDir {
         }
     }
 
-    /// A process of the run other than its supervisor, found by the run's `FIREDUP_RUN_ID`
-    /// (a daemon the launcher left behind).
+    /// A process of the run other than its supervisor ([`crate::process::of_run`]: a daemon
+    /// the launcher left behind).
     pub fn daemon(&self) -> Option<u32> {
         crate::process::of_run(&self.id)
             .pids
