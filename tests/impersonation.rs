@@ -197,8 +197,7 @@ fn another_users_listener_carrying_the_run_id_does_not_make_the_run_ready() {
     // Ready from the real server: the last port probe names the watched tree.
     let last_up = common::file_text(&events)
         .lines()
-        .filter(|l| l.contains(r#""probe":"port""#) && l.contains(r#""state":"up""#))
-        .last()
+        .rfind(|l| l.contains(r#""probe":"port""#) && l.contains(r#""state":"up""#))
         .unwrap_or_default()
         .to_string();
     assert!(

@@ -162,7 +162,7 @@ fn ticks_after_boot(unix: f64) -> Option<u64> {
     // SAFETY: sysconf only reads a configuration value.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     let since_boot = unix - btime;
-    (hz > 0 && since_boot > 0.0).then(|| (since_boot * hz as f64) as u64)
+    (hz > 0 && since_boot > 0.0).then_some((since_boot * hz as f64) as u64)
 }
 
 /// The real and effective uid of `pid` (`/proc/PID/status`).
