@@ -72,12 +72,16 @@ fn run(
             run_id: plan.run_id.as_deref(),
         });
         if let Some((host, port)) = &plan.port {
-            let o = probe::tcp::probe(host, *port, ours.as_ref(), probe::PROBE_TIMEOUT);
+            // Where the run's server really listens (`::1` when told 127.0.0.1, say).
+            let host = ours
+                .as_ref()
+                .and_then(|o| probe::listen_address::relocated_host(host, *port, o))
+                .unwrap_or_else(|| host.clone());
+            let o = probe::tcp::probe(&host, *port, ours.as_ref(), probe::PROBE_TIMEOUT);
             if !probe(ProbeKind::Port, o) {
                 return;
             }
         }
-        // Where the run's server really listens (`::1` when told 127.0.0.1, say).
         let at = |url: &String| {
             ours.as_ref()
                 .and_then(|o| probe::listen_address::relocated_url(url, o))

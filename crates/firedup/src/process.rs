@@ -271,9 +271,10 @@ pub fn output_file(pid: u32) -> Result<std::path::PathBuf, String> {
 
 /// The processes of one run, by [`membership`]'s rule: the run's live supervisor and everything
 /// below it (a daemon, a double fork, a `setsid` grandchild stays below its subreaper, also when
-/// it overwrote its environment: redis's setproctitle does); with no live supervisor, the
-/// processes of the run owner's uid, started after the launch, that carry the run's
-/// `FIREDUP_RUN_ID`, and their descendants. Another user's process is never one of them.
+/// it overwrote its environment: redis's setproctitle does), and the processes of the run
+/// owner's uid, started after the launch, that carry the run's `FIREDUP_RUN_ID` (a `--then`
+/// command, what outlived the supervisor, a batch job's), with their descendants. Another user's
+/// process is never one of them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunSweep {
     /// Live processes of the run, oldest first; never this process nor its ancestors (a
@@ -302,39 +303,35 @@ pub fn of_run(run_id: &str) -> RunSweep {
         }
     }
     let mut members: HashSet<u32> = HashSet::new();
-    match run.supervisor.as_ref().filter(|_| supervisor_alive) {
-        Some(s) => {
-            members.insert(s.pid);
+    if let Some(s) = run.supervisor.as_ref().filter(|_| supervisor_alive) {
+        members.insert(s.pid);
+    }
+    for (pid, st) in &procs {
+        // Init and kernel threads are never a run's (and init's environment is often closed).
+        if mine.contains(pid) || *pid <= 2 || st.ppid == 2 || st.state == 'Z' {
+            continue;
         }
-        None => {
-            for (pid, st) in &procs {
-                // Init and kernel threads are never a run's (and init's environment is often
-                // closed).
-                if mine.contains(pid) || *pid <= 2 || st.ppid == 2 || st.state == 'Z' {
-                    continue;
-                }
-                let uids = membership::uids(*pid);
-                if uids.is_none_or(|(real, _)| real != run.owner_uid) {
-                    continue; // another user's: never the run's by its environment
-                }
-                let carries_id = match fs::read(format!("/proc/{pid}/environ")) {
-                    Ok(b) => b.split(|c| *c == 0).any(|e| e == want.as_bytes()),
-                    Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                        sweep.unreadable += 1;
-                        false
-                    }
-                    Err(_) => false,
-                };
-                let candidate = membership::Candidate {
-                    under_supervisor: false,
-                    carries_id,
-                    uids,
-                    start_ticks: st.start_ticks,
-                };
-                if membership::judge(&candidate, &run, false) == membership::Membership::Escaped {
-                    members.insert(*pid);
-                }
+        let uids = membership::uids(*pid);
+        if uids.is_none_or(|(real, _)| real != run.owner_uid) {
+            continue; // another user's: never the run's by its environment
+        }
+        let carries_id = match fs::read(format!("/proc/{pid}/environ")) {
+            Ok(b) => b.split(|c| *c == 0).any(|e| e == want.as_bytes()),
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                sweep.unreadable += 1;
+                false
             }
+            Err(_) => false,
+        };
+        let candidate = membership::Candidate {
+            under_supervisor: false,
+            carries_id,
+            uids,
+            start_ticks: st.start_ticks,
+        };
+        if membership::judge(&candidate, &run, supervisor_alive) == membership::Membership::Escaped
+        {
+            members.insert(*pid);
         }
     }
     loop {

@@ -55,6 +55,17 @@ pub fn relocated(addr: SocketAddr, ours: &Ours) -> Option<SocketAddr> {
         .filter(|at| *at != addr)
 }
 
+/// `host` (an address, as a port probe is given it) replaced by the address the run listens on
+/// on `port` (see [`relocated`]); `None` when it stays as it is.
+pub fn relocated_host(host: &str, port: u16, ours: &Ours) -> Option<String> {
+    let ip = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .ok()?;
+    relocated(SocketAddr::new(ip, port), ours).map(|at| at.ip().to_string())
+}
+
 /// The processes holding the socket `inode`.
 fn holders(inode: u64) -> Vec<u32> {
     crate::process::all_processes()
@@ -129,5 +140,10 @@ mod tests {
             Some(format!("http://[::1]:{port}"))
         );
         assert_eq!(relocated_url("not a url", &Ours::tree(&me)), None);
+        assert_eq!(
+            relocated_host("127.0.0.1", port, &Ours::tree(&me)).as_deref(),
+            Some("::1")
+        );
+        assert_eq!(relocated_host("localhost", port, &Ours::tree(&me)), None);
     }
 }

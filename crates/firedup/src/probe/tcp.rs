@@ -20,9 +20,6 @@
 //! run owner's uid) counts as the run's own. Carrying the run's `FIREDUP_RUN_ID` alone never does:
 //! another user's process that sets it is someone else on the port.
 //!
-//! A loopback address where nothing listens while the run listens on the port at another (`::1`
-//! for 127.0.0.1) is probed there instead (`super::listen_address`).
-//!
 //! [`owner_at`] is the same owner check without a connection, for the HTTP and request probes
 //! (`super::owner`). [`listener_pids`] answers "who listens on this port" for teardown checks.
 
@@ -67,9 +64,7 @@ pub fn probe(host: &str, port: u16, tree: Option<&Ours>, timeout: Duration) -> P
     // another network namespace) does the probe connect, and a refused connect logs nothing.
     if let (Some(tree), Some(first)) = (tree, addrs.first()) {
         if is_local(first.ip()) {
-            // Where the run listens, when not on this loopback (a server bound to `::1` only).
-            let peer = super::listen_address::relocated(reachable(*first), tree)
-                .unwrap_or_else(|| reachable(*first));
+            let peer = reachable(*first);
             if is_listed(peer) {
                 return judge_owner(
                     peer,

@@ -2,16 +2,19 @@
 //!
 //! The run id is public (`ps` shows `firedup __supervise .../runs/ID`), so a process that carries
 //! `FIREDUP_RUN_ID=ID` proves nothing by itself. Contract of [`judge`]:
-//! - while the run's supervisor lives (its pid checked by the start time it recorded in
-//!   `process.json`, so a reused pid is not taken), a process is the run's exactly when it
-//!   descends from it: the supervisor is a subreaper, so whatever the run starts (a daemon, a
-//!   double fork, a `setsid` grandchild) stays below it, and no other process can move there;
-//! - with no live supervisor (it has ended, or the run is a batch job whose processes run under
-//!   the scheduler's), a process is the run's when it carries the run's `FIREDUP_RUN_ID` AND its
-//!   real and effective uid are the run owner's (the uid that owns the run directory, the one
-//!   that launched it) AND it started after the launch; what descends from such a process is
-//!   the run's too (it may have overwritten its environment, as redis's setproctitle does);
-//! - a process of another uid is never the run's by its environment, whatever it carries.
+//! - a process that descends from the run's live supervisor (its pid checked by the start time
+//!   it recorded in `process.json`, so a reused pid is not taken) is the run's: the supervisor is
+//!   a subreaper, so whatever the run starts (a daemon, a double fork, a `setsid` grandchild)
+//!   stays below it while it lives, and no other process can move there;
+//! - outside it (the supervisor has ended, a batch job's processes run under the scheduler's, a
+//!   `--then` command runs under the launcher), a process is the run's when it carries the run's
+//!   `FIREDUP_RUN_ID` AND its real and effective uid are the run owner's (the uid that owns the
+//!   run directory, the one that launched it) AND it started after the launch; what descends
+//!   from such a process is the run's too (it may have overwritten its environment, as redis's
+//!   setproctitle does);
+//! - a process of another uid is never the run's by its environment, whatever it carries: it
+//!   cannot make itself the run's, since it can neither descend from the supervisor nor take
+//!   the owner's uid.
 //!
 //! firedup makes no cgroup for a run, so no cgroup is checked. [`RunIdentity::of`] reads what the
 //! rule needs from the run directory; a run id with no directory here (a cell of another host)
@@ -19,9 +22,28 @@
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::rundir::{RunMeta, runs_root};
+use crate::state_dir::runs_root;
+
+/// What this rule reads of a run's `process.json` (`crate::rundir::ProcessRecord`, written by
+/// the supervisor; `rundir` itself is not used here, as it uses this module).
+#[derive(serde::Deserialize)]
+struct SupervisorRecord {
+    supervisor_pid: u32,
+    #[serde(default)]
+    supervisor_start_ticks: Option<u64>,
+}
+
+/// What this rule reads of a run's `meta.json` (`crate::rundir::RunMeta`, the launcher's).
+#[derive(serde::Deserialize)]
+struct LaunchRecord {
+    started_at: f64,
+}
+
+fn read_record<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
+    serde_json::from_slice(&fs::read(path).ok()?).ok()
+}
 
 /// What makes a process the run's: its owner, its supervisor, when it was launched.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,13 +97,8 @@ pub enum Membership {
 /// The membership rule (see the module doc), on facts already read. `supervisor_alive`: the
 /// recorded supervisor is still the same live process.
 pub fn judge(c: &Candidate, run: &RunIdentity, supervisor_alive: bool) -> Membership {
-    if supervisor_alive {
-        // Everything the run starts stays below its subreaper while it lives.
-        return if c.under_supervisor {
-            Membership::UnderSupervisor
-        } else {
-            Membership::Not
-        };
+    if supervisor_alive && c.under_supervisor {
+        return Membership::UnderSupervisor;
     }
     let owners = c.uids == Some((run.owner_uid, run.owner_uid));
     let after_launch = run.launched_ticks.is_none_or(|l| c.start_ticks >= l);
@@ -108,11 +125,9 @@ impl RunIdentity {
             return identity;
         };
         identity.owner_uid = dir.uid();
-        let run = crate::rundir::RunDir {
-            id: run_id.to_string(),
-            path: path.clone(),
-        };
-        if let Some(p) = run.process().filter(|p| p.supervisor_pid != 0) {
+        let process: Option<SupervisorRecord> = read_record(&path.join("process.json"));
+        let launch: Option<LaunchRecord> = read_record(&path.join("meta.json"));
+        if let Some(p) = process.filter(|p| p.supervisor_pid != 0) {
             identity.supervisor = Some(RecordedSupervisor {
                 pid: p.supervisor_pid,
                 start_ticks: p.supervisor_start_ticks.filter(|t| *t != 0),
@@ -121,11 +136,10 @@ impl RunIdentity {
             identity.launched_ticks = p.supervisor_start_ticks.filter(|t| *t != 0);
         }
         if identity.launched_ticks.is_none() {
-            identity.launched_ticks = run.meta().ok().and_then(|m: RunMeta| {
-                // The recorded wall-clock time, less a margin for the boot time's rounding to
-                // whole seconds (and its drift since).
-                ticks_after_boot(m.started_at - LAUNCH_MARGIN_S)
-            });
+            // The recorded wall-clock time, less a margin for the boot time's rounding to whole
+            // seconds (and its drift since).
+            identity.launched_ticks =
+                launch.and_then(|m| ticks_after_boot(m.started_at - LAUNCH_MARGIN_S));
         }
         identity
     }
@@ -209,8 +223,14 @@ mod tests {
             (
                 c(false, true, owner, 600),
                 true,
+                Escaped,
+                "its user's, with the id, outside a live supervisor (--then)",
+            ),
+            (
+                c(false, false, owner, 600),
+                true,
                 Not,
-                "the id outside a live supervisor",
+                "its user's, no id, outside a live supervisor",
             ),
             (
                 c(false, true, Some((1001, 1001)), 600),
