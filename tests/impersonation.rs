@@ -326,3 +326,21 @@ fn a_launcher_that_exits_beside_another_users_process_carrying_the_run_id_has_ex
     );
     assert!(survived, "the run's end killed the other user's pid {pid}");
 }
+
+#[test]
+fn another_users_process_carrying_the_run_id_does_not_keep_the_run_from_prune() {
+    let Some(other) = other_user() else { return };
+    let env = Env::new();
+    let r = env.firedup(&["run", "--json", "--until", "exit", "--", "true"]);
+    assert_eq!(r.verdict(), "succeeded", "{}", r.explain());
+    let run_id = r.run_id().to_string();
+    let home = other.dir();
+    let impostor = as_other_user(&other, home.path(), &run_id, &["sleep", "300"]);
+    let prune = env.firedup(&["prune", "--older-than", "0s"]);
+    end(impostor);
+    assert!(
+        prune.stdout.contains(&format!("removed {run_id} ")),
+        "the other user's process kept {run_id} from being pruned: {}",
+        prune.explain()
+    );
+}
