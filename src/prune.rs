@@ -1,7 +1,7 @@
 //! `firedup prune`: removes the run directories (meta, records and the logs kept there) of runs
 //! that ended longer ago than `--older-than` (default 7 days). A run is never removed while its
-//! command runs, nor while any process carries its `FIREDUP_RUN_ID` (a daemon that outlived its
-//! launcher). The history database keeps its rows: `firedup show` still tells how a pruned run
+//! command runs, nor while any process of this user carries its `FIREDUP_RUN_ID` (a daemon that
+//! outlived its launcher; another user's process that sets the id keeps nothing). The history database keeps its rows: `firedup show` still tells how a pruned run
 //! ended.
 
 use std::collections::HashSet;
@@ -86,6 +86,11 @@ fn runs_with_processes() -> HashSet<String> {
             .all(|b| b.is_ascii_digit())
         {
             continue;
+        }
+        let pid = entry.file_name().to_string_lossy().parse().unwrap_or(0);
+        let me = rustix::process::geteuid().as_raw();
+        if firedup::process::membership::uids(pid).is_none_or(|(real, _)| real != me) {
+            continue; // another user's: its environment proves nothing
         }
         let Ok(env) = std::fs::read(entry.path().join("environ")) else {
             continue;

@@ -342,6 +342,7 @@ fn start(spec: &LaunchSpec, checked: Checked, run: RunDir, exe: &Path) -> Result
             pid,
             start_ticks: process::stat(pid).map(|s| s.start_ticks).unwrap_or(0),
             supervisor_pid: supervisor.id(),
+            supervisor_start_ticks: process::stat(supervisor.id()).map(|s| s.start_ticks),
         });
         Ok(rec)
     } else if let Some(reason) = first.strip_prefix("failed ") {

@@ -128,6 +128,7 @@ pub mod secrets;
 pub mod session;
 pub mod slurm;
 pub mod source;
+mod state_dir;
 mod stop;
 pub mod target;
 mod wire;

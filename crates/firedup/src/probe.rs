@@ -21,6 +21,7 @@ use std::time::Duration;
 
 pub mod gpu;
 pub mod http;
+pub mod listen_address;
 pub mod notify;
 pub mod owner;
 pub mod request;

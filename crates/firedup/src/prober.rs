@@ -1,7 +1,8 @@
 //! The prober: runs the readiness probes (port, HTTP, real request) and samples GPU memory on a
 //! thread of its own, and sends what it finds as observations. Each readiness probe of this
-//! machine checks who holds the listener: the watched tree, or a process carrying the run's
-//! `FIREDUP_RUN_ID` (`probe::owner`, `probe::tcp`).
+//! machine checks who holds the listener: the watched tree, or a process of the run
+//! (`process::of_run`: never another user's that sets the run's `FIREDUP_RUN_ID`;
+//! `probe::owner`, `probe::tcp`).
 //!
 //! Probes block (each has a hard timeout), so they never run on the engine's thread, where they
 //! would delay reading the log. The real request is only sent once the health probe answers (it
@@ -71,14 +72,24 @@ fn run(
             run_id: plan.run_id.as_deref(),
         });
         if let Some((host, port)) = &plan.port {
-            let o = probe::tcp::probe(host, *port, ours.as_ref(), probe::PROBE_TIMEOUT);
+            // Where the run's server really listens (`::1` when told 127.0.0.1, say).
+            let host = ours
+                .as_ref()
+                .and_then(|o| probe::listen_address::relocated_host(host, *port, o))
+                .unwrap_or_else(|| host.clone());
+            let o = probe::tcp::probe(&host, *port, ours.as_ref(), probe::PROBE_TIMEOUT);
             if !probe(ProbeKind::Port, o) {
                 return;
             }
         }
-        if let Some(url) = &plan.http {
-            let o = probe::owner::guarded(url, ours.as_ref(), || {
-                probe::http::probe(url, probe::PROBE_TIMEOUT)
+        let at = |url: &String| {
+            ours.as_ref()
+                .and_then(|o| probe::listen_address::relocated_url(url, o))
+                .unwrap_or_else(|| url.clone())
+        };
+        if let Some(url) = plan.http.as_ref().map(at) {
+            let o = probe::owner::guarded(&url, ours.as_ref(), || {
+                probe::http::probe(&url, probe::PROBE_TIMEOUT)
             });
             http_up = o.is_up();
             if !probe(ProbeKind::Http, o) {
@@ -87,9 +98,10 @@ fn run(
         }
         if let Some((base, kind)) = &plan.request {
             if !request_up && (plan.http.is_none() || http_up) {
-                let o = probe::owner::guarded(base, ours.as_ref(), || {
+                let base = at(base);
+                let o = probe::owner::guarded(&base, ours.as_ref(), || {
                     probe::request::probe_with_key(
-                        base,
+                        &base,
                         *kind,
                         probe::REQUEST_TIMEOUT,
                         request_key.as_deref(),

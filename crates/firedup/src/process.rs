@@ -9,6 +9,7 @@ use std::time::Duration;
 
 pub mod ending;
 pub mod interpreter_helper;
+pub mod membership;
 
 /// Fields of `/proc/PID/stat` that firedup uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -268,25 +269,18 @@ pub fn output_file(pid: u32) -> Result<std::path::PathBuf, String> {
     Ok(target)
 }
 
-/// Whether `pid`'s environment (as it was at its exec) has `key=value`. False when it cannot be
-/// read (another user's process, or gone).
-pub fn environ_has(pid: u32, key: &str, value: &str) -> bool {
-    let want = format!("{key}={value}");
-    fs::read(format!("/proc/{pid}/environ"))
-        .map(|b| b.split(|c| *c == 0).any(|e| e == want.as_bytes()))
-        .unwrap_or(false)
-}
-
-/// The processes of one run, found by the `FIREDUP_RUN_ID` every process of a run inherits, and
-/// their descendants (a process may overwrite its environment: redis's setproctitle does, and
-/// its daemon stays the child of the run's supervisor): what escaped the launched process's
-/// tree (a daemon, a double fork, a `setsid` grandchild) included.
+/// The processes of one run, by [`membership`]'s rule: the run's live supervisor and everything
+/// below it (a daemon, a double fork, a `setsid` grandchild stays below its subreaper, also when
+/// it overwrote its environment: redis's setproctitle does), and the processes of the run
+/// owner's uid, started after the launch, that carry the run's `FIREDUP_RUN_ID` (a `--then`
+/// command, what outlived the supervisor, a batch job's), with their descendants. Another user's
+/// process is never one of them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunSweep {
-    /// Live processes carrying the run's id, oldest first; never this process nor its ancestors
-    /// (a `firedup stop` run from the run's own `--then` carries the id too).
+    /// Live processes of the run, oldest first; never this process nor its ancestors (a
+    /// `firedup stop` run from the run's own `--then` carries the id too).
     pub pids: Vec<u32>,
-    /// Processes whose environment could not be read (another user's): not checked.
+    /// Processes of the run owner's uid whose environment could not be read: not checked.
     pub unreadable: usize,
 }
 
@@ -296,6 +290,8 @@ pub fn of_run(run_id: &str) -> RunSweep {
     if run_id.is_empty() {
         return sweep;
     }
+    let run = membership::RunIdentity::of(run_id);
+    let supervisor_alive = run.supervisor_alive();
     let want = format!("FIREDUP_RUN_ID={run_id}");
     let procs = all_processes();
     let mut mine: HashSet<u32> = HashSet::new();
@@ -307,25 +303,43 @@ pub fn of_run(run_id: &str) -> RunSweep {
         }
     }
     let mut members: HashSet<u32> = HashSet::new();
+    if let Some(s) = run.supervisor.as_ref().filter(|_| supervisor_alive) {
+        members.insert(s.pid);
+    }
     for (pid, st) in &procs {
         // Init and kernel threads are never a run's (and init's environment is often closed).
-        if mine.contains(pid) || *pid <= 2 || st.ppid == 2 || st.state == 'Z' || st.state == 'X' {
+        if mine.contains(pid) || *pid <= 2 || st.ppid == 2 || st.state == 'Z' {
             continue;
         }
-        match fs::read(format!("/proc/{pid}/environ")) {
-            Ok(b) => {
-                if b.split(|c| *c == 0).any(|e| e == want.as_bytes()) {
-                    members.insert(*pid);
-                }
+        let uids = membership::uids(*pid);
+        if uids.is_none_or(|(real, _)| real != run.owner_uid) {
+            continue; // another user's: never the run's by its environment
+        }
+        let carries_id = match fs::read(format!("/proc/{pid}/environ")) {
+            Ok(b) => b.split(|c| *c == 0).any(|e| e == want.as_bytes()),
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                sweep.unreadable += 1;
+                false
             }
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => sweep.unreadable += 1,
-            Err(_) => {}
+            Err(_) => false,
+        };
+        let candidate = membership::Candidate {
+            under_supervisor: false,
+            carries_id,
+            uids,
+            start_ticks: st.start_ticks,
+        };
+        if membership::judge(&candidate, &run, supervisor_alive) == membership::Membership::Escaped
+        {
+            members.insert(*pid);
         }
     }
     loop {
         let before = members.len();
         for (pid, st) in &procs {
-            if members.contains(&st.ppid) && !mine.contains(pid) {
+            // Through this process's own ancestors too (a `firedup stop` run by the server
+            // itself): they are left out of the answer below, not out of the descent.
+            if members.contains(&st.ppid) {
                 members.insert(*pid);
             }
         }
@@ -335,12 +349,19 @@ pub fn of_run(run_id: &str) -> RunSweep {
     }
     let mut found: Vec<(u64, u32)> = procs
         .iter()
-        .filter(|(p, st)| members.contains(p) && st.state != 'Z' && st.state != 'X')
+        .filter(|(p, st)| {
+            members.contains(p) && !mine.contains(p) && st.state != 'Z' && st.state != 'X'
+        })
         .map(|(p, st)| (st.start_ticks, *p))
         .collect();
     found.sort();
     sweep.pids = found.into_iter().map(|(_, p)| p).collect();
     sweep
+}
+
+/// Whether `pid` is a live process of run `run_id` ([`of_run`]'s rule).
+pub fn is_of_run(pid: u32, run_id: &str) -> bool {
+    of_run(run_id).pids.contains(&pid)
 }
 
 /// Whether `pid` is a firedup supervisor (`firedup __supervise RUN_DIR`): it carries its run's

@@ -3,9 +3,11 @@
 //! debugger's, only handles its SIGTERM once it runs again), a grace period, SIGKILL for what is
 //! left, then a check that no process of the tree survives.
 //!
-//! [`stop_run`] also sweeps `/proc` for the run's `FIREDUP_RUN_ID` before and after, so a daemon,
-//! a double fork or a `setsid` grandchild that left the tree is stopped too, and "none left" is
-//! only said once that was checked. The run's supervisor is not signalled: it ends by itself once
+//! [`stop_run`] also sweeps `/proc` for the run's processes ([`process::of_run`]: below its
+//! supervisor, or escaped with its owner's uid and its `FIREDUP_RUN_ID`) before and after, so a
+//! daemon, a double fork or a `setsid` grandchild that left the tree is stopped too, and "none
+//! left" is only said once that was checked. Another user's process is never signalled for
+//! carrying the run's id. The run's supervisor is not signalled: it ends by itself once
 //! it has recorded the command's exit, and is waited for (bounded) before the last check.
 
 use std::time::{Duration, Instant};
@@ -25,7 +27,7 @@ pub struct StopReport {
     pub survivors: Vec<(u32, String)>,
     /// How long the stop took, its last check included.
     pub took: Duration,
-    /// The sweep for the run's `FIREDUP_RUN_ID`, when there was one.
+    /// The sweep for the run's processes, when there was one.
     pub swept: Option<SweepNote>,
     /// A batch job's cancel, when the run was one: what the scheduler said and what was checked.
     #[serde(default)]
@@ -51,9 +53,9 @@ pub struct JobStop {
 /// What the `/proc` sweep for a run's id could check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct SweepNote {
-    /// Processes found by the id that were not in the launched process's tree.
+    /// Processes of the run found by the sweep that were not in the launched process's tree.
     pub escaped: usize,
-    /// Processes whose environment could not be read (another user's): not checked.
+    /// Processes of the run owner's uid whose environment could not be read: not checked.
     pub unreadable: usize,
 }
 
@@ -65,10 +67,10 @@ impl StopReport {
         }
         let checked = match self.swept {
             Some(n) if n.unreadable > 0 => format!(
-                " of those firedup can see (swept /proc for the run's FIREDUP_RUN_ID; {} other users' processes could not be checked)",
+                " of those firedup can see (swept /proc for the run's processes: below its supervisor, or of its user with its FIREDUP_RUN_ID; {} of its user's processes could not be checked)",
                 n.unreadable
             ),
-            Some(_) => " (swept /proc for the run's FIREDUP_RUN_ID)".to_string(),
+            Some(_) => " (swept /proc for the run's processes: below its supervisor, or of its user with its FIREDUP_RUN_ID)".to_string(),
             None => String::new(),
         };
         if self.targeted.is_empty() && self.survivors.is_empty() {
@@ -142,8 +144,8 @@ impl StopReport {
 /// How long the supervisor may take to record the exit and end, once the command is gone.
 const SUPERVISOR_END_WAIT: Duration = Duration::from_secs(2);
 
-/// Stops everything of run `run_id`: the tree of `pid` (as [`stop_tree`]) and every process
-/// carrying the run's `FIREDUP_RUN_ID`, then checks, by the same sweep, that none is left.
+/// Stops everything of run `run_id`: the tree of `pid` (as [`stop_tree`]) and every process of
+/// the run ([`process::of_run`]), then checks, by the same sweep, that none is left.
 pub(crate) fn stop_run(
     pid: Option<u32>,
     start_ticks: Option<u64>,

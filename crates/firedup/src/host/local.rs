@@ -312,8 +312,8 @@ fn process_tree_empty(target: &Target) -> bool {
     }
 }
 
-/// Whether anything of the run lives: the launched process, or any process carrying the run's
-/// `FIREDUP_RUN_ID` (a daemon it left), its supervisor aside.
+/// Whether anything of the run lives: the launched process, or any process of the run
+/// ([`process::of_run`]: a daemon it left), its supervisor aside.
 fn run_alive(target: &Target) -> bool {
     target
         .pid

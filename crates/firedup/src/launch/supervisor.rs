@@ -114,6 +114,7 @@ pub fn supervise(
         pid,
         start_ticks,
         supervisor_pid: std::process::id(),
+        supervisor_start_ticks: process::stat(std::process::id()).map(|s| s.start_ticks),
     }) {
         held.abandon();
         let _ = fs::remove_file(run.path.join("process.json.tmp"));

@@ -93,7 +93,7 @@ impl Running {
     }
 
     /// Stops everything of the run (SIGTERM, the grace, SIGKILL; also what left the process
-    /// tree, found by its `FIREDUP_RUN_ID`) and says what it found: `survivors` is empty when
+    /// tree: below its supervisor, or its user's with its `FIREDUP_RUN_ID`) and says what it found: `survivors` is empty when
     /// nothing of the run is left.
     pub fn stop(mut self) -> StopReport {
         self.stop_once()

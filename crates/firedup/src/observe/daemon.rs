@@ -10,7 +10,8 @@ use crate::judge::Observation;
 use crate::process;
 
 impl LocalObserver {
-    /// The oldest live process of the run (by its `FIREDUP_RUN_ID`), its supervisor and the
+    /// The oldest live process of the run ([`process::of_run`]: never another user's that sets
+    /// the run's `FIREDUP_RUN_ID`), its supervisor and the
     /// runtime helpers that end with the program that started them aside
     /// ([`process::interpreter_helper`]).
     pub(super) fn run_survivor(&self) -> Option<u32> {

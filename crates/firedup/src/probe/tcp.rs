@@ -15,8 +15,10 @@
 //!   `/proc`) gives `Up` with the detail saying the owner was not checked: "someone else is on your
 //!   port" must only be said when it is known.
 //!
-//! A process outside the tree that carries the run's `FIREDUP_RUN_ID` (a daemon that forked away,
-//! a `setsid` grandchild) counts as the run's own.
+//! A process outside the tree that is a process of the run by `process::membership`'s rule (a
+//! daemon that forked away, a `setsid` grandchild: below the run's supervisor, or escaped with the
+//! run owner's uid) counts as the run's own. Carrying the run's `FIREDUP_RUN_ID` alone never does:
+//! another user's process that sets it is someone else on the port.
 //!
 //! [`owner_at`] is the same owner check without a connection, for the HTTP and request probes
 //! (`super::owner`). [`listener_pids`] answers "who listens on this port" for teardown checks.
@@ -31,13 +33,13 @@ use super::ProbeOutcome;
 use crate::duration::format_duration;
 
 /// Who counts as the watched server when its listener is looked up: the process tree, and any
-/// process whose environment carries the run's `FIREDUP_RUN_ID`.
+/// process of the run (`process::of_run`).
 #[derive(Debug, Clone, Copy)]
 pub struct Ours<'a> {
     /// Pids of the watched process tree.
     pub tree: &'a [u32],
-    /// The run's id, looked for as `FIREDUP_RUN_ID` in a process's environment; `None`: the
-    /// tree only.
+    /// The run's id, whose processes ([`crate::process::of_run`]) count as the server's too;
+    /// `None`: the tree only.
     pub run_id: Option<&'a str>,
 }
 
@@ -103,7 +105,7 @@ fn is_listed(peer: SocketAddr) -> bool {
 }
 
 /// `peer` with a wildcard address replaced by loopback, where a connection to it lands.
-fn reachable(peer: SocketAddr) -> SocketAddr {
+pub(super) fn reachable(peer: SocketAddr) -> SocketAddr {
     let ip = match peer.ip() {
         IpAddr::V4(v4) if v4.is_unspecified() => IpAddr::from([127, 0, 0, 1]),
         IpAddr::V6(v6) if v6.is_unspecified() => IpAddr::from(std::net::Ipv6Addr::LOCALHOST),
@@ -136,7 +138,7 @@ fn judge_owner(peer: SocketAddr, ours: &Ours, accepts: String, latency: Duration
         },
         Owner::Marked(pid) => ProbeOutcome::Up {
             detail: format!(
-                "{accepts}, held by pid {pid}, which carries this run's FIREDUP_RUN_ID"
+                "{accepts}, held by pid {pid}, a process of this run outside the watched tree"
             ),
             latency,
         },
@@ -249,7 +251,7 @@ fn word(hex: &str) -> Option<[u8; 4]> {
 }
 
 /// Every listening socket of this network namespace.
-fn read_listeners() -> Result<Vec<Listener>, String> {
+pub(super) fn read_listeners() -> Result<Vec<Listener>, String> {
     let mut found = Vec::new();
     let mut read_any = false;
     for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
@@ -295,7 +297,7 @@ fn canonical(ip: IpAddr) -> IpAddr {
 
 enum Owner {
     Tree(u32),
-    /// Outside the tree, but carrying the run's `FIREDUP_RUN_ID`.
+    /// Outside the tree, but a process of the run (`process::of_run`).
     Marked(u32),
     Other(u32),
     /// A listener exists but no readable process holds it.
@@ -340,7 +342,7 @@ fn owner(peer: SocketAddr, ours: &Ours) -> Owner {
         (Some(pid), _)
             if ours
                 .run_id
-                .is_some_and(|id| crate::process::environ_has(pid, "FIREDUP_RUN_ID", id)) =>
+                .is_some_and(|id| crate::process::is_of_run(pid, id)) =>
         {
             Owner::Marked(pid)
         }
@@ -351,7 +353,7 @@ fn owner(peer: SocketAddr, ours: &Ours) -> Owner {
 }
 
 /// The socket inodes held by `pid` (`socket:[N]` links in `/proc/PID/fd`).
-fn socket_inodes(pid: u32) -> io::Result<HashSet<u64>> {
+pub(super) fn socket_inodes(pid: u32) -> io::Result<HashSet<u64>> {
     let mut found = HashSet::new();
     for entry in fs::read_dir(format!("/proc/{pid}/fd"))? {
         let Ok(entry) = entry else { continue };
