@@ -131,6 +131,7 @@ pub mod source;
 mod stop;
 pub mod target;
 mod wire;
+pub mod writable_file;
 
 pub use error::Error;
 pub use launcher::{Launch, Running, StartError};

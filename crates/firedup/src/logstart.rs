@@ -43,13 +43,31 @@ pub struct LogStart {
 /// (the launch's output starts at byte 0).
 pub(crate) fn measure(log: &Path) -> Result<Option<LogStart>> {
     // Opened without blocking and checked after opening: a FIFO at the path is no log.
-    let Ok(mut f) = fs::OpenOptions::new()
+    let Ok(f) = fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(log)
     else {
         return Ok(None);
     };
+    measure_file(f)
+}
+
+/// [`measure`] on the log a launch opened (for appending): the same file is read again through
+/// its descriptor (`/proc/self/fd/N`), never by its path.
+pub(crate) fn measure_open(log: &fs::File) -> Result<Option<LogStart>> {
+    use std::os::fd::AsRawFd;
+    let Ok(f) = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(format!("/proc/self/fd/{}", log.as_raw_fd()))
+    else {
+        return Ok(None);
+    };
+    measure_file(f)
+}
+
+fn measure_file(mut f: fs::File) -> Result<Option<LogStart>> {
     let meta = f.metadata()?;
     if !meta.is_file() || meta.len() == 0 {
         return Ok(None);
