@@ -112,7 +112,16 @@ pub fn supervise(
             return Ok(0);
         }
     };
-    // Kept open until the command ends, to record the log's size then (`log_end.json`).
+    // Only a reference to the file is kept (O_PATH: no access, so the supervisor is never
+    // taken for a writer of the log), to record its size when the command ends (`log_end.json`).
+    let log_ref = rustix::fs::openat(
+        rustix::fs::CWD,
+        format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&log)),
+        rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .ok();
+    drop(log);
     let pid = held.pid;
     let start_ticks = process::stat(pid).map(|s| s.start_ticks).unwrap_or(0);
     if let Err(e) = run.write_process(&ProcessRecord {
@@ -178,10 +187,10 @@ pub fn supervise(
             };
             // Where this run's part of the log ends (before exit.json: whoever sees the exit
             // finds it). Best effort: a run without it ends where the next launch begins.
-            if let Ok(m) = log.metadata() {
+            if let Some(st) = log_ref.as_ref().and_then(|f| rustix::fs::fstat(f).ok()) {
                 let end = crate::rundir::LogEnd {
                     file: log_file,
-                    size: m.len(),
+                    size: st.st_size as u64,
                 };
                 if let Err(e) = run.write_log_end(&end) {
                     let _ = writeln!(diagnostics, "firedup supervisor: {}", chain(&e));
