@@ -18,6 +18,13 @@
 //! arrive within the safety-net poll. A remote watch's resume point covers the file at the path
 //! only.
 //!
+//! A log shared by runs: the follower of a launched run reads a file only up to where the run's
+//! part of it ends ([`LogFollower::end_at`], by the file's identity); a launch's start is used
+//! only while the bytes before it are still those measured at the launch (a copytruncate'd log
+//! is read from its start); and a file found at the path later that is neither the launched one
+//! nor born after the launch (an old file moved or linked into place) is followed from its end
+//! ([`LogFollower::launched_at`]).
+//!
 //! Only regular files are read: anything else at the path (a FIFO, a device, a directory) is
 //! reported unreadable and never opened for reading in a way that could block; files are opened
 //! non-blocking and checked after opening, so a FIFO swapped in at the last moment cannot hang

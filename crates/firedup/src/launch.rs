@@ -4,7 +4,9 @@
 //! command line's own executable for [`launch`], the one a library user names for
 //! [`launch_with`]) in a new session;
 //! the supervisor starts the command in a session and process group of its own, with stdout and
-//! stderr appended straight to the log file, and stays its real parent: it records the pid
+//! stderr appended straight to the log file (opened once by the launcher, checked, and handed to
+//! the supervisor as descriptor [`SUPERVISOR_LOG_FD`]: the path is never opened twice), and stays
+//! its real parent: it records the pid
 //! (`process.json`) and, when the command ends, its exit code or signal (`exit.json`). firedup
 //! never holds the server's output; if firedup dies, the server, its log and its exit record live
 //! on, and `firedup watch RUN_ID` re-attaches.

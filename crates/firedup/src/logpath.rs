@@ -7,8 +7,10 @@
 //! symlink at the path must belong to the user or to root, as the kernel's `protected_symlinks`
 //! demands in sticky world-writable directories: otherwise another user could plant one and have
 //! the server's output appended to a file of their choosing (a root-owned one, when firedup runs
-//! as root). An existing file must be the user's, and no live process may be writing it already:
-//! two runs appending to one log would judge each other's lines.
+//! as root). An existing file must be the user's, and no live process may be writing it already
+//! (compared by device and inode, so a hard link is the same file): two runs appending to one log
+//! would judge each other's lines. These checks on the path give the early sentence; what holds
+//! is the open itself ([`crate::writable_file`]), done once, its descriptor handed on.
 
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};

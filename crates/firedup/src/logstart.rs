@@ -37,7 +37,7 @@ pub struct LogStart {
     pub dev: u64,
     /// The file's identity (inode number), with `dev`.
     pub ino: u64,
-    /// A hash of the (at most [`BEFORE`]) bytes just before `offset`: a file truncated
+    /// A hash of the (at most 64) bytes just before `offset`: a file truncated
     /// (copytruncate) and written past `offset` again no longer holds them there
     /// ([`LogStart::still_in`]). `None` from an older firedup.
     #[serde(default, skip_serializing_if = "Option::is_none")]
