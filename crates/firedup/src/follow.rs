@@ -22,8 +22,8 @@
 //! part of it ends ([`LogFollower::end_at`], by the file's identity); a launch's start is used
 //! only while the bytes before it are still those measured at the launch (a copytruncate'd log
 //! is read from its start); and a file found at the path later that is neither the launched one
-//! nor born after the launch (an old file moved or linked into place) is followed from its end
-//! ([`LogFollower::launched_at`]).
+//! nor born or written after the launch (an old file moved or linked into place) is followed
+//! from its end ([`LogFollower::launched_at`]).
 //!
 //! Only regular files are read: anything else at the path (a FIFO, a device, a directory) is
 //! reported unreadable and never opened for reading in a way that could block; files are opened
@@ -139,8 +139,8 @@ impl LogFollower {
     }
 
     /// The run was launched at `unix` into the file `file`: a file found at the path later that
-    /// is neither that file nor born after the launch (an old file moved or linked into place)
-    /// holds nothing of the run's before now, and is followed from its end.
+    /// is not that file, was born before the launch and not written since (an old file moved or
+    /// linked into place) holds nothing of the run's, and is followed from its end.
     pub fn launched_at(&mut self, unix: f64, file: FileId) {
         self.launch = Some((unix, file));
     }
@@ -152,7 +152,8 @@ impl LogFollower {
             .map(|(_, end)| end.saturating_sub(offset))
     }
 
-    /// Whether `meta` is a file older than the launch, other than the launched one.
+    /// Whether `meta` is a file older than the launch (nothing written to it since), other than
+    /// the launched one.
     fn older_than_launch(&self, meta: &std::fs::Metadata) -> bool {
         let Some((at, launched)) = self.launch else {
             return false;
@@ -161,9 +162,12 @@ impl LogFollower {
             t.duration_since(std::time::UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64())
         };
-        // Without a birth time, a file last written before the launch holds nothing newer.
-        let born = meta.created().or_else(|_| meta.modified()).map(unix);
-        !FileId::of(meta).is(&launched) && born.is_ok_and(|b| b < at)
+        // Only a file provably all older: last written before the launch, and born before it
+        // where the file system knows (a file written since may hold the run's lines: read).
+        let written_before = meta.modified().map(unix).is_ok_and(|m| m < at);
+        let born_before = meta.created().map(unix).is_ok_and(|b| b < at);
+        let born_unknown = meta.created().is_err();
+        !FileId::of(meta).is(&launched) && written_before && (born_before || born_unknown)
     }
 
     /// Resumes where an earlier follower of the same file left off: at byte `offset` (a line
