@@ -249,7 +249,12 @@ pub enum Command {
         json: bool,
     },
     #[command(name = "__supervise", hide = true)]
-    Supervise { run_dir: PathBuf },
+    Supervise {
+        run_dir: PathBuf,
+        /// The log file, opened by the launcher, on this descriptor.
+        #[arg(long)]
+        log_fd: Option<i32>,
+    },
     /// The remote side of a watch over SSH (reads its spec on stdin).
     #[command(name = "__agent", hide = true)]
     Agent,
@@ -462,7 +467,9 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Compare { run_a, run_b, json } => {
             crate::history_cmd::compare(&run_a, &run_b, json)
         }
-        Command::Supervise { run_dir } => crate::hidden_commands::supervise(&run_dir),
+        Command::Supervise { run_dir, log_fd } => {
+            crate::hidden_commands::supervise(&run_dir, log_fd)
+        }
         Command::Agent => crate::hidden_commands::agent(),
         Command::RemoteLaunch => crate::hidden_commands::remote_launch(),
         Command::Meta { run_id } => crate::hidden_commands::meta(&run_id),

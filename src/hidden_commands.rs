@@ -11,7 +11,22 @@ use anyhow::{Context, Result};
 /// `firedup __supervise RUN_DIR`: the launcher reads the supervisor's reports on stdout. The
 /// supervisor keeps that pipe as a file of its own and puts /dev/null on stdout, so that nothing
 /// else (nor a command it starts, before its exec) can write on the pipe.
-pub(crate) fn supervise(run_dir: &Path) -> Result<i32> {
+///
+/// The log comes opened on descriptor `log_fd` (the launcher opened and checked it: the path is
+/// not opened again); it is made close-on-exec here, so only the command's stdout and stderr
+/// carry it on.
+pub(crate) fn supervise(run_dir: &Path, log_fd: Option<i32>) -> Result<i32> {
+    let log = match log_fd {
+        Some(fd) => {
+            // SAFETY: fcntl on a descriptor number; failure (not open) is checked.
+            if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } < 0 {
+                anyhow::bail!("the launcher gave no log on descriptor {fd}");
+            }
+            // SAFETY: the descriptor is open (checked above) and handed to this process alone.
+            Some(unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+        }
+        None => None,
+    };
     let launcher = std::io::stdout()
         .as_fd()
         .try_clone_to_owned()
@@ -29,6 +44,7 @@ pub(crate) fn supervise(run_dir: &Path) -> Result<i32> {
         run_dir,
         &mut std::io::stdin().lock(),
         launcher,
+        log,
         &mut std::io::stderr(),
     )?;
     // A run stopped because its owner ended (`run --owner`): the history says so, also when no

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
 
 use crate::duration::parse_duration;
@@ -152,8 +152,10 @@ pub(crate) fn open_events(path: &Option<PathBuf>) -> Result<Option<Box<dyn Write
     Ok(match path {
         None => None,
         Some(p) if p.as_os_str() == "-" => Some(Box::new(std::io::stderr())),
-        Some(p) => Some(Box::new(std::fs::File::create(p).with_context(|| {
-            format!("cannot create --events file {}", p.display())
-        })?)),
+        // Opened once, never through another user's symlink nor into another user's file.
+        Some(p) => Some(Box::new(
+            firedup::writable_file::open_for_writing(p, firedup::writable_file::Purpose::Events)?
+                .file,
+        )),
     })
 }

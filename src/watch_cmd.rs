@@ -232,6 +232,15 @@ pub(crate) fn watch(
     // Issue 23 (items 4, 8): an ended run's recorded verdict, times and probes, as recorded.
     if let Some(f) = &found {
         outcome = firedup::reattach::report(outcome, f);
+        // Issue 24 (item 3): the first judgement of an ended run that has none recorded (run
+        // --detach, a launcher that died) becomes its recorded verdict: a later re-judge (other
+        // flags, more lines in a shared log) reports it, never overwrites it with another.
+        if f.ended
+            && f.records.verdict.is_none()
+            && outcome.verdict != firedup::verdict::Verdict::MonitorError
+        {
+            session.record_verdict(&outcome);
+        }
     }
     outcome.name = name;
     session.end(&mut outcome, EndPolicy::Leave);

@@ -18,6 +18,13 @@
 //! arrive within the safety-net poll. A remote watch's resume point covers the file at the path
 //! only.
 //!
+//! A log shared by runs: the follower of a launched run reads a file only up to where the run's
+//! part of it ends ([`LogFollower::end_at`], by the file's identity); a launch's start is used
+//! only while the bytes before it are still those measured at the launch (a copytruncate'd log
+//! is read from its start); and a file found at the path later that is neither the launched one
+//! nor born or written after the launch (an old file moved or linked into place) is followed
+//! from its end ([`LogFollower::launched_at`]).
+//!
 //! Only regular files are read: anything else at the path (a FIFO, a device, a directory) is
 //! reported unreadable and never opened for reading in a way that could block; files are opened
 //! non-blocking and checked after opening, so a FIFO swapped in at the last moment cannot hang
@@ -27,16 +34,15 @@
 //! cut by a read boundary from the splitter's one buffer), so following copies no line;
 //! [`LogFollower::poll`] collects the same events owned.
 
-use std::fs::{File, OpenOptions};
-use std::io::{ErrorKind, Read, Seek, SeekFrom};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::fs::File;
+use std::io::{ErrorKind, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::judge::LogState;
-use crate::launched_log::{FileId, FoundAt};
+use crate::launched_log::FileId;
 use crate::lines::{LineRef, LineSplitter, RawLine};
 use crate::logpath::not_a_file;
-use crate::logstart::LogStart;
 
 const CHUNK: usize = 256 * 1024;
 /// Most bytes read in one poll: a huge backlog is handed over in slices, which bounds memory
@@ -80,6 +86,9 @@ type Sink<'s> = dyn FnMut(FollowEventRef<'_>) + 's;
 struct Retired {
     file: File,
     splitter: LineSplitter,
+    /// Its identity (device, inode) and the bytes of it consumed: where the run's part ends.
+    id: (u64, u64),
+    offset: u64,
 }
 
 /// What the followed file holds at one look ([`LogFollower::held`]).
@@ -107,22 +116,11 @@ pub struct LogFollower {
     buf: Vec<u8>,
     /// For the user, not yet taken ([`LogFollower::take_note`]).
     note: Option<String>,
-}
-
-/// Opens `path` for reading without blocking (a FIFO would block an ordinary open) and only if
-/// it is a regular file: `Err` with the kind of thing it is otherwise.
-fn open_regular(
-    path: &Path,
-) -> std::io::Result<std::result::Result<(File, std::fs::Metadata), &'static str>> {
-    let f = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    let meta = f.metadata()?;
-    Ok(match not_a_file(meta.file_type()) {
-        Some(what) => Err(what),
-        None => Ok((f, meta)),
-    })
+    /// Where the run's part of a file ends ([`LogFollower::end_at`]): its identity and offset.
+    end: Option<((u64, u64), u64)>,
+    /// When the run was launched (Unix time) and the file it was launched into
+    /// ([`LogFollower::launched_at`]).
+    launch: Option<(f64, FileId)>,
 }
 
 impl LogFollower {
@@ -140,84 +138,47 @@ impl LogFollower {
             last_state: None,
             buf: vec![0; CHUNK],
             note: None,
+            end: None,
+            launch: None,
         }
     }
 
-    /// Starts reading at the current end of an existing file (attach without replaying history),
-    /// numbering the lines that follow as the file's lines.
-    pub fn skip_existing(&mut self) {
-        if let Ok(Some(end)) = crate::logstart::measure(&self.path) {
-            self.start_at(&end);
-        }
+    /// Reads the file `file` only up to byte `offset`: where the run's part of a shared log ends
+    /// (see [`crate::rundir::RunDir::log_part_end`]); what follows is another run's.
+    pub fn end_at(&mut self, file: FileId, offset: u64) {
+        self.end = Some(((file.dev, file.ino), offset));
     }
 
-    /// Starts where a launch's output begins (`LogStart`, recorded at launch): at its offset, numbered as the
-    /// file's lines, if the path still names the file launched into; otherwise (rotated since)
-    /// from the start of the file there now, all of which is newer than the launch.
-    pub fn start_at(&mut self, start: &LogStart) {
-        if let Ok(Ok((_, meta))) = open_regular(&self.path) {
-            if (meta.dev(), meta.ino()) == (start.dev, start.ino) {
-                self.resume_at(start.offset, start.line);
-            }
-        }
+    /// The run was launched at `unix` into the file `file`: a file found at the path later that
+    /// is not that file, was born before the launch and not written since (an old file moved or
+    /// linked into place) holds nothing of the run's, and is followed from its end.
+    pub fn launched_at(&mut self, unix: f64, file: FileId) {
+        self.launch = Some((unix, file));
     }
 
-    /// Starts with the file a launch wrote its output to, `launched` (recorded at launch, see
-    /// [`crate::launched_log`]), from where the launch's output begins in it (`start`; byte 0,
-    /// line 1 without one). While the path names that file, it is opened now (a rotation from
-    /// here on is seen by [`LogFollower::poll`]). Otherwise the log was rotated before this
-    /// follower first looked: the command may still be writing to the file it has open, so that
-    /// file, as `find` finds it by its identity, is read as the retired file (the lines written
-    /// before the rotation first), and the file now at the path is followed from its start as a
-    /// new file. When the path did not name the launched file, a note for the user
-    /// ([`LogFollower::take_note`]) says where it was found, or that it was not and its lines
-    /// since the rotation cannot be judged.
-    pub fn start_launched(
-        &mut self,
-        launched: FileId,
-        start: Option<LogStart>,
-        find: impl FnOnce() -> Option<(File, FoundAt)>,
-    ) {
-        self.note = self.open_launched(launched, start, find);
+    /// How many bytes of the file `id` may still be read from `offset` (`None`: no end known).
+    fn room(&self, id: (u64, u64), offset: u64) -> Option<u64> {
+        self.end
+            .filter(|(end_id, _)| *end_id == id)
+            .map(|(_, end)| end.saturating_sub(offset))
     }
 
-    /// The note [`LogFollower::start_launched`] left, once.
-    pub fn take_note(&mut self) -> Option<String> {
-        self.note.take()
-    }
-
-    fn open_launched(
-        &mut self,
-        launched: FileId,
-        start: Option<LogStart>,
-        find: impl FnOnce() -> Option<(File, FoundAt)>,
-    ) -> Option<String> {
-        let (offset, line) = start.map_or((0, 1), |s| (s.offset, s.line));
-        if let Ok(Ok((_, meta))) = open_regular(&self.path) {
-            if FileId::of(&meta).is(&launched) {
-                self.resume_at(offset, line);
-                return None;
-            }
-        }
-        let log = self.path.display();
-        let Some((mut file, at)) = find() else {
-            return Some(format!(
-                "{log} is not the file this run was launched into, and that file is neither in its directory nor open in a process of the run: following the file now at {log}; what the run wrote to the old file after the rotation is not judged"
-            ));
+    /// Whether `meta` is a file older than the launch (nothing written to it since), other than
+    /// the launched one.
+    fn older_than_launch(&self, meta: &std::fs::Metadata) -> bool {
+        let Some((at, launched)) = self.launch else {
+            return false;
         };
-        let mut splitter = LineSplitter::new(self.line_cap);
-        // A file shorter than the launch's start was truncated since: all of it is newer.
-        let from_start = file.metadata().is_ok_and(|m| m.len() >= offset)
-            && file.seek(SeekFrom::Start(offset)).is_ok();
-        if from_start {
-            splitter.set_next_number(line);
-        } else {
-            let _ = file.seek(SeekFrom::Start(0));
-        }
-        self.retired = Some(Retired { file, splitter });
-        Some(format!(
-            "{log} was rotated before firedup followed it: reading the file the run was launched into ({at}) as well as the new {log}"
-        ))
+        let unix = |t: std::time::SystemTime| {
+            t.duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64())
+        };
+        // Only a file provably all older: last written before the launch, and born before it
+        // where the file system knows (a file written since may hold the run's lines: read).
+        let written_before = meta.modified().map(unix).is_ok_and(|m| m < at);
+        let born_before = meta.created().map(unix).is_ok_and(|b| b < at);
+        let born_unknown = meta.created().is_err();
+        !FileId::of(meta).is(&launched) && written_before && (born_before || born_unknown)
     }
 
     /// Resumes where an earlier follower of the same file left off: at byte `offset` (a line
@@ -306,9 +267,14 @@ impl LogFollower {
                 if self.file.is_none() {
                     match open_regular(&self.path) {
                         Ok(Ok((f, meta))) => {
-                            self.file = Some(f);
                             self.identity = Some((meta.dev(), meta.ino()));
                             self.offset = 0;
+                            if self.older_than_launch(&meta) {
+                                // An old file moved or linked into place: what it holds is
+                                // not the run's.
+                                self.skip_to_end_of(&f);
+                            }
+                            self.file = Some(f);
                         }
                         Ok(Err(what)) => {
                             let reason = format!("the log path is {what}, not a regular file");
@@ -372,15 +338,29 @@ impl LogFollower {
     /// fresh splitter: a file created at the path later is a new file, numbered from 1.
     fn retire_current(&mut self, out: &mut Sink<'_>) {
         if let Some(mut old) = self.retired.take() {
-            while read_into(&mut old.file, &mut old.splitter, &mut self.buf, out)
-                .is_ok_and(|(_, more)| more)
-            {}
+            loop {
+                let room = self.room(old.id, old.offset);
+                match read_into(&mut old.file, &mut old.splitter, &mut self.buf, out, room) {
+                    Ok((n, more)) => {
+                        old.offset += n;
+                        if !more {
+                            break;
+                        }
+                    }
+                    Err(_) => break,
+                }
+            }
             old.splitter
                 .finish_lines(&mut |l| out(FollowEventRef::Line(l)));
         }
         let splitter = std::mem::replace(&mut self.splitter, LineSplitter::new(self.line_cap));
         if let Some(file) = self.file.take() {
-            self.retired = Some(Retired { file, splitter });
+            self.retired = Some(Retired {
+                file,
+                splitter,
+                id: self.identity.unwrap_or_default(),
+                offset: self.offset,
+            });
         }
         self.identity = None;
         self.offset = 0;
@@ -388,11 +368,18 @@ impl LogFollower {
 
     /// Reads what the writer appended to the retired file since the last poll.
     fn read_retired(&mut self, out: &mut Sink<'_>) -> bool {
+        let room = match self.retired.as_ref() {
+            Some(r) => self.room(r.id, r.offset),
+            None => return false,
+        };
         let Some(r) = self.retired.as_mut() else {
             return false;
         };
-        match read_into(&mut r.file, &mut r.splitter, &mut self.buf, out) {
-            Ok((_, more)) => more,
+        match read_into(&mut r.file, &mut r.splitter, &mut self.buf, out, room) {
+            Ok((n, more)) => {
+                r.offset += n;
+                more
+            }
             Err(_) => {
                 // It cannot be read any more: what it held was read; let it go.
                 if let Some(mut r) = self.retired.take() {
@@ -401,6 +388,18 @@ impl LogFollower {
                 }
                 false
             }
+        }
+    }
+
+    /// Positions at the end of `f` (just opened at the path), numbering its lines from there.
+    fn skip_to_end_of(&mut self, f: &File) {
+        let Ok(reader) = f.try_clone() else {
+            return;
+        };
+        // The clone shares the file position: measuring leaves it at the end.
+        if let Ok(Some(end)) = crate::logstart::measure_file(reader) {
+            self.offset = end.offset;
+            self.splitter.set_next_number(end.line);
         }
     }
 
@@ -435,10 +434,11 @@ impl LogFollower {
     }
 
     fn read_available(&mut self, out: &mut Sink<'_>) -> bool {
+        let room = self.identity.and_then(|id| self.room(id, self.offset));
         let Some(file) = self.file.as_mut() else {
             return false;
         };
-        match read_into(file, &mut self.splitter, &mut self.buf, out) {
+        match read_into(file, &mut self.splitter, &mut self.buf, out, room) {
             Ok((n, more)) => {
                 self.offset += n;
                 if more {
@@ -458,41 +458,10 @@ impl LogFollower {
     }
 }
 
-/// Reads what `file` holds now (at most [`MAX_PER_POLL`]) into `splitter`: the bytes read and
-/// whether more is waiting.
-fn read_into(
-    file: &mut File,
-    splitter: &mut LineSplitter,
-    buf: &mut [u8],
-    out: &mut Sink<'_>,
-) -> std::io::Result<(u64, bool)> {
-    let mut read_now = 0u64;
-    loop {
-        match file.read(buf) {
-            Ok(0) => return Ok((read_now, false)),
-            Ok(n) => {
-                read_now += n as u64;
-                splitter.push_lines(&buf[..n], &mut |l| out(FollowEventRef::Line(l)));
-                if read_now >= MAX_PER_POLL {
-                    return Ok((read_now, true));
-                }
-            }
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            // Non-blocking open: nothing more now (only a non-regular file would say so).
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok((read_now, false)),
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-/// One phrase for an I/O error, as a person would say it.
-pub fn describe_io(e: &std::io::Error) -> String {
-    match e.kind() {
-        ErrorKind::PermissionDenied => "permission denied".into(),
-        ErrorKind::NotFound => "no such file".into(),
-        _ => e.to_string(),
-    }
-}
+mod reading;
+mod start;
+pub use reading::describe_io;
+use reading::{open_regular, read_into};
 
 #[cfg(test)]
 mod tests;

@@ -4,7 +4,9 @@
 //! command line's own executable for [`launch`], the one a library user names for
 //! [`launch_with`]) in a new session;
 //! the supervisor starts the command in a session and process group of its own, with stdout and
-//! stderr appended straight to the log file, and stays its real parent: it records the pid
+//! stderr appended straight to the log file (opened once by the launcher, checked, and handed to
+//! the supervisor as descriptor [`SUPERVISOR_LOG_FD`]: the path is never opened twice), and stays
+//! its real parent: it records the pid
 //! (`process.json`) and, when the command ends, its exit code or signal (`exit.json`). firedup
 //! never holds the server's output; if firedup dies, the server, its log and its exit record live
 //! on, and `firedup watch RUN_ID` re-attaches.
@@ -21,10 +23,9 @@
 //! later (`firedup watch RUN_ID`) reads it; a supervisor whose launcher is gone gets EPIPE and
 //! carries on.
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::Read;
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -39,6 +40,9 @@ use crate::rundir::{ExitRecord, ProcessRecord, RunDir, RunMeta, now_unix};
 use crate::secrets::{redact_args, shown_value};
 
 mod held_start;
+
+/// The descriptor the supervisor finds the log on (`__supervise RUN_DIR --log-fd 3`).
+pub const SUPERVISOR_LOG_FD: i32 = 3;
 mod supervisor;
 pub use supervisor::supervise;
 
@@ -269,8 +273,8 @@ pub fn launch_with(spec: &LaunchSpec, firedup: &Path) -> Result<Launched> {
 fn start(spec: &LaunchSpec, checked: Checked, run: RunDir, exe: &Path) -> Result<Launched> {
     let cwd = checked.cwd;
     let log = checked.log.unwrap_or_else(|| run.path.join("output.log"));
-    let log_file = prepare_log(&log)?;
-    let log_start = crate::logstart::measure(&log)?;
+    let (log_fd, log_file) = prepare_log(&log)?;
+    let log_start = crate::logstart::measure_open(&log_fd)?;
     let meta = RunMeta {
         run_id: run.id.clone(),
         // What is stored is shown (`ps`, the history): secrets redacted. The supervisor gets
@@ -305,6 +309,8 @@ fn start(spec: &LaunchSpec, checked: Checked, run: RunDir, exe: &Path) -> Result
     let mut cmd = Command::new(exe);
     cmd.arg("__supervise")
         .arg(&run.path)
+        .arg("--log-fd")
+        .arg(SUPERVISOR_LOG_FD.to_string())
         .current_dir(&cwd)
         .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         // Every process of the run inherits its id: what escapes the process tree (a
@@ -313,16 +319,28 @@ fn start(spec: &LaunchSpec, checked: Checked, run: RunDir, exe: &Path) -> Result
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::from(supervisor_log));
-    // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+    // The log goes to the supervisor as descriptor SUPERVISOR_LOG_FD, the file opened and
+    // checked above: the path is never opened again (another user may have swapped it since).
+    let raw_log = std::os::fd::AsRawFd::as_raw_fd(&log_fd);
+    // SAFETY: setsid, fcntl and dup2 are async-signal-safe and touch no memory of the parent.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             libc::setsid();
+            if raw_log == SUPERVISOR_LOG_FD {
+                // dup2 onto itself keeps close-on-exec: clear it.
+                if libc::fcntl(raw_log, libc::F_SETFD, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            } else if libc::dup2(raw_log, SUPERVISOR_LOG_FD) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
             Ok(())
         });
     }
     let mut supervisor = cmd
         .spawn()
         .context("cannot start firedup's supervisor process")?;
+    drop(log_fd);
     // The command with its real arguments goes to the supervisor on a pipe, never to disk (a
     // failed write shows as the supervisor's own failure below).
     if let Some(mut stdin) = supervisor.stdin.take() {
@@ -374,29 +392,20 @@ fn start(spec: &LaunchSpec, checked: Checked, run: RunDir, exe: &Path) -> Result
     })
 }
 
-/// Makes sure the log can be appended to: its directory exists and it opens as a regular file
-/// (opened without blocking, so a FIFO put there since [`check`] is refused, not waited on).
-/// Returns the file's identity.
-pub(crate) fn prepare_log(log: &Path) -> Result<FileId> {
+/// Opens the log to append to, once (see [`crate::writable_file`]): its directory is made if
+/// missing; the file must be a regular file of the user (or created by this open) and no other
+/// process may be writing to it (by identity, so a hard link to another run's log is refused
+/// too). Returns the open file, to be handed on, and its identity.
+pub(crate) fn prepare_log(log: &Path) -> Result<(fs::File, FileId)> {
     if let Some(dir) = log.parent() {
         fs::create_dir_all(dir)
             .with_context(|| format!("cannot create the log directory {}", dir.display()))?;
     }
-    let f = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o644)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(log)
-        .with_context(|| format!("cannot open the log {} for writing", log.display()))?;
-    let meta = f.metadata()?;
-    if let Some(what) = crate::logpath::not_a_file(meta.file_type()) {
-        usage!(
-            "--log {} is {what}, not a regular file: give the path of a log file",
-            log.display()
-        );
-    }
-    Ok(FileId::of(&meta))
+    let file =
+        crate::writable_file::open_for_writing(log, crate::writable_file::Purpose::Log)?.file;
+    let id = FileId::of(&file.metadata()?);
+    crate::logpath::check_no_other_writer(log, &id)?;
+    Ok((file, id))
 }
 
 /// One sentence for an exec failure.

@@ -132,6 +132,7 @@ mod state_dir;
 mod stop;
 pub mod target;
 mod wire;
+pub mod writable_file;
 
 pub use error::Error;
 pub use launcher::{Launch, Running, StartError};

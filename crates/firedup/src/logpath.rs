@@ -7,8 +7,10 @@
 //! symlink at the path must belong to the user or to root, as the kernel's `protected_symlinks`
 //! demands in sticky world-writable directories: otherwise another user could plant one and have
 //! the server's output appended to a file of their choosing (a root-owned one, when firedup runs
-//! as root). An existing file must be the user's, and no live process may be writing it already:
-//! two runs appending to one log would judge each other's lines.
+//! as root). An existing file must be the user's, and no live process may be writing it already
+//! (compared by device and inode, so a hard link is the same file): two runs appending to one log
+//! would judge each other's lines. These checks on the path give the early sentence; what holds
+//! is the open itself ([`crate::writable_file`]), done once, its descriptor handed on.
 
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -70,13 +72,37 @@ pub(crate) fn check_for_writing(log: &Path) -> Result<()> {
                 m.uid()
             );
         }
-        if let Some(pid) = crate::process::writers_of(log).into_iter().next() {
-            usage!(
-                "--log {} is being written by process {pid} ({}): two runs sharing a log would judge each other's lines; give this run a log of its own",
-                log.display(),
-                crate::process::cmdline(pid)
-            );
+        if let Ok(id) = fs::metadata(log).map(|m| crate::launched_log::FileId::of(&m)) {
+            check_no_other_writer(log, &id)?;
         }
+    }
+    Ok(())
+}
+
+/// Refuses the log file `id` (at `log`) when a live process is writing to it already, under
+/// this name or another (a hard link): two runs appending to one log would judge each other's
+/// lines. The sentence names the run that writes it, when the writer is one.
+pub(crate) fn check_no_other_writer(log: &Path, id: &crate::launched_log::FileId) -> Result<()> {
+    let run = crate::rundir::RunDir::live_run_writing(id);
+    let writer = crate::process::writers_of_file(id.dev, id.ino)
+        .into_iter()
+        .next();
+    let why =
+        "two runs sharing a log would judge each other's lines; give this run a log of its own";
+    match (writer, run) {
+        (Some(pid), run) => usage!(
+            "--log {} is being written by process {pid} ({}){}: {why}",
+            log.display(),
+            crate::process::cmdline(pid),
+            run.map(|r| format!(", of run {}", r.id))
+                .unwrap_or_default()
+        ),
+        (None, Some(run)) => usage!(
+            "--log {} is the log of run {}, which is still running: {why}",
+            log.display(),
+            run.id
+        ),
+        (None, None) => {}
     }
     Ok(())
 }

@@ -37,19 +37,72 @@ pub struct LogStart {
     pub dev: u64,
     /// The file's identity (inode number), with `dev`.
     pub ino: u64,
+    /// A hash of the (at most 64) bytes just before `offset`: a file truncated
+    /// (copytruncate) and written past `offset` again no longer holds them there
+    /// ([`LogStart::still_in`]). `None` from an older firedup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<u64>,
+}
+
+/// How many bytes before a launch's start are remembered ([`LogStart::before`]).
+pub(crate) const BEFORE: usize = 64;
+
+/// FNV-1a: a hash with no seed, stable across builds (it is stored in `meta.json`).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+impl LogStart {
+    /// Whether the open log `f` still holds, just before `offset`, the bytes it held at the
+    /// launch: `false` when it was truncated since (shorter than `offset`, or written past it
+    /// again after a truncation). Without a recorded hash, only the length can tell.
+    pub fn still_in(&self, f: &fs::File) -> bool {
+        use std::os::unix::fs::FileExt;
+        if f.metadata().map_or(true, |m| m.len() < self.offset) {
+            return false;
+        }
+        let Some(want) = self.before else {
+            return true;
+        };
+        let n = (self.offset as usize).min(BEFORE);
+        let mut buf = vec![0u8; n];
+        f.read_exact_at(&mut buf, self.offset - n as u64)
+            .is_ok_and(|()| fnv1a(&buf) == want)
+    }
 }
 
 /// Measures the end of `log` before a launch appends to it; `None` when it is missing or empty
 /// (the launch's output starts at byte 0).
 pub(crate) fn measure(log: &Path) -> Result<Option<LogStart>> {
     // Opened without blocking and checked after opening: a FIFO at the path is no log.
-    let Ok(mut f) = fs::OpenOptions::new()
+    let Ok(f) = fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(log)
     else {
         return Ok(None);
     };
+    measure_file(f)
+}
+
+/// [`measure`] on the log a launch opened (for appending): the same file is read again through
+/// its descriptor (`/proc/self/fd/N`), never by its path.
+pub(crate) fn measure_open(log: &fs::File) -> Result<Option<LogStart>> {
+    use std::os::fd::AsRawFd;
+    let Ok(f) = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(format!("/proc/self/fd/{}", log.as_raw_fd()))
+    else {
+        return Ok(None);
+    };
+    measure_file(f)
+}
+
+/// [`measure`] on an open file, read from its current position (its start) to its end.
+pub(crate) fn measure_file(mut f: fs::File) -> Result<Option<LogStart>> {
     let meta = f.metadata()?;
     if !meta.is_file() || meta.len() == 0 {
         return Ok(None);
@@ -58,6 +111,7 @@ pub(crate) fn measure(log: &Path) -> Result<Option<LogStart>> {
     let mut newlines = 0u64;
     let mut left = offset;
     let mut buf = vec![0u8; 256 * 1024];
+    let mut tail: Vec<u8> = Vec::with_capacity(2 * BEFORE);
     while left > 0 {
         let want = buf.len().min(left as usize);
         let n = match f.read(&mut buf[..want]) {
@@ -67,6 +121,8 @@ pub(crate) fn measure(log: &Path) -> Result<Option<LogStart>> {
             Err(e) => return Err(e.into()),
         };
         newlines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+        tail.extend_from_slice(&buf[n.saturating_sub(BEFORE)..n]);
+        tail.drain(..tail.len().saturating_sub(BEFORE));
         left -= n as u64;
     }
     Ok(Some(LogStart {
@@ -74,6 +130,7 @@ pub(crate) fn measure(log: &Path) -> Result<Option<LogStart>> {
         line: newlines + 1,
         dev: meta.dev(),
         ino: meta.ino(),
+        before: Some(fnv1a(&tail)),
     }))
 }
 

@@ -139,6 +139,15 @@ impl LocalObserver {
     ) -> LocalObserver {
         let (tx, rx) = mpsc::channel::<Wake>();
         let mut follower = LogFollower::new(&target.log, settings.line_cap);
+        // A log shared over time: this run's part of it, and no older file put at its path.
+        if let (Some(run), Some((id, _))) = (&target.run, target.launched_log()) {
+            if let Ok(meta) = run.meta() {
+                follower.launched_at(meta.started_at, id);
+            }
+            if let Some(end) = run.log_part_end(&id) {
+                follower.end_at(id, end);
+            }
+        }
         if let Some((offset, line)) = settings.resume {
             follower.resume_at(offset, line);
         } else if let Some((id, start)) = target

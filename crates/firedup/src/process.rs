@@ -185,7 +185,28 @@ pub fn writers_of(path: &std::path::Path) -> Vec<u32> {
         if pid == me || st.state == 'Z' {
             continue;
         }
-        if !write_fds(pid, &target).is_empty() {
+        if !write_fds(pid, |_, link| link == target).is_empty() {
+            found.push((st.start_ticks, pid));
+        }
+    }
+    found.sort();
+    found.into_iter().map(|(_, p)| p).collect()
+}
+
+/// [`writers_of`] by identity (device, inode): the file under any of its names (a hard link).
+pub fn writers_of_file(dev: u64, ino: u64) -> Vec<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let me = std::process::id();
+    let mut found: Vec<(u64, u32)> = Vec::new();
+    for (pid, st) in all_processes() {
+        if pid == me || st.state == 'Z' {
+            continue;
+        }
+        // Only descriptors on a path (not `pipe:[..]`, `socket:[..]`) are stat'ed.
+        let same = |fd: &std::path::Path, link: &std::path::Path| {
+            link.is_absolute() && fs::metadata(fd).is_ok_and(|m| (m.dev(), m.ino()) == (dev, ino))
+        };
+        if !write_fds(pid, same).is_empty() {
             found.push((st.start_ticks, pid));
         }
     }
@@ -199,7 +220,10 @@ pub fn write_positions(pid: u32, path: &std::path::Path) -> Vec<u64> {
     let Ok(target) = fs::canonicalize(path) else {
         return Vec::new();
     };
-    write_fds(pid, &target).into_iter().map(|f| f.pos).collect()
+    write_fds(pid, |_, link| link == target)
+        .into_iter()
+        .map(|f| f.pos)
+        .collect()
 }
 
 /// One descriptor's `/proc/PID/fdinfo` facts.
@@ -208,14 +232,19 @@ struct FdInfo {
     pos: u64,
 }
 
-/// The descriptors of `pid` open for writing on the file `target` (a canonical path).
-fn write_fds(pid: u32, target: &std::path::Path) -> Vec<FdInfo> {
+/// The descriptors of `pid` open for writing on a file `matches` (its `/proc/PID/fd/N` path and
+/// where that link points) accepts.
+fn write_fds(
+    pid: u32,
+    matches: impl Fn(&std::path::Path, &std::path::Path) -> bool,
+) -> Vec<FdInfo> {
     let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
         return Vec::new();
     };
     let mut out = Vec::new();
     for fd in fds.filter_map(|e| e.ok()) {
-        if !fs::read_link(fd.path()).is_ok_and(|l| l == target) {
+        let path = fd.path();
+        if !fs::read_link(&path).is_ok_and(|l| matches(&path, &l)) {
             continue;
         }
         let Ok(info) = fs::read_to_string(format!(

@@ -7,8 +7,9 @@
 //! exit code or signal, core dump flag, end time; or the reason it could not start),
 //! `verdict.json` (written by the launching firedup when it reaches its verdict:
 //! [`verdict_record`]), `stop.json` (written by firedup's own stop before its first signal and
-//! again with what it found: [`stop_record`]). Files are written atomically (temp file +
-//! rename), so a reader never sees half of one.
+//! again with what it found: [`stop_record`]), `log_end.json` (written by the supervisor when the
+//! command ends: the size of its log file then, `rundir/log_share.rs`). Files are written
+//! atomically (temp file + rename), so a reader never sees half of one.
 
 use std::fs;
 use std::io::Write;
@@ -326,11 +327,13 @@ fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     Ok(())
 }
 
+mod log_share;
 mod run_records;
 pub mod stop_record;
 #[cfg(test)]
 mod tests;
 pub mod verdict_record;
 
+pub use log_share::LogEnd;
 pub use run_records::RunRecords;
 pub use stop_record::{StopRecord, StopResult};

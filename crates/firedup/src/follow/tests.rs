@@ -1,7 +1,8 @@
 //! Unit tests of the log follower (follow.rs): late, truncated, rotated and deleted logs, chunking.
 
 use super::*;
-use crate::launched_log::FileId;
+use crate::launched_log::{FileId, FoundAt};
+use crate::logstart::LogStart;
 use std::io::Write;
 
 fn lines(events: &[FollowEvent]) -> Vec<String> {

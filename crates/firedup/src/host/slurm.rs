@@ -126,10 +126,8 @@ impl SlurmHost {
             &run.path.join("job.sh"),
         );
         let (log_file, log_start) = if sub.sets_output {
-            (
-                Some(launch::prepare_log(&log)?),
-                crate::logstart::measure(&log)?,
-            )
+            let (file, id) = launch::prepare_log(&log)?;
+            (Some(id), crate::logstart::measure_open(&file)?)
         } else {
             (None, None)
         };

@@ -6,9 +6,8 @@
 //! stops the run when the owner ends (`crate::owner_watch`). See the parent module for the
 //! launcher's side.
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use super::{
@@ -30,12 +29,14 @@ fn tell_launcher(launcher: &mut fs::File, line: &str) {
 /// The supervisor's body (`firedup __supervise RUN_DIR`): the command comes on `input`, the
 /// reports go to the launcher on `launcher` (the pipe the launcher reads; the caller keeps
 /// nothing else writing on it), and what the supervisor has to say about its own failures to
-/// `diagnostics` (its `supervisor.log`). Returns once the command and whatever it left behind
-/// have ended.
+/// `diagnostics` (its `supervisor.log`). `log` is the log file the launcher opened and checked
+/// (`__supervise --log-fd N`); without it, the log on record is opened here by the same rules
+/// ([`crate::writable_file`]). Returns once the command and whatever it left behind have ended.
 pub fn supervise(
     run_path: &Path,
     input: &mut dyn Read,
     mut launcher: fs::File,
+    log: Option<fs::File>,
     diagnostics: &mut dyn Write,
 ) -> Result<i32> {
     let run = RunDir {
@@ -52,12 +53,16 @@ pub fn supervise(
     if meta.command.is_empty() {
         return Err(Error::Supervisor("no command from the launcher".into()));
     }
-    let log = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o644)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(&meta.log)?;
+    let log = match log {
+        Some(f) => f,
+        None => {
+            crate::writable_file::open_for_writing(
+                Path::new(&meta.log),
+                crate::writable_file::Purpose::Log,
+            )?
+            .file
+        }
+    };
     let log_meta = log.metadata()?;
     if let Some(what) = crate::logpath::not_a_file(log_meta.file_type()) {
         usage!("the log {} is {what}, not a regular file", meta.log);
@@ -107,6 +112,15 @@ pub fn supervise(
             return Ok(0);
         }
     };
+    // Only a reference to the file is kept (O_PATH: no access, so the supervisor is never
+    // taken for a writer of the log), to record its size when the command ends (`log_end.json`).
+    let log_ref = rustix::fs::openat(
+        rustix::fs::CWD,
+        format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&log)),
+        rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .ok();
     drop(log);
     let pid = held.pid;
     let start_ticks = process::stat(pid).map(|s| s.start_ticks).unwrap_or(0);
@@ -172,6 +186,17 @@ pub fn supervise(
                 spawn_error: None,
                 ended_at: now_unix(),
             };
+            // Where this run's part of the log ends (before exit.json: whoever sees the exit
+            // finds it). Best effort: a run without it ends where the next launch begins.
+            if let Some(st) = log_ref.as_ref().and_then(|f| rustix::fs::fstat(f).ok()) {
+                let end = crate::rundir::LogEnd {
+                    file: log_file,
+                    size: st.st_size as u64,
+                };
+                if let Err(e) = run.write_log_end(&end) {
+                    let _ = writeln!(diagnostics, "firedup supervisor: {}", chain(&e));
+                }
+            }
             // The record first: once the launcher hears of the exit, `firedup ps` or a re-attach
             // finds it (sending first saves its fsync, ~0.6 ms, and loses that). The launcher
             // hears of it also when the record cannot be written (a full disk).
