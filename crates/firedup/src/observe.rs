@@ -24,9 +24,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use crate::dirwatch::{self, DirSubscription};
-use crate::follow::LogFollower;
 use crate::judge::Observation;
-use crate::launched_log;
 use crate::plan::ProbePlan;
 use crate::process::{self, ending::Ending};
 use crate::rundir::ExitRecord;
@@ -138,27 +136,6 @@ impl LocalObserver {
         start: Instant,
     ) -> LocalObserver {
         let (tx, rx) = mpsc::channel::<Wake>();
-        let mut follower = LogFollower::new(&target.log, settings.line_cap);
-        // A log shared over time: this run's part of it, and no older file put at its path.
-        if let (Some(run), Some((id, _))) = (&target.run, target.launched_log()) {
-            if let Ok(meta) = run.meta() {
-                follower.launched_at(meta.started_at, id);
-            }
-            if let Some(end) = run.log_part_end(&id) {
-                follower.end_at(id, end);
-            }
-        }
-        if let Some((offset, line)) = settings.resume {
-            follower.resume_at(offset, line);
-        } else if let Some((id, start)) = target
-            .launched_log()
-            .filter(|_| target.log_start.is_some() || !settings.from_end)
-        {
-            let find = || launched_log::find_launched(id, &target.run_id, &target.log);
-            follower.start_launched(id, start, find);
-        } else if settings.from_end {
-            follower.skip_existing();
-        }
         let fs_tx = tx.clone();
         let fs_wake: dirwatch::Wake = Arc::new(move || {
             let _ = fs_tx.send(Wake::Fs);
@@ -206,7 +183,7 @@ impl LocalObserver {
             oom: OomWitness::new(target.pid, target.oom_kills_before.clone()),
             target: target.clone(),
             rx,
-            log: LogReader::new(follower, start),
+            log: LogReader::new(log_reader::follower_for(target, settings), start),
             fs_wake,
             log_watch,
             _run_watch: run_watch,

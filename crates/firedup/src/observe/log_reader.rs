@@ -19,9 +19,39 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant, SystemTime};
 
+use super::ObserveSettings;
 use super::followed_line::follow_observation;
 use crate::follow::{FollowEventRef, LogFollower};
 use crate::judge::Observation;
+use crate::launched_log;
+use crate::target::Target;
+
+/// The follower of `target`'s log, set to begin where the watch begins: this run's part of a
+/// log shared over time, from its launch's start (or where a remote watch resumes, or the end).
+pub(super) fn follower_for(target: &Target, settings: &ObserveSettings) -> LogFollower {
+    let mut follower = LogFollower::new(&target.log, settings.line_cap);
+    // A log shared over time: this run's part of it, and no older file put at its path.
+    if let (Some(run), Some((id, _))) = (&target.run, target.launched_log()) {
+        if let Ok(meta) = run.meta() {
+            follower.launched_at(meta.started_at, id);
+        }
+        if let Some(end) = run.log_part_end(&id) {
+            follower.end_at(id, end);
+        }
+    }
+    if let Some((offset, line)) = settings.resume {
+        follower.resume_at(offset, line);
+    } else if let Some((id, start)) = target
+        .launched_log()
+        .filter(|_| target.log_start.is_some() || !settings.from_end)
+    {
+        let find = || launched_log::find_launched(id, &target.run_id, &target.log);
+        follower.start_launched(id, start, find);
+    } else if settings.from_end {
+        follower.skip_existing();
+    }
+    follower
+}
 
 /// The length a file had at a time.
 #[derive(Debug, Clone, Copy)]
