@@ -36,6 +36,8 @@ pub(super) struct Dress {
     pub(super) rank: Option<u32>,
     /// A logging library's record header (timestamp or level) was seen.
     pub(super) record: bool,
+    /// That header's level is not an error (INFO, WARNING, DEBUG, ...): a calm record.
+    pub(super) calm: bool,
 }
 
 /// At most this many prefixes are taken off one line (bounded work on a pathological line).
@@ -49,6 +51,7 @@ pub(super) fn dress(line: &str) -> Dress {
         end: b.len(),
         rank: None,
         record: false,
+        calm: false,
     };
     for _ in 0..MAX_TOKENS {
         match token(b, d.start) {
@@ -67,6 +70,7 @@ pub(super) fn dress(line: &str) -> Dress {
                 d.rank = rank.or(d.rank);
                 d.end = end;
                 d.record = true;
+                d.calm = true;
                 break;
             }
             None => break,
