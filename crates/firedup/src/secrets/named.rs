@@ -16,9 +16,11 @@ struct Forms {
     quoted: regex::Regex,
     /// `name=v`.
     assign: regex::Regex,
-    /// `--flag v`, `--flag=v`.
+    /// `--flag v`, `--flag=v`, the flag at the start or after a space, quote, bracket or comma
+    /// (not the `-key value` inside `non-key value`).
     flag: regex::Regex,
-    /// `Bearer t`, `Basic t`, `token t`.
+    /// `Bearer t`, `Basic t`, `Authorization: token t` (a bare "token" is a word of every LLM
+    /// server's log: "token budget" keeps its budget).
     credential: regex::Regex,
 }
 
@@ -31,9 +33,14 @@ fn forms() -> &'static Forms {
         ))
         .expect("valid"),
         assign: regex::Regex::new(r#"\b([A-Za-z_][A-Za-z0-9_]*)=([^\s'"]+)"#).expect("valid"),
-        flag: regex::Regex::new(r#"(--?[A-Za-z][A-Za-z0-9_-]*)(\s+|=)([^\s'"-][^\s'"]*)"#)
-            .expect("valid"),
-        credential: regex::Regex::new(r#"(?i)\b(bearer|basic|token)(\s+)[^\s'"]+"#).expect("valid"),
+        flag: regex::Regex::new(
+            r#"(^|[\s'"(\[,])(--?[A-Za-z][A-Za-z0-9_-]*)(\s+|=)([^\s'"-][^\s'"]*)"#,
+        )
+        .expect("valid"),
+        credential: regex::Regex::new(
+            r#"(?i)\b(bearer|basic|authorization:\s*token)(\s+)[^\s'"]+"#,
+        )
+        .expect("valid"),
     })
 }
 
@@ -80,8 +87,8 @@ pub(super) fn redact_named(text: &str) -> Cow<'_, str> {
         out = Cow::Owned(t);
     }
     let flag = f.flag.replace_all(&out, |c: &regex::Captures<'_>| {
-        if secret_name(&c[1]) && !says_nothing(&c[3]) {
-            format!("{}{}{REDACTED}", &c[1], &c[2])
+        if secret_name(&c[2]) && !says_nothing(&c[4]) {
+            format!("{}{}{}{REDACTED}", &c[1], &c[2], &c[3])
         } else {
             c[0].to_string()
         }
@@ -133,6 +140,16 @@ mod tests {
                 "max_num_batched_tokens=8192 use_auth=True",
             ),
             ("nothing here", "nothing here"),
+            // Words of a log, not forms that name a secret.
+            ("the token budget is 8192", "the token budget is 8192"),
+            (
+                "a non-key value, pre-auth step",
+                "a non-key value, pre-auth step",
+            ),
+            (
+                "curl -H 'Authorization: token ghp_x' -H \"x-api-key: k\"",
+                "curl -H 'Authorization: token <redacted>' -H \"x-api-key: k\"",
+            ),
         ];
         for (input, want) in table {
             assert_eq!(redact_named(input), want, "{input}");
