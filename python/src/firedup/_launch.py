@@ -180,7 +180,9 @@ def run_args(
     owner: Owner = True,
     extra_args: Sequence[str] = (),
 ) -> List[str]:
-    """The arguments of ``firedup run --json`` for these options (the binary not included)."""
+    """The arguments of ``firedup run --json`` for these options (the binary not included).
+    ``env`` gives only its names (``--env KEY``): firedup must get the values in its environment
+    (``_firedup(..., env=env)``)."""
     if isinstance(command, str):
         raise TypeError("command is a list of arguments, e.g. ['python', '-m', 'http.server', '{port}']")
     a = ["run", "--json", "--until", until, "--grace", _duration(grace)]

@@ -4,18 +4,23 @@
 //! quote text the server did not fail of: vLLM's request log `Received request cmpl-1: prompt:
 //! '... torch.OutOfMemoryError: CUDA out of memory ...'` (the prompt as `%r`), a warning that
 //! names what a client sent (`'OSError: [Errno 98] Address already in use'`), a JSON body
-//! (`"error": "CUDA out of memory. Tried to allocate ..."`). Its failure hits are the ones its
+//! (`"error": "CUDA out of memory. Tried to allocate ..."`). Its fatal hits are the ones its
 //! text shows outside quotes ([`calm_hits`]); an unquoted fatal line of any level, an ERROR or
 //! CRITICAL record and a traceback are judged as before.
+//!
+//! Evidence stays whatever the quoting: it never ends a run on its own, names a cause only if
+//! the process then ends badly, and a warning's quotes often hold the server's own error
+//! (vLLM's `Failed to import from vllm._C with ImportError('libcudart.so.12: ...')`,
+//! `HTTPSConnectionPool(host='huggingface.co', ...)`; the catalog examples below).
 //!
 //! A quote opens a span where it does not follow a word character (`can't` opens none) and
 //! closes it where no word character follows it (Python's `%r` escapes its own quote as `\'`,
 //! skipped). A span left open runs to the end of the line: a logged prompt cut by a line-length
 //! cap is still a prompt.
 
-use crate::classify::{Classifier, LineClass};
+use crate::classify::{Classifier, LineClass, Strength};
 
-/// Keeps of `class` (what `classifier` found on `text`) only the failure hits that `text` shows
+/// Keeps of `class` (what `classifier` found on `text`) only the fatal hits that `text` shows
 /// outside its quoted spans, when `calm` (the record's level is not an error).
 pub(super) fn calm_hits(classifier: &Classifier, text: &str, calm: bool, class: &mut LineClass) {
     if !calm || class.hits.is_empty() {
@@ -25,7 +30,9 @@ pub(super) fn calm_hits(classifier: &Classifier, text: &str, calm: bool, class: 
         return;
     };
     let outside = classifier.classify(&bare);
-    class.hits.retain(|h| outside.hits.contains(h));
+    class
+        .hits
+        .retain(|h| h.strength != Strength::Fatal || outside.hits.contains(h));
 }
 
 /// `text` with the content of each quoted span taken out (the quotes stay), or None when it
@@ -165,5 +172,48 @@ mod tests {
             calm_hits(&classifier, &n.text, n.calm, &mut class);
             assert_eq!(class.is_fatal(), *fatal, "{raw}: {class:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod catalog_examples {
+    use super::*;
+    use crate::classify::{ClassifierSpec, builtin_catalog};
+    use crate::normalize::normalize;
+    use crate::profile::builtin_profiles;
+
+    /// The catalog's and the profiles' examples are real lines of the failures they name: a calm
+    /// record among them (a warning that is evidence, like vLLM's "Failed to import from vllm._C
+    /// with ImportError('...')") keeps the hits it had. (Had quotes taken every hit, not only
+    /// fatal ones, two catalog examples would have lost their evidence.)
+    #[test]
+    fn calm_catalog_and_profile_examples_keep_their_hits() {
+        let catalog = builtin_catalog();
+        let mut sets = vec![(catalog.signatures.clone(), catalog.signatures.clone())];
+        for p in builtin_profiles() {
+            let mut all = catalog.signatures.clone();
+            all.extend(p.signatures.iter().cloned());
+            sets.push((all, p.signatures.clone()));
+        }
+        let mut changed = Vec::new();
+        for (all, examples_of) in sets {
+            let classifier = Classifier::new(&ClassifierSpec {
+                signatures: all,
+                ..ClassifierSpec::default()
+            })
+            .unwrap();
+            for s in &examples_of {
+                for e in &s.examples {
+                    let n = normalize(e);
+                    let before = classifier.classify(&n.text);
+                    let mut after = before.clone();
+                    calm_hits(&classifier, &n.text, n.calm, &mut after);
+                    if after.hits != before.hits {
+                        changed.push(format!("{}: {e}", s.name));
+                    }
+                }
+            }
+        }
+        assert!(changed.is_empty(), "{changed:#?}");
     }
 }
