@@ -13,7 +13,9 @@
 //! allocated. (A separate `level` field that reading.rs would use to drop hits was the
 //! alternative; it would also drop the unanchored evidence patterns that are meant to match
 //! warnings, like vLLM's "Failed to import from vllm._C with ImportError(...)".) An error record's
-//! header is taken off, so the exception it carries is matched as if printed bare.
+//! header is taken off, so the exception it carries is matched as if printed bare. A kept header
+//! still says its record is calm (`Dress::calm`): `judge/quoted.rs` takes from such a record the
+//! fatal hits that only its quoted text shows (a logged prompt), its evidence kept.
 //!
 //! Hand-written byte scanning, no regex: every token is recognised by its first bytes, so a line
 //! without a prefix costs a few comparisons.
