@@ -81,8 +81,9 @@ pub enum Command {
         /// Log file to append the command's stdout and stderr to (default: in the run directory).
         #[arg(long, value_name = "PATH")]
         log: Option<PathBuf>,
-        /// Environment variable for the command (repeatable).
-        #[arg(long = "env", value_name = "KEY=VALUE")]
+        /// Environment variable for the command (repeatable). `--env KEY` alone passes KEY's value
+        /// from firedup's own environment: a secret given so never shows in `ps`.
+        #[arg(long = "env", value_name = "KEY[=VALUE]")]
         env: Vec<String>,
         /// Working directory of the command.
         #[arg(long, value_name = "DIR")]

@@ -58,6 +58,8 @@ pub(crate) fn run(host: Arc<dyn Host>, judge: &JudgeArgs, mut a: RunArgs) -> Res
         .iter()
         .map(|e| plan::parse_env(e))
         .collect::<Result<_, _>>()?;
+    // Known before anything is shown: the server may print them (also on another host).
+    firedup::secrets::learn_launch(&env, &a.command);
     // Resolve once before launching, so usage mistakes launch nothing.
     let mut opts = judge.options(false);
     if judge.auto_port() {

@@ -177,3 +177,27 @@ def test_what_a_teardown_counts_as_left_behind() -> None:
         t = firedup.Teardown.from_json({**base, **change})
         assert t.left_nothing is left_nothing, change
         assert t.problems() == problems, change
+
+
+def test_env_values_reach_the_server_and_no_command_line(tmp_path) -> None:
+    """``env=`` values go to firedup in its environment, not its argv: while firedup watches,
+    no process's command line (what every user reads in ``ps``) holds the value."""
+    secret = "py-env-5e1f0a-never-in-argv"
+    got = tmp_path / "got"
+    seen = tmp_path / "cmdlines"
+    script = (
+        f'printf %s "$MY_SERVICE_PASSWD" > {got}; '
+        f'for f in /proc/[0-9]*/cmdline; do tr "\\0" " " < "$f"; echo; done > {seen} 2>/dev/null; '
+        "echo READY; exec sleep 60"
+    )
+    with firedup.launch(
+        ["sh", "-c", script],
+        ready_line="READY",
+        timeout="60s",
+        grace="2s",
+        env={"MY_SERVICE_PASSWD": secret},
+    ):
+        assert got.read_text() == secret
+    cmdlines = seen.read_text()
+    assert "run --json" in cmdlines  # firedup itself was watching when the lines were read
+    assert secret not in cmdlines

@@ -60,8 +60,8 @@ pub struct MatrixArgs {
     /// A ready line for every cell (repeatable).
     #[arg(long = "ready-line", value_name = "REGEX")]
     pub ready_line: Vec<String>,
-    /// Env of every cell (repeatable).
-    #[arg(long = "env", value_name = "KEY=VALUE")]
+    /// Env of every cell (repeatable; `KEY` alone: its value from firedup's own environment).
+    #[arg(long = "env", value_name = "KEY[=VALUE]")]
     pub env: Vec<String>,
     /// Judge by the log alone (no port/HTTP probes).
     #[arg(long = "no-probe")]

@@ -286,16 +286,19 @@ impl PendingEvents {
 pub fn outcome(mut j: Judgement, plan: &Plan, target: &Target) -> Outcome {
     // What the log said is shown and stored: secret-shaped values in it are redacted (a server
     // that logs its database URL or its arguments).
-    let redact = |t: &mut String| {
-        if let std::borrow::Cow::Owned(r) = crate::secrets::redact_values(t) {
-            *t = r;
-        }
-    };
+    // By shape, by the values firedup knows, and by the forms that name a secret
+    // (`api_key='...'` in sglang's `server_args=` line).
+    let redact = |t: &mut String| *t = crate::secrets::redact_text(t);
     redact(&mut j.reason);
     if let Some(l) = j.line.as_mut() {
         redact(&mut l.text);
     }
     j.context.iter_mut().for_each(redact);
+    // A probe's target is a URL that may carry a password (`--http http://u:pw@h/`).
+    for p in &mut j.probes {
+        redact(&mut p.target);
+        redact(&mut p.last);
+    }
     let meta = target.run.as_ref().and_then(|r| r.meta().ok());
     Outcome {
         attached: false,
@@ -344,7 +347,7 @@ fn request_gap(probes: &[crate::verdict::ProbeReport]) -> Option<f64> {
 fn write_line(w: &mut dyn Write, at: Duration, number: u64, text: &str, class: &LineClass) {
     let v = serde_json::json!({
         // The event file is stored: secret-shaped values in a line are redacted, as in the verdict.
-        "t": at.as_secs_f64(), "kind": "line", "number": number, "text": crate::secrets::redact_values(text),
+        "t": at.as_secs_f64(), "kind": "line", "number": number, "text": crate::secrets::redact_text(text),
         "signatures": class.hits.iter().map(|h| h.signature.map(|s| s.as_str()).unwrap_or("fail_line")).collect::<Vec<_>>(),
         "ready": class.ready, "progress": class.progress, "noise": class.noise,
     });
@@ -369,7 +372,7 @@ fn write_observation(w: &mut dyn Write, at: Duration, obs: &Observation) {
             command,
             output,
         } => {
-            serde_json::json!({"t": t, "kind": "launcher_left", "pid": pid, "command": crate::secrets::redact_values(command), "output": output})
+            serde_json::json!({"t": t, "kind": "launcher_left", "pid": pid, "command": crate::secrets::redact_text(command), "output": output.as_deref().map(crate::secrets::redact_text)})
         }
         Observation::Usage {
             cpu_ticks,

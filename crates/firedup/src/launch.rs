@@ -271,6 +271,8 @@ pub fn launch_with(spec: &LaunchSpec, firedup: &Path) -> Result<Launched> {
 }
 
 fn start(spec: &LaunchSpec, checked: Checked, run: RunDir, exe: &Path) -> Result<Launched> {
+    // The secrets of this launch are redacted wherever the server prints them.
+    crate::secrets::learn_launch(&spec.env, &spec.command);
     let cwd = checked.cwd;
     let log = checked.log.unwrap_or_else(|| run.path.join("output.log"));
     let (log_fd, log_file) = prepare_log(&log)?;
@@ -295,7 +297,7 @@ fn start(spec: &LaunchSpec, checked: Checked, run: RunDir, exe: &Path) -> Result
         fail_lines: spec.judging.fail_lines.clone(),
         stall: spec.judging.stall.clone(),
         timeout: spec.judging.timeout.clone(),
-        options: Some(spec.judging.clone()),
+        options: Some(spec.judging.stored()),
         name: spec.name.clone(),
         log_start,
         log_file: Some(log_file),

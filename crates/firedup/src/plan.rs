@@ -63,6 +63,20 @@ pub struct WatchOptions {
     pub env: Vec<(String, String)>,
 }
 
+impl WatchOptions {
+    /// What is recorded of these options (`meta.json`): an `--http` URL's password left out (the
+    /// probe sends none, and a record is read by whoever can read the run directory).
+    pub fn stored(&self) -> WatchOptions {
+        WatchOptions {
+            http: self
+                .http
+                .as_deref()
+                .map(crate::secrets::url_without_password),
+            ..self.clone()
+        }
+    }
+}
+
 /// The probes a watch runs, resolved to concrete targets.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ProbePlan {
@@ -437,13 +451,22 @@ fn ready_probe_list(p: &ProbePlan) -> Vec<(ProbeKind, String)> {
     v
 }
 
-/// Parses `KEY=VALUE`.
+/// Parses `KEY=VALUE`, or `KEY` alone: the value of `KEY` in firedup's own environment, so that
+/// a secret never sits in firedup's argv (which every user reads in `ps`).
 pub fn parse_env(pair: &str) -> Result<(String, String)> {
+    let named = |k: &str| !k.is_empty() && !k.contains(char::is_whitespace);
     match pair.split_once('=') {
-        Some((k, v)) if !k.is_empty() && !k.contains(char::is_whitespace) => {
-            Ok((k.to_string(), v.to_string()))
-        }
-        _ => usage!("--env '{pair}' is not KEY=VALUE"),
+        Some((k, v)) if named(k) => Ok((k.to_string(), v.to_string())),
+        None if named(pair) => match std::env::var(pair) {
+            Ok(v) => Ok((pair.to_string(), v)),
+            Err(_) => usage!(
+                "--env {pair}: {pair} is not set (as UTF-8) in firedup's environment; export it first, or write --env KEY=VALUE"
+            ),
+        },
+        _ => usage!(
+            "--env '{}' is not KEY=VALUE or KEY",
+            crate::secrets::redact_text(pair)
+        ),
     }
 }
 
@@ -572,6 +595,12 @@ mod tests {
             ("A".to_string(), "b=c".to_string())
         );
         assert!(parse_env("novalue").is_err());
+        assert!(parse_env("=x").is_err());
+        // `--env KEY`: the value from firedup's own environment.
+        assert_eq!(
+            parse_env("PATH").unwrap(),
+            ("PATH".to_string(), std::env::var("PATH").unwrap())
+        );
     }
 
     #[test]

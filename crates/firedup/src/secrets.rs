@@ -6,10 +6,21 @@
 //! `--api-key`, `--requirepass`) or by its shape, whatever its name: the password of a URL
 //! (`postgres://u:pw@h/db` → `postgres://u:<redacted>@h/db`), a well-known token prefix (`sk-`,
 //! `ghp_`, `github_pat_`, `hf_`, `xoxb-`, `glpat-`, `AKIA`...), a JWT. [`redact_args`] (argv),
-//! [`shown_value`] (one env value) and [`redact_text`] (a shell line) apply both everywhere.
+//! [`shown_value`] (one env value) and [`redact_text`] (a shell line, a log line) apply both
+//! everywhere.
+//!
+//! Once a secret value is known by its name (an `--env` value, a secret-named flag of the
+//! command, a secret-named variable of firedup's own environment: `known.rs`), it is redacted
+//! wherever it appears, whatever surrounds it: a server that prints it is not a way around the
+//! name. In a log line, the forms that name a secret lose their values too (`named.rs`).
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
+
+mod known;
+mod named;
+
+pub use known::learn_launch;
 
 /// Name parts that make a value secret wherever they appear in the name.
 const SECRET_WORDS: [&str; 8] = [
@@ -69,13 +80,59 @@ fn shapes() -> &'static Shapes {
     })
 }
 
-/// `text` with secret-shaped values replaced: URL passwords and tokens with well-known prefixes.
+/// `text` with secret-shaped values replaced: URL passwords, tokens with well-known prefixes,
+/// and the secret values firedup knows by name (`known.rs`).
 pub fn redact_values(text: &str) -> Cow<'_, str> {
     let s = shapes();
-    match s.url_password.replace_all(text, format!("$1:{REDACTED}@")) {
-        Cow::Borrowed(_) => s.token.replace_all(text, REDACTED),
-        Cow::Owned(t) => Cow::Owned(s.token.replace_all(&t, REDACTED).into_owned()),
+    let text = match known::replace_known(text) {
+        Some(t) => Cow::Owned(t),
+        None => Cow::Borrowed(text),
+    };
+    let shaped = match s.url_password.replace_all(&text, format!("$1:{REDACTED}@")) {
+        Cow::Borrowed(_) => match s.token.replace_all(&text, REDACTED) {
+            Cow::Borrowed(_) => None,
+            Cow::Owned(t) => Some(t),
+        },
+        Cow::Owned(t) => Some(s.token.replace_all(&t, REDACTED).into_owned()),
+    };
+    match (shaped, text) {
+        (Some(t), _) => Cow::Owned(t),
+        (None, t) => t,
     }
+}
+
+/// The values of `command`'s secret-named flags (`--api-key K`, `--hf-token=T`) and
+/// `NAME=VALUE` words (`env GH_PAT=x cmd`): what [`redact_args`] hides.
+pub(crate) fn secret_flag_values(command: &[String]) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut next = false;
+    for arg in command {
+        if std::mem::take(&mut next) {
+            out.push(arg.as_str());
+            continue;
+        }
+        match arg.strip_prefix("--").or_else(|| arg.strip_prefix('-')) {
+            Some(flag) if !flag.is_empty() => match flag.split_once('=') {
+                Some((name, v)) if looks_secret(&name.replace('-', "_")) => out.push(v),
+                Some(_) => {}
+                None => next = looks_secret(&flag.replace('-', "_")),
+            },
+            _ => {
+                if let Some((name, v)) = arg.split_once('=') {
+                    if is_env_name(name) && looks_secret(name) {
+                        out.push(v);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `url` without the password of its userinfo (`http://u:pw@h/` becomes `http://u@h/`): a URL
+/// that still parses, for a record that is read back.
+pub fn url_without_password(url: &str) -> String {
+    shapes().url_password.replace_all(url, "$1@").into_owned()
 }
 
 /// The value to show for `name=value`: all of it redacted for a secret-looking name, else what
@@ -131,36 +188,12 @@ fn is_env_name(name: &str) -> bool {
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-/// A shell command line with what looks secret replaced: `Bearer`/`Basic` credentials,
-/// `NAME=VALUE` for secret-looking names, the values of secret-looking flags, and secret-shaped
-/// values anywhere.
+/// A shell command line or a log line with what looks secret replaced: known secret values,
+/// secret-shaped values, and the values of the forms that name a secret (`NAME=VALUE`,
+/// `name='v'`, `"name": "v"`, `--flag v`, `Bearer t`; see `named.rs`).
 pub fn redact_text(text: &str) -> String {
-    static RES: OnceLock<[regex::Regex; 3]> = OnceLock::new();
-    let [cred, assign, flag] = RES.get_or_init(|| {
-        [
-            regex::Regex::new(r#"(?i)\b(bearer|basic|token)(\s+)[^\s'"]+"#).expect("valid"),
-            regex::Regex::new(r#"\b([A-Za-z_][A-Za-z0-9_]*)=([^\s'"]+)"#).expect("valid"),
-            regex::Regex::new(r#"(--?[A-Za-z][A-Za-z0-9_-]*)(\s+|=)([^\s'"-][^\s'"]*)"#)
-                .expect("valid"),
-        ]
-    });
     let text = redact_values(text);
-    let text = cred.replace_all(&text, format!("$1$2{REDACTED}"));
-    let text = assign.replace_all(&text, |c: &regex::Captures<'_>| {
-        if looks_secret(&c[1]) {
-            format!("{}={REDACTED}", &c[1])
-        } else {
-            c[0].to_string()
-        }
-    });
-    flag.replace_all(&text, |c: &regex::Captures<'_>| {
-        if looks_secret(&c[1].trim_start_matches('-').replace('-', "_")) {
-            format!("{}{}{REDACTED}", &c[1], &c[2])
-        } else {
-            c[0].to_string()
-        }
-    })
-    .into_owned()
+    named::redact_named(&text).into_owned()
 }
 
 /// `command` as a person can paste it into a shell, what looks secret redacted.

@@ -50,6 +50,7 @@ mod output;
 mod owner_end;
 mod probes;
 mod progress;
+mod quoted;
 #[cfg(test)]
 mod rank_tests;
 mod ranks;

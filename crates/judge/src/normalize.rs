@@ -36,6 +36,10 @@ pub struct NormalLine<'a> {
     /// Whether the line began with a logging library's record header (a timestamp or a level).
     /// A line without one, and without indentation, may be the continuation of a wrapped line.
     pub record: bool,
+    /// Whether that header's level is not an error (INFO, WARNING, DEBUG, TRACE, NOTICE; glog and
+    /// c10's `I`/`W`): what such a record quotes is not the server's failure (see
+    /// `judge/quoted.rs`).
+    pub calm: bool,
 }
 
 /// `raw` (a line already cleaned of real escape sequences and invalid UTF-8) as a person reads it.
@@ -47,6 +51,7 @@ pub fn normalize(raw: &str) -> NormalLine<'_> {
                 text: Cow::Borrowed(&s[d.start..d.end]),
                 rank: d.rank,
                 record: d.record,
+                calm: d.calm,
             }
         }
         Cow::Owned(mut s) => {
@@ -57,6 +62,7 @@ pub fn normalize(raw: &str) -> NormalLine<'_> {
                 text: Cow::Owned(s),
                 rank: d.rank,
                 record: d.record,
+                calm: d.calm,
             }
         }
     }

@@ -180,7 +180,9 @@ def run_args(
     owner: Owner = True,
     extra_args: Sequence[str] = (),
 ) -> List[str]:
-    """The arguments of ``firedup run --json`` for these options (the binary not included)."""
+    """The arguments of ``firedup run --json`` for these options (the binary not included).
+    ``env`` gives only its names (``--env KEY``): firedup must get the values in its environment
+    (``_firedup(..., env=env)``)."""
     if isinstance(command, str):
         raise TypeError("command is a list of arguments, e.g. ['python', '-m', 'http.server', '{port}']")
     a = ["run", "--json", "--until", until, "--grace", _duration(grace)]
@@ -201,8 +203,10 @@ def run_args(
         a += ["--fail-line", r]
     if http is not None:
         a += ["--http", http]
-    for k, v in (env or {}).items():
-        a += ["--env", f"{k}={v}"]
+    # Only the names: the values travel in firedup's own environment (``_firedup``'s ``env``),
+    # never in its argv, which every user of the machine reads in ``ps``.
+    for k in env or {}:
+        a += ["--env", str(k)]
     if cwd is not None:
         a += ["--cwd", str(cwd)]
     if log is not None:
@@ -224,15 +228,28 @@ def _owner_pid(owner: Owner, extra_args: Sequence[str]) -> Optional[int]:
     return int(owner)
 
 
-def _firedup(args: Sequence[str], stop_within: float = 10.0) -> "subprocess.CompletedProcess[str]":
+def _firedup(
+    args: Sequence[str],
+    stop_within: float = 10.0,
+    env: Optional[Mapping[str, str]] = None,
+) -> "subprocess.CompletedProcess[str]":
     """Runs firedup to its end. Its progress (stderr) is passed on line by line as it comes, to
     ``sys.stderr`` (where pytest captures it, to show with a failure), and kept for the error.
 
     Interrupted here (a KeyboardInterrupt from SIGINT to this process alone, or any exception),
     firedup is sent SIGTERM, which stops a starting run and ends it, and is waited for (bounded
     by ``stop_within`` seconds, its grace, plus a margin) before the exception goes on."""
+    child_env = None
+    if env:
+        # The values of ``--env KEY``: firedup reads them from its environment.
+        child_env = dict(os.environ)
+        child_env.update({str(k): str(v) for k, v in env.items()})
     with subprocess.Popen(
-        [find_firedup(), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [find_firedup(), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env,
     ) as p:
         said: List[str] = []
 
@@ -353,7 +370,9 @@ def start(command: Sequence[str], **options: Any) -> Server:
     :meth:`Server.stop`, or use :func:`launch`); raises :class:`NotReady` for any other verdict."""
     __tracebackhide__ = True
     args = run_args(command, **options)
-    done = _firedup(args, stop_within=_seconds(options.get("grace", "10s")))
+    done = _firedup(
+        args, stop_within=_seconds(options.get("grace", "10s")), env=options.get("env")
+    )
     verdict = _json_or_error(done, "firedup run")
     wanted = "succeeded" if options.get("until") == "exit" else "ready"
     server = Server(verdict, grace=options.get("grace", "10s"))

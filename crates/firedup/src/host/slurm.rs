@@ -149,7 +149,7 @@ impl SlurmHost {
             fail_lines: spec.judging.fail_lines.clone(),
             stall: spec.judging.stall.clone(),
             timeout: spec.judging.timeout.clone(),
-            options: Some(spec.judging.clone()),
+            options: Some(spec.judging.stored()),
             name: spec.name.clone(),
             log_start,
             log_file,

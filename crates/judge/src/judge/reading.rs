@@ -15,6 +15,7 @@ use std::time::Duration;
 use super::Judge;
 use super::line::LineOrigin;
 use super::output::Event;
+use super::quoted::calm_hits;
 use super::ranks::prefix_rank;
 use super::traceback::{LineRole, is_raise_statement};
 use crate::classify::{Hit, LineClass, Strength};
@@ -56,7 +57,8 @@ impl Judge {
         if rank.is_some() || normal.record {
             self.record_rank = rank;
         }
-        let (mut class, origin, role) = self.read_part(at, number, &normal.text, rank, &text);
+        let (mut class, origin, role) =
+            self.read_part(at, number, &normal.text, rank, normal.calm, &text);
         let joined = self
             .wraps
             .join(&self.cfg.classifier, &normal, &class, role.source);
@@ -95,9 +97,11 @@ impl Judge {
         number: u64,
         part: &str,
         rank: Option<u32>,
+        calm: bool,
         original: &str,
     ) -> (LineClass, LineOrigin, LineRole) {
         let mut class = self.cfg.classifier.classify(part);
+        calm_hits(&self.cfg.classifier, part, calm, &mut class);
         let mut role = self
             .tracebacks
             .on_line(number, rank, part, original, &class);
@@ -129,24 +133,23 @@ impl Judge {
         text: String,
         events: &mut Vec<Event>,
     ) {
-        let mut parts: Vec<(String, Option<u32>)> = Vec::new();
+        let mut parts: Vec<(String, Option<u32>, bool)> = Vec::new();
         let first = normalize(&text);
-        let (mut rest, mut rank) = (first.text.into_owned(), first.rank);
+        let (mut rest, mut rank, mut calm) = (first.text.into_owned(), first.rank, first.calm);
         while let Some(p) = next_rank_print(&rest).filter(|_| parts.len() + 1 < MAX_PARTS) {
-            parts.push((rest[..p].to_string(), rank));
+            parts.push((rest[..p].to_string(), rank, calm));
             let next = normalize(&rest[p..]);
-            let (t, r) = (next.text.into_owned(), next.rank);
-            (rest, rank) = (t, r);
+            (rest, rank, calm) = (next.text.into_owned(), next.rank, next.calm);
         }
-        parts.push((rest, rank));
+        parts.push((rest, rank, calm));
         let mut merged = LineClass {
             noise: true,
             ..LineClass::default()
         };
         let mut origins: Vec<(Vec<Hit>, LineOrigin)> = Vec::new();
         let mut exceptions = Vec::new();
-        for (part, rank) in &parts {
-            let (class, origin, role) = self.read_part(at, number, part, *rank, &text);
+        for (part, rank, calm) in &parts {
+            let (class, origin, role) = self.read_part(at, number, part, *rank, *calm, &text);
             exceptions.extend(role.exception_of);
             merged.hits.extend(class.hits.iter().copied());
             merged.ready.extend(class.ready.iter().copied());

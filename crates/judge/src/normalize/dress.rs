@@ -13,7 +13,9 @@
 //! allocated. (A separate `level` field that reading.rs would use to drop hits was the
 //! alternative; it would also drop the unanchored evidence patterns that are meant to match
 //! warnings, like vLLM's "Failed to import from vllm._C with ImportError(...)".) An error record's
-//! header is taken off, so the exception it carries is matched as if printed bare.
+//! header is taken off, so the exception it carries is matched as if printed bare. A kept header
+//! still says its record is calm (`Dress::calm`): `judge/quoted.rs` takes from such a record the
+//! fatal hits that only its quoted text shows (a logged prompt), its evidence kept.
 //!
 //! Hand-written byte scanning, no regex: every token is recognised by its first bytes, so a line
 //! without a prefix costs a few comparisons.
@@ -36,6 +38,8 @@ pub(super) struct Dress {
     pub(super) rank: Option<u32>,
     /// A logging library's record header (timestamp or level) was seen.
     pub(super) record: bool,
+    /// That header's level is not an error (INFO, WARNING, DEBUG, ...): a calm record.
+    pub(super) calm: bool,
 }
 
 /// At most this many prefixes are taken off one line (bounded work on a pathological line).
@@ -49,6 +53,7 @@ pub(super) fn dress(line: &str) -> Dress {
         end: b.len(),
         rank: None,
         record: false,
+        calm: false,
     };
     for _ in 0..MAX_TOKENS {
         match token(b, d.start) {
@@ -67,6 +72,7 @@ pub(super) fn dress(line: &str) -> Dress {
                 d.rank = rank.or(d.rank);
                 d.end = end;
                 d.record = true;
+                d.calm = true;
                 break;
             }
             None => break,
