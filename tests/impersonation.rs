@@ -302,8 +302,9 @@ fn a_launcher_that_exits_beside_another_users_process_carrying_the_run_id_has_ex
             "--json",
             "--ready-line",
             "never printed",
+            // Long enough that a loaded machine's slow start of the impostor is no stall.
             "--stall",
-            "3s",
+            "60s",
             "--timeout",
             "5m",
             "--",

@@ -22,28 +22,42 @@ mod named;
 
 pub use known::learn_launch;
 
-/// Name parts that make a value secret wherever they appear in the name.
-const SECRET_WORDS: [&str; 8] = [
+/// Endings of a name's part that make its value secret (`PGPASSWORD`, `REQUIREPASS`, `APIKEY`,
+/// `HF_TOKEN`, `BASIC_AUTH`): a word that merely contains one (`NUM_PASSES`, `AUTHOR`,
+/// `KEYBOARD`, `MAX_NUM_BATCHED_TOKENS`, `TOKENIZER`) does not.
+const SECRET_ENDINGS: [&str; 16] = [
     "SECRET",
+    "SECRETS",
+    "PASSWORD",
+    "PASSWORDS",
+    "PASSWD",
     "PASS",
+    "PASSPHRASE",
     "KEY",
+    "KEYS",
+    "TOKEN",
     "CREDENTIAL",
-    "AUTH",
+    "CREDENTIALS",
     "COOKIE",
-    "SESSION",
-    "PRIVATE",
+    "COOKIES",
+    "AUTH",
+    "AUTHORIZATION",
 ];
 
+/// Whole parts of a name that make its value secret (`GH_PAT`, not `PATH`).
+const SECRET_PARTS: [&str; 3] = ["PAT", "SESSION", "PRIVATE"];
+
 /// Whether an env var or flag name looks like it holds a secret (`HF_TOKEN`,
-/// `AWS_SECRET_ACCESS_KEY`, `PGPASSWORD`, `PGPASS`, `GH_PAT`, `OPENAI_API_KEY`). A part that
-/// ends in `TOKEN` counts (`HF_TOKEN`, `ACCESSTOKEN`), a count of tokens does not
-/// (`MAX_NUM_BATCHED_TOKENS`, `TOKENIZER`); `PAT` counts as a whole part only (not `PATH`).
+/// `AWS_SECRET_ACCESS_KEY`, `PGPASSWORD`, `PGPASS`, `GH_PAT`, `OPENAI_API_KEY`), part by part
+/// (split at anything not a letter or digit): a part that ends in a secret word counts, a word
+/// that only contains one does not (`NUM_PASSES`, `AUTHOR`, a count of tokens).
 pub fn looks_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    SECRET_WORDS.iter().any(|w| upper.contains(w))
-        || upper
-            .split(|c: char| !c.is_ascii_alphanumeric())
-            .any(|part| part.ends_with("TOKEN") || part == "PAT")
+    upper
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|part| {
+            SECRET_ENDINGS.iter().any(|w| part.ends_with(w)) || SECRET_PARTS.contains(&part)
+        })
 }
 
 /// What a secret value is replaced by wherever it is shown or stored.
@@ -226,6 +240,16 @@ mod tests {
             ("CUDA_VISIBLE_DEVICES", false),
             ("SGLANG_SM120_MMA_FLASHMLA", false),
             ("PATH", false),
+            ("author", false),
+            ("num_passes", false),
+            ("keyboard_layout", false),
+            ("MY_SERVICE_PASSWD", true),
+            ("SESSION_SECRET", true),
+            ("session", true),
+            ("ssh_private_key", true),
+            ("x-api-keys", true),
+            ("BASIC_AUTH", true),
+            ("oauth_token", true),
         ];
         for (name, secret) in table {
             assert_eq!(looks_secret(name), secret, "{name}");
