@@ -45,6 +45,19 @@ impl Env {
 
     pub fn cmd(&self) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_firedup"));
+        // firedup keeps a signal ignored at its start ignored (issue 24, item 6): started as
+        // from a terminal, whatever the test runner ignores (a CI job under nohup, a background
+        // job's SIGINT), so the tests that send it signals see what a user's Ctrl-C does.
+        // SAFETY: signal(2) only, between fork and exec.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            c.pre_exec(|| {
+                for s in [libc::SIGINT, libc::SIGHUP, libc::SIGTERM] {
+                    libc::signal(s, libc::SIG_DFL);
+                }
+                Ok(())
+            });
+        }
         c.env("FIREDUP_STATE_DIR", self.state.path())
             .env("FIREDUP_PLAIN", "1")
             .env("RUST_BACKTRACE", "0")
