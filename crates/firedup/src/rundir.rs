@@ -8,7 +8,8 @@
 //! `verdict.json` (written by the launching firedup when it reaches its verdict:
 //! [`verdict_record`]), `stop.json` (written by firedup's own stop before its first signal and
 //! again with what it found: [`stop_record`]), `log_end.json` (written by the supervisor when the
-//! command ends: the size of its log file then, `rundir/log_share.rs`). Files are written
+//! run has ended, its command and whatever it left behind: the size of its log file then,
+//! `rundir/log_share.rs`). Files are written
 //! atomically (temp file + rename), so a reader never sees half of one.
 
 use std::fs;

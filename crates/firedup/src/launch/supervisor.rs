@@ -186,17 +186,6 @@ pub fn supervise(
                 spawn_error: None,
                 ended_at: now_unix(),
             };
-            // Where this run's part of the log ends (before exit.json: whoever sees the exit
-            // finds it). Best effort: a run without it ends where the next launch begins.
-            if let Some(st) = log_ref.as_ref().and_then(|f| rustix::fs::fstat(f).ok()) {
-                let end = crate::rundir::LogEnd {
-                    file: log_file,
-                    size: st.st_size as u64,
-                };
-                if let Err(e) = run.write_log_end(&end) {
-                    let _ = writeln!(diagnostics, "firedup supervisor: {}", chain(&e));
-                }
-            }
             // The record first: once the launcher hears of the exit, `firedup ps` or a re-attach
             // finds it (sending first saves its fsync, ~0.6 ms, and loses that). The launcher
             // hears of it also when the record cannot be written (a full disk).
@@ -208,6 +197,18 @@ pub fn supervise(
             // No break: what the command left behind (a daemon, re-parented to us as the
             // subreaper) stays our child until it ends, so it is still found as the run's by
             // ancestry, also when it overwrote its environment (redis's setproctitle does).
+        }
+    }
+    // Everything the run started has ended (no child is left): this is where the run's part of
+    // the log ends. Not at the command's exit: a daemon it left (re-parented to us) writes on.
+    // Best effort: a run without it ends where the next launch begins.
+    if let Some(st) = log_ref.as_ref().and_then(|f| rustix::fs::fstat(f).ok()) {
+        let end = crate::rundir::LogEnd {
+            file: log_file,
+            size: st.st_size as u64,
+        };
+        if let Err(e) = run.write_log_end(&end) {
+            let _ = writeln!(diagnostics, "firedup supervisor: {}", chain(&e));
         }
     }
     for problem in owner_watch.map(|w| w.finish()).unwrap_or_default() {

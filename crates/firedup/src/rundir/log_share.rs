@@ -3,8 +3,9 @@
 //!
 //! Contract: a run's part of its log file (identified by device and inode, never by path)
 //! begins at the size the file had when it was launched (`meta.json`'s `log_start`; byte 0
-//! without one) and ends at the first of: the file's size when its command ended, recorded by
-//! the supervisor in `log_end.json`, and the start of the next launch into the same file. A
+//! without one) and ends at the first of: the file's size when the run ended (its command and
+//! whatever it left running, a daemon included: the supervisor's last child), recorded by the
+//! supervisor in `log_end.json`, and the start of the next launch into the same file. A
 //! file some live run is writing to is never given to another launch
 //! ([`RunDir::live_run_writing`]).
 
@@ -14,7 +15,7 @@ use super::RunDir;
 use crate::error::Result;
 use crate::launched_log::FileId;
 
-/// The size of the run's log file when its command ended (`log_end.json`).
+/// The size of the run's log file when the run ended (`log_end.json`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LogEnd {
     /// The log file (its identity, as opened by the supervisor).
