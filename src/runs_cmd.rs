@@ -200,6 +200,13 @@ pub(crate) fn logs(run_id: &str, meaningful: bool, follow: bool) -> Result<i32> 
     if let Some(start) = meta.log_start {
         follower.start_at(&start);
     }
+    // ... and what the next launch appended after it ended is the next run's.
+    if let Some(end) = meta
+        .log_file
+        .and_then(|file| Some((file, run.log_part_end(&file)?)))
+    {
+        follower.end_at(end.0, end.1);
+    }
     let mut out = std::io::stdout().lock();
     let mut last_shape = String::new();
     let mut buf = Vec::new();

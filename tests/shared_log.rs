@@ -70,6 +70,13 @@ fn watching_an_ended_run_judges_its_own_part_of_a_shared_log_and_keeps_its_verdi
         "echo 'FATAL: the next run broke'; exit 1",
     ]);
     assert_eq!(b.verdict(), "exited", "the next run ran: {}", b.explain());
+    // `logs` shows the first run's part only.
+    let logs = env.firedup(&["logs", &a]);
+    assert!(
+        logs.stdout.contains("hello") && !logs.stdout.contains("next run"),
+        "{}",
+        logs.explain()
+    );
     let w = env.firedup(&["watch", &a, "--json"]);
     assert_eq!(w.verdict(), "succeeded", "{}", w.explain());
     assert!(!w.stdout.contains("next run"), "{}", w.explain());
