@@ -863,3 +863,40 @@ fn reattaching_over_ssh_to_a_run_that_crashed_after_ready_reports_the_crash() {
     );
     assert_eq!(w.json["exit"]["code"], 1, "{}", w.explain());
 }
+
+/// Issue 24, item 4, over SSH: the agent reads a big log in slices; until it has caught up
+/// (`Backlog`), the client does not tick the judge, and the lines keep the time the log held
+/// them. Before: `timed_out` with READY in the file.
+#[test]
+fn a_deadline_over_ssh_waits_for_the_agent_to_read_what_the_log_already_holds() {
+    let sshd = Sshd::start();
+    let env = Env::new();
+    let log = env.path("big.log");
+    {
+        use std::io::Write;
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&log).unwrap());
+        let filler = format!("{}\n", "loading: ".repeat(113));
+        for _ in 0..(64 << 20) / filler.len() {
+            f.write_all(filler.as_bytes()).unwrap();
+        }
+        f.write_all(b"READY\n").unwrap();
+    }
+    let r = fd(
+        &env,
+        &sshd,
+        &[
+            "watch",
+            "--json",
+            "--host",
+            "fdtest",
+            "--from-start",
+            "--log",
+            log.to_str().unwrap(),
+            "--ready-line",
+            "READY",
+            "--timeout",
+            "200ms",
+        ],
+    );
+    assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
+}

@@ -85,6 +85,13 @@ impl Watched {
         }
     }
 
+    fn caught_up(&self) -> bool {
+        match self {
+            Watched::Process(o) => o.caught_up(),
+            Watched::Job(j) => crate::source::Source::caught_up(j.as_ref()),
+        }
+    }
+
     fn next_wake(&self) -> Instant {
         match self {
             Watched::Process(o) => o.next_wake(),
@@ -147,8 +154,16 @@ pub fn serve(spec: &AgentSpec, out: &mut dyn Write) -> std::io::Result<()> {
     let mut last_mark: Option<Resume> = spec.resume;
     let mut next_heartbeat = Instant::now();
     let mut buf = Vec::new();
+    let mut backlog = false;
     loop {
         watched.collect(&mut buf);
+        // A backlog is announced before the lines of the slice that found it (the client ticks
+        // the judge only while none is announced: what it judges is then all there was) ...
+        let waiting = !watched.caught_up();
+        if waiting && !backlog {
+            send(out, &WireEvent::Backlog { waiting })?;
+            backlog = true;
+        }
         for seen in buf.drain(..) {
             let event = match seen {
                 Seen::Obs(at, obs) => {
@@ -177,6 +192,11 @@ pub fn serve(spec: &AgentSpec, out: &mut dyn Write) -> std::io::Result<()> {
         if last_mark != Some(mark) {
             send(out, &WireEvent::Mark(mark))?;
             last_mark = Some(mark);
+        }
+        // ... and the end of a backlog after the last of its lines.
+        if backlog && !waiting {
+            send(out, &WireEvent::Backlog { waiting })?;
+            backlog = false;
         }
         if watched.ended() {
             send(out, &WireEvent::End)?;

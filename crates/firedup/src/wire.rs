@@ -71,6 +71,11 @@ pub(crate) enum WireEvent {
     Heartbeat {
         t: f64,
     },
+    /// Whether the agent's reader is behind the log (a backlog handed over in slices): while it
+    /// is, the judge is not ticked (see `crate::observe::log_reader`). Sent when it changes.
+    Backlog {
+        waiting: bool,
+    },
     /// Something the user should know about the watch itself (a Slurm job was requeued).
     Note {
         t: f64,
@@ -177,6 +182,7 @@ mod tests {
                 seq: 8,
             }),
             WireEvent::Heartbeat { t: 3.0 },
+            WireEvent::Backlog { waiting: true },
             WireEvent::Note {
                 t: 3.5,
                 text: "job 7 was requeued (Restarts=1): its log continues".into(),

@@ -56,6 +56,8 @@ pub struct RemoteSource {
     lost: Option<(Instant, String)>,
     reconnect_for: Duration,
     last_seq: u64,
+    /// The agent's reader is behind the log ([`WireEvent::Backlog`]).
+    agent_behind: bool,
     ended: bool,
     gave_up: bool,
     resume_hint: String,
@@ -105,14 +107,20 @@ impl RemoteSource {
             lost: None,
             reconnect_for,
             last_seq: 0,
+            agent_behind: false,
             ended: false,
             gave_up: false,
             resume_hint: resume_hint.to_string(),
         }
     }
 
+    /// The agent's clock read `t` (a line's time may be earlier: when the log held it, see
+    /// `crate::observe::log_reader`): the clock never goes back.
     fn tick_clock(&mut self, t: f64) {
-        self.clock = Some((t, Instant::now()));
+        let now = self.clock.map(|_| self.now().as_secs_f64());
+        if now.is_none_or(|now| t >= now) {
+            self.clock = Some((t, Instant::now()));
+        }
     }
 }
 
@@ -185,6 +193,7 @@ impl Source for RemoteSource {
                         }
                     }
                     WireEvent::Heartbeat { t } => self.tick_clock(t),
+                    WireEvent::Backlog { waiting } => self.agent_behind = waiting,
                     WireEvent::Note { t, text } => {
                         out.push(Seen::Note(Duration::from_secs_f64(t.max(0.0)), text))
                     }
@@ -259,6 +268,10 @@ impl Source for RemoteSource {
 
     fn can_tick(&self) -> bool {
         self.connected && self.clock.is_some()
+    }
+
+    fn caught_up(&self) -> bool {
+        !self.agent_behind
     }
 }
 
