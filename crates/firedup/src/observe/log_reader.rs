@@ -147,10 +147,11 @@ impl LogReader {
             return;
         };
         let at = self.now();
+        // Another file, or this one truncated (copytruncate): the old marks date other bytes.
         if self
             .marks
             .back()
-            .is_some_and(|m| m.identity != held.identity)
+            .is_some_and(|m| m.identity != held.identity || held.len < m.len)
         {
             self.marks.clear();
         }
@@ -170,7 +171,8 @@ impl LogReader {
         let mut at = now;
         if let Some(held) = self.follower.held() {
             let end = self.follower.offset();
-            self.marks.retain(|m| m.identity == held.identity);
+            self.marks
+                .retain(|m| m.identity == held.identity && m.len <= held.len);
             while self.marks.front().is_some_and(|m| m.len < end) {
                 self.marks.pop_front();
             }
