@@ -262,8 +262,12 @@ impl LocalObserver {
             out.push((self.now(), Observation::OomEvidence(evidence)));
         }
         // Before the lines and the exit that firedup's stop of the run brings (the record came first).
-        if let Some(o) = self.owner.take(self.target.run.as_ref()) {
-            out.push((self.now(), o));
+        if let Some((noticed, o)) = self.owner.take(self.target.run.as_ref()) {
+            let now = self.now();
+            let ago = crate::rundir::now_unix() - noticed;
+            // A record from a clock ahead of ours says nothing about when: now.
+            let at = now.saturating_sub(Duration::from_secs_f64(ago.clamp(0.0, 1e9)));
+            out.push((at, o));
         }
         // Start-up facts first (started, spawn failure), then the log, then probe results.
         let (early, later): (Vec<Observation>, Vec<Observation>) =

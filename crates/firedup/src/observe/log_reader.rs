@@ -53,6 +53,10 @@ pub(super) fn follower_for(target: &Target, settings: &ObserveSettings) -> LogFo
     follower
 }
 
+/// How far a file's modification time may lag the write it records: one tick of the kernel's
+/// coarse clock (4 ms at 250 Hz, 10 ms at 100 Hz).
+const MODIFIED_GRAIN: Duration = Duration::from_millis(10);
+
 /// The length a file had at a time.
 #[derive(Debug, Clone, Copy)]
 struct Mark {
@@ -184,7 +188,9 @@ impl LogReader {
                 .modified
                 .and_then(|m| SystemTime::now().duration_since(m).ok());
             if let (true, Some(age)) = (held.len >= end, age) {
-                at = at.min(now.saturating_sub(age));
+                // The kernel stamps a file with its coarse clock (the last tick): the write
+                // came at most a tick after that.
+                at = at.min(now.saturating_sub(age) + MODIFIED_GRAIN);
             }
         }
         at = at.max(self.last_stamp);

@@ -24,13 +24,16 @@ impl OwnerNews {
         }
     }
 
-    /// The news, the first time the record is found.
-    pub(super) fn take(&mut self, run: Option<&RunDir>) -> Option<Observation> {
+    /// The news, the first time the record is found, with when the supervisor noticed the
+    /// owner gone (Unix time): the judge is told at that time, not when the record was read, as
+    /// the lines the stop brings are stamped with when the log held them (`log_reader`), so
+    /// both are in the order they happened.
+    pub(super) fn take(&mut self, run: Option<&RunDir>) -> Option<(f64, Observation)> {
         if !self.watching || self.told {
             return None;
         }
         let gone = run?.owner_gone()?;
         self.told = true;
-        Some(Observation::OwnerGone { pid: gone.owner })
+        Some((gone.noticed_at, Observation::OwnerGone { pid: gone.owner }))
     }
 }
