@@ -872,15 +872,7 @@ fn a_deadline_over_ssh_waits_for_the_agent_to_read_what_the_log_already_holds() 
     let sshd = Sshd::start();
     let env = Env::new();
     let log = env.path("big.log");
-    {
-        use std::io::Write;
-        let mut f = std::io::BufWriter::new(std::fs::File::create(&log).unwrap());
-        let filler = format!("{}\n", "loading: ".repeat(113));
-        for _ in 0..(64 << 20) / filler.len() {
-            f.write_all(filler.as_bytes()).unwrap();
-        }
-        f.write_all(b"READY\n").unwrap();
-    }
+    common::write_long_log(&log, "READY");
     let r = fd(
         &env,
         &sshd,

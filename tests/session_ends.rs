@@ -8,7 +8,7 @@ mod common;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::Env;
 
@@ -25,16 +25,8 @@ fn launched_run(env: &Env) -> Option<(String, u64)> {
     Some((id, v["pid"].as_u64()?))
 }
 
-/// Waits (bounded) for `what` to hold.
-fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + BOUND;
-    loop {
-        if let Some(t) = f() {
-            return t;
-        }
-        assert!(Instant::now() < deadline, "waited {BOUND:?} for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+fn wait_for<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
+    common::bounded::wait_for(what, BOUND, f)
 }
 
 /// Before: the signal thread's "interrupted" line went to a closed stderr, panicked, and the

@@ -11,24 +11,16 @@
 
 mod common;
 
-use std::io::Write;
 use std::process::Stdio;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use common::Env;
 
 /// How long anything here may take before the test fails as a hang.
 const BOUND: Duration = Duration::from_secs(120);
 
-fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + BOUND;
-    loop {
-        if let Some(t) = f() {
-            return t;
-        }
-        assert!(Instant::now() < deadline, "waited {BOUND:?} for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+fn wait_for<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
+    common::bounded::wait_for(what, BOUND, f)
 }
 
 /// The only run's id and its log, once launched.
@@ -126,15 +118,8 @@ fn a_firedup_stopped_longer_than_the_stall_window_does_not_call_a_busy_server_st
 fn a_deadline_is_decided_only_after_the_log_already_written_is_read() {
     let env = Env::new();
     let log = env.path("server.log");
-    {
-        let mut f = std::io::BufWriter::new(std::fs::File::create(&log).unwrap());
-        // 64 MiB of start-up chatter, then READY: far more than one read of the follower.
-        let filler = format!("{}\n", "loading: ".repeat(113));
-        for _ in 0..(64 << 20) / filler.len() {
-            f.write_all(filler.as_bytes()).unwrap();
-        }
-        f.write_all(b"READY\n").unwrap();
-    }
+    // 64 MiB of start-up chatter, then READY: far more than one read of the follower.
+    common::write_long_log(&log, "READY");
     let run = env.firedup(&[
         "watch",
         "--json",

@@ -47,3 +47,16 @@ pub fn wait_output(child: std::process::Child, bound: Duration) -> Out {
         }
     }
 }
+
+/// Waits (polling every 20 ms, at most `bound`) until `what` yields a value; the test fails
+/// past the bound, naming what it waited for.
+pub fn wait_for<T>(what: &str, bound: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + bound;
+    loop {
+        if let Some(t) = f() {
+            return t;
+        }
+        assert!(Instant::now() < deadline, "waited {bound:?} for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

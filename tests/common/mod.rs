@@ -176,3 +176,15 @@ impl Env {
         }
     }
 }
+
+/// Writes a log of 64 MiB of start-up chatter ending in `last`: far more than one read of the
+/// follower, for the tests of a reader that falls behind.
+pub fn write_long_log(path: &Path, last: &str) {
+    use std::io::Write;
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let filler = format!("{}\n", "loading: ".repeat(113));
+    for _ in 0..(64 << 20) / filler.len() {
+        f.write_all(filler.as_bytes()).unwrap();
+    }
+    writeln!(f, "{last}").unwrap();
+}
