@@ -92,6 +92,13 @@ impl Watched {
         }
     }
 
+    fn read_through(&self) -> Option<Duration> {
+        match self {
+            Watched::Process(o) => o.read_through(),
+            Watched::Job(j) => crate::source::Source::read_through(j.as_ref()),
+        }
+    }
+
     fn next_wake(&self) -> Instant {
         match self {
             Watched::Process(o) => o.next_wake(),
@@ -155,13 +162,20 @@ pub fn serve(spec: &AgentSpec, out: &mut dyn Write) -> std::io::Result<()> {
     let mut next_heartbeat = Instant::now();
     let mut buf = Vec::new();
     let mut backlog = false;
+    let mut sent_through: Option<Duration> = None;
     loop {
         watched.collect(&mut buf);
         // A backlog is announced before the lines of the slice that found it (the client ticks
         // the judge only while none is announced: what it judges is then all there was) ...
         let waiting = !watched.caught_up();
         if waiting && !backlog {
-            send(out, &WireEvent::Backlog { waiting })?;
+            send(
+                out,
+                &WireEvent::Backlog {
+                    waiting,
+                    through: None,
+                },
+            )?;
             backlog = true;
         }
         for seen in buf.drain(..) {
@@ -195,8 +209,26 @@ pub fn serve(spec: &AgentSpec, out: &mut dyn Write) -> std::io::Result<()> {
         }
         // ... and the end of a backlog after the last of its lines.
         if backlog && !waiting {
-            send(out, &WireEvent::Backlog { waiting })?;
+            send(
+                out,
+                &WireEvent::Backlog {
+                    waiting,
+                    through: None,
+                },
+            )?;
             backlog = false;
+        }
+        // While behind, after the lines read: up to when everything was read.
+        let through = watched.read_through().filter(|_| waiting);
+        if let (Some(t), true) = (through, through != sent_through) {
+            send(
+                out,
+                &WireEvent::Backlog {
+                    waiting,
+                    through: Some(offset + t.as_secs_f64()),
+                },
+            )?;
+            sent_through = through;
         }
         if watched.ended() {
             send(out, &WireEvent::End)?;

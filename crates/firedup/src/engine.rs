@@ -152,12 +152,17 @@ pub fn judge_loop_bounded(
             }
             feed(&mut judge, obs, at, &mut events, &mut out);
         }
-        if source.can_tick() && source.caught_up() {
+        // Behind a backlog, the judge is ticked only up to when all the log held was read.
+        let tick_at = match source.caught_up() {
+            true => Some(look),
+            false => source.read_through().map(|t| t.min(look)),
+        };
+        if let (true, Some(at)) = (source.can_tick(), tick_at) {
             if !began {
-                judge.watch_began(look);
+                judge.watch_began(at);
                 began = true;
             }
-            feed(&mut judge, Observation::Tick, look, &mut events, &mut out);
+            feed(&mut judge, Observation::Tick, at, &mut events, &mut out);
         }
         for e in out.judge_events.drain(..) {
             match e {

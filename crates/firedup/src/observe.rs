@@ -223,6 +223,11 @@ impl LocalObserver {
         !self.log.backlog()
     }
 
+    /// While not caught up: the time by which everything the log held has been read.
+    pub(crate) fn read_through(&self) -> Option<Duration> {
+        self.log.read_through()
+    }
+
     /// Whether the process's end has been observed (nothing more will come but log lines).
     pub(crate) fn ended(&self) -> bool {
         self.exit_reported

@@ -36,6 +36,11 @@ pub trait Source {
     fn caught_up(&self) -> bool {
         true
     }
+    /// While not [`Source::caught_up`]: the time on the source's clock by which everything the
+    /// log held has been collected, so the judge may be ticked then (`None`: not yet known).
+    fn read_through(&self) -> Option<Duration> {
+        None
+    }
 }
 
 /// How often CPU time and reads are sampled for a stall window (a tenth of it, 1 to 10 s).

@@ -75,6 +75,10 @@ pub(crate) enum WireEvent {
     /// is, the judge is not ticked (see `crate::observe::log_reader`). Sent when it changes.
     Backlog {
         waiting: bool,
+        /// While waiting: seconds since time zero by which everything the log held was read
+        /// (the judge may be ticked up to then).
+        #[serde(default)]
+        through: Option<f64>,
     },
     /// Something the user should know about the watch itself (a Slurm job was requeued).
     Note {
@@ -182,7 +186,10 @@ mod tests {
                 seq: 8,
             }),
             WireEvent::Heartbeat { t: 3.0 },
-            WireEvent::Backlog { waiting: true },
+            WireEvent::Backlog {
+                waiting: true,
+                through: Some(2.5),
+            },
             WireEvent::Note {
                 t: 3.5,
                 text: "job 7 was requeued (Restarts=1): its log continues".into(),

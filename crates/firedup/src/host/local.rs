@@ -377,6 +377,9 @@ impl Source for LocalSource {
     fn caught_up(&self) -> bool {
         self.observer.caught_up()
     }
+    fn read_through(&self) -> Option<Duration> {
+        self.observer.read_through()
+    }
 }
 
 /// Time zero of a watch: the launch recorded in the run directory, when firedup launched the run

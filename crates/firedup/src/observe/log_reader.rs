@@ -76,6 +76,9 @@ pub(super) struct LogReader {
     marks: VecDeque<Mark>,
     last_stamp: Duration,
     backlog: bool,
+    /// The latest time by which everything the file held has been read (the latest mark the
+    /// reading has passed).
+    through: Option<Duration>,
 }
 
 impl LogReader {
@@ -86,6 +89,7 @@ impl LogReader {
             marks: VecDeque::new(),
             last_stamp: Duration::ZERO,
             backlog: false,
+            through: None,
         }
     }
 
@@ -102,6 +106,13 @@ impl LogReader {
     /// The last read stopped at its size limit: more is waiting.
     pub(super) fn backlog(&self) -> bool {
         self.backlog
+    }
+
+    /// While behind: the latest time by which all the log held has been read, so a deadline up
+    /// to then may be decided (a log written faster than it is read forever still gets its
+    /// verdicts). `None` before any such time is known.
+    pub(super) fn read_through(&self) -> Option<Duration> {
+        self.through
     }
 
     /// Reads one slice of what is new; its observations, stamped, go to `out`. Returns whether
@@ -177,6 +188,9 @@ impl LogReader {
             let end = self.follower.offset();
             self.marks
                 .retain(|m| m.identity == held.identity && m.len <= held.len);
+            if let Some(m) = self.marks.iter().rev().find(|m| m.len <= end) {
+                self.through = Some(m.at);
+            }
             while self.marks.front().is_some_and(|m| m.len < end) {
                 self.marks.pop_front();
             }
@@ -246,6 +260,34 @@ mod tests {
         );
         // Stamps never go backwards.
         assert!(lines.windows(2).all(|w| w[0].0 <= w[1].0));
+    }
+
+    #[test]
+    fn a_reader_that_never_catches_up_still_says_up_to_when_it_has_read_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("server.log");
+        let mut f = std::fs::File::create(&path).unwrap();
+        let filler = format!("{}\n", "x".repeat(1023));
+        let write_mib = |f: &mut std::fs::File| {
+            for _ in 0..1024 {
+                f.write_all(filler.as_bytes()).unwrap();
+            }
+        };
+        for _ in 0..3 {
+            write_mib(&mut f);
+        }
+        let mut reader = LogReader::new(LogFollower::new(&path, 4096), Instant::now());
+        let mut out = Vec::new();
+        // Each read takes one slice while the writer keeps ahead: the backlog never ends.
+        for _ in 0..4 {
+            reader.read(&mut out);
+            write_mib(&mut f);
+            assert!(reader.backlog());
+        }
+        // Yet what the file held at an earlier look has all been read: the judge may be
+        // ticked up to then (without it, no deadline would ever be decided).
+        let through = reader.read_through().expect("a time read through");
+        assert!(through <= reader.now(), "{through:?}");
     }
 
     #[test]

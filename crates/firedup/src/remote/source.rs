@@ -58,6 +58,8 @@ pub struct RemoteSource {
     last_seq: u64,
     /// The agent's reader is behind the log ([`WireEvent::Backlog`]).
     agent_behind: bool,
+    /// While behind: up to when the agent has read everything the log held.
+    agent_through: Option<Duration>,
     ended: bool,
     gave_up: bool,
     resume_hint: String,
@@ -108,6 +110,7 @@ impl RemoteSource {
             reconnect_for,
             last_seq: 0,
             agent_behind: false,
+            agent_through: None,
             ended: false,
             gave_up: false,
             resume_hint: resume_hint.to_string(),
@@ -193,7 +196,10 @@ impl Source for RemoteSource {
                         }
                     }
                     WireEvent::Heartbeat { t } => self.tick_clock(t),
-                    WireEvent::Backlog { waiting } => self.agent_behind = waiting,
+                    WireEvent::Backlog { waiting, through } => {
+                        self.agent_behind = waiting;
+                        self.agent_through = through.map(|t| Duration::from_secs_f64(t.max(0.0)));
+                    }
                     WireEvent::Note { t, text } => {
                         out.push(Seen::Note(Duration::from_secs_f64(t.max(0.0)), text))
                     }
@@ -272,6 +278,10 @@ impl Source for RemoteSource {
 
     fn caught_up(&self) -> bool {
         !self.agent_behind
+    }
+
+    fn read_through(&self) -> Option<Duration> {
+        self.agent_through
     }
 }
 

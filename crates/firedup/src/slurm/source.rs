@@ -337,6 +337,9 @@ impl Source for SlurmSource {
     fn caught_up(&self) -> bool {
         self.observer.caught_up()
     }
+    fn read_through(&self) -> Option<Duration> {
+        self.observer.read_through()
+    }
 
     fn next_wake(&self) -> Instant {
         let mut at = self.observer.next_wake();
