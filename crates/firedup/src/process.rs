@@ -10,6 +10,9 @@ use std::time::Duration;
 pub mod ending;
 pub mod interpreter_helper;
 pub mod membership;
+mod run_sweep;
+
+pub use run_sweep::{RunSweep, is_of_run, of_run};
 
 /// Fields of `/proc/PID/stat` that firedup uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -296,101 +299,6 @@ pub fn output_file(pid: u32) -> Result<std::path::PathBuf, String> {
         ));
     }
     Ok(target)
-}
-
-/// The processes of one run, by [`membership`]'s rule: the run's live supervisor and everything
-/// below it (a daemon, a double fork, a `setsid` grandchild stays below its subreaper, also when
-/// it overwrote its environment: redis's setproctitle does), and the processes of the run
-/// owner's uid, started after the launch, that carry the run's `FIREDUP_RUN_ID` (a `--then`
-/// command, what outlived the supervisor, a batch job's), with their descendants. Another user's
-/// process is never one of them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RunSweep {
-    /// Live processes of the run, oldest first; never this process nor its ancestors (a
-    /// `firedup stop` run from the run's own `--then` carries the id too).
-    pub pids: Vec<u32>,
-    /// Processes of the run owner's uid whose environment could not be read: not checked.
-    pub unreadable: usize,
-}
-
-/// Sweeps `/proc` for the live processes of run `run_id` (an empty id finds nothing).
-pub fn of_run(run_id: &str) -> RunSweep {
-    let mut sweep = RunSweep::default();
-    if run_id.is_empty() {
-        return sweep;
-    }
-    let run = membership::RunIdentity::of(run_id);
-    let supervisor_alive = run.supervisor_alive();
-    let want = format!("FIREDUP_RUN_ID={run_id}");
-    let procs = all_processes();
-    let mut mine: HashSet<u32> = HashSet::new();
-    let mut at = std::process::id();
-    while at > 1 && mine.insert(at) {
-        match procs.iter().find(|(p, _)| *p == at) {
-            Some((_, s)) => at = s.ppid,
-            None => break,
-        }
-    }
-    let mut members: HashSet<u32> = HashSet::new();
-    if let Some(s) = run.supervisor.as_ref().filter(|_| supervisor_alive) {
-        members.insert(s.pid);
-    }
-    for (pid, st) in &procs {
-        // Init and kernel threads are never a run's (and init's environment is often closed).
-        if mine.contains(pid) || *pid <= 2 || st.ppid == 2 || st.state == 'Z' {
-            continue;
-        }
-        let uids = membership::uids(*pid);
-        if uids.is_none_or(|(real, _)| real != run.owner_uid) {
-            continue; // another user's: never the run's by its environment
-        }
-        let carries_id = match fs::read(format!("/proc/{pid}/environ")) {
-            Ok(b) => b.split(|c| *c == 0).any(|e| e == want.as_bytes()),
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                sweep.unreadable += 1;
-                false
-            }
-            Err(_) => false,
-        };
-        let candidate = membership::Candidate {
-            under_supervisor: false,
-            carries_id,
-            uids,
-            start_ticks: st.start_ticks,
-        };
-        if membership::judge(&candidate, &run, supervisor_alive) == membership::Membership::Escaped
-        {
-            members.insert(*pid);
-        }
-    }
-    loop {
-        let before = members.len();
-        for (pid, st) in &procs {
-            // Through this process's own ancestors too (a `firedup stop` run by the server
-            // itself): they are left out of the answer below, not out of the descent.
-            if members.contains(&st.ppid) {
-                members.insert(*pid);
-            }
-        }
-        if members.len() == before {
-            break;
-        }
-    }
-    let mut found: Vec<(u64, u32)> = procs
-        .iter()
-        .filter(|(p, st)| {
-            members.contains(p) && !mine.contains(p) && st.state != 'Z' && st.state != 'X'
-        })
-        .map(|(p, st)| (st.start_ticks, *p))
-        .collect();
-    found.sort();
-    sweep.pids = found.into_iter().map(|(_, p)| p).collect();
-    sweep
-}
-
-/// Whether `pid` is a live process of run `run_id` ([`of_run`]'s rule).
-pub fn is_of_run(pid: u32, run_id: &str) -> bool {
-    of_run(run_id).pids.contains(&pid)
 }
 
 /// Whether `pid` is a firedup supervisor (`firedup __supervise RUN_DIR`): it carries its run's

@@ -255,9 +255,9 @@ impl RunDir {
     /// the launcher left behind).
     pub fn daemon(&self) -> Option<u32> {
         crate::process::of_run(&self.id)
-            .pids
-            .into_iter()
-            .find(|p| !crate::process::is_supervisor(*p))
+            .beside_supervisor()
+            .first()
+            .copied()
     }
 
     /// Every run, newest first.

@@ -164,14 +164,8 @@ pub(crate) fn stop_run(
     let group = pid.filter(|_| leader_alive || !targeted.is_empty());
     let first = process::of_run(run_id);
     let mut unreadable = first.unreadable;
-    let supervisors: Vec<u32> = first
-        .pids
-        .iter()
-        .copied()
-        .filter(|p| process::is_supervisor(*p))
-        .collect();
     let before_sweep: Vec<u32> = targeted.clone();
-    targeted.extend(first.pids.iter().filter(|p| !supervisors.contains(p)));
+    targeted.extend(first.beside_supervisor());
     targeted.sort_unstable();
     targeted.dedup();
     let escaped = targeted
@@ -189,12 +183,7 @@ pub(crate) fn stop_run(
                 if let Some(p) = group {
                     all.extend(process::tree(p));
                 }
-                all.extend(
-                    process::of_run(run_id)
-                        .pids
-                        .into_iter()
-                        .filter(|p| !process::is_supervisor(*p)),
-                );
+                all.extend(process::of_run(run_id).beside_supervisor());
                 signal_all(group, &all, Signal::KILL);
                 let kill_deadline = Instant::now() + Duration::from_secs(5);
                 while any_alive(&all) && Instant::now() < kill_deadline {
@@ -209,8 +198,8 @@ pub(crate) fn stop_run(
     // sweep below finds nothing of a run that is really gone.
     let supervisor_deadline = Instant::now() + SUPERVISOR_END_WAIT;
     while !run_id.is_empty() && Instant::now() < supervisor_deadline {
-        let now = process::of_run(run_id).pids;
-        if now.is_empty() || !now.iter().all(|p| process::is_supervisor(*p)) {
+        let now = process::of_run(run_id);
+        if now.pids.is_empty() || !now.beside_supervisor().is_empty() {
             break;
         }
         std::thread::sleep(Duration::from_millis(10));

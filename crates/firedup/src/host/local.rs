@@ -318,10 +318,9 @@ fn run_alive(target: &Target) -> bool {
     target
         .pid
         .is_some_and(|p| process::is_alive(p, target.start_ticks))
-        || process::of_run(&target.run_id)
-            .pids
-            .iter()
-            .any(|p| !process::is_supervisor(*p))
+        || !process::of_run(&target.run_id)
+            .beside_supervisor()
+            .is_empty()
 }
 
 /// The local observer as a [`Source`], its clock counting from the run's launch.

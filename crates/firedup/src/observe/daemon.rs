@@ -16,12 +16,9 @@ impl LocalObserver {
     /// ([`process::interpreter_helper`]).
     pub(super) fn run_survivor(&self) -> Option<u32> {
         process::of_run(&self.target.run_id)
-            .pids
+            .beside_supervisor()
             .into_iter()
-            .find(|&p| {
-                !process::is_supervisor(p)
-                    && !process::interpreter_helper::is_interpreter_helper(&process::argv(p))
-            })
+            .find(|&p| !process::interpreter_helper::is_interpreter_helper(&process::argv(p)))
     }
 
     /// The launcher left `pid` running: its command, and where its output goes when it does not
