@@ -189,3 +189,13 @@ def test_mypy_strict_accepts_the_example_and_catches_the_mistakes(tmp_path: Path
     assert "typed_usage.py" not in out, out
     lines = sorted({int(m) for m in re.findall(r"bad_usage\.py:(\d+): error", out)})
     assert lines == [5, 6, 7, 8, 9], out
+
+
+def test_the_typed_example_runs_as_a_pytest_module(tmp_path: Path) -> None:
+    # What mypy checks is also code that works: the example's tests pass against real servers.
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", str(EXAMPLE)],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300, check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "4 passed" in done.stdout, done.stdout
