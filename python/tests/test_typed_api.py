@@ -21,7 +21,7 @@ from typing import Any, Dict, List
 import pytest
 
 import firedup
-from firedup._run_args import NOT_FROM_PYTHON, RUN_FLAGS, run_args
+from firedup._run_args import NOT_FROM_PYTHON, RUN_FLAGS, run_args, seconds
 from firedup.pytest_plugin import ServerFactory
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "typed_usage.py"
@@ -90,6 +90,14 @@ def test_a_run_elsewhere_has_no_owner_pid_of_this_machine() -> None:
     assert run_args(["srv"], host="gpu-box", grace=timedelta(seconds=3))[:8] == [
         "run", "--json", "--until", "ready", "--grace", "3s", "--host", "gpu-box"
     ]
+
+
+def test_this_sides_bounds_read_every_form_of_duration() -> None:
+    # How long the API waits for firedup to stop a run (its grace plus a margin).
+    table = [("90s", 90.0), ("1h30m", 5400.0), ("250ms", 0.25), ("2.5s", 2.5), ("20m", 1200.0),
+             ("off", 10.0), ("", 10.0), (timedelta(minutes=1), 60.0), (2, 2.0), (0.5, 0.5)]
+    for d, want in table:
+        assert seconds(d) == want, d
 
 
 def test_wrong_values_are_refused_before_firedup_runs() -> None:
