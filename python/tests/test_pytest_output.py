@@ -1,5 +1,6 @@
 """pytest itself, run on cases/: a failed start shows its verdict (signature, decisive line and
-its number) in pytest's output, and --firedup-keep leaves the server running."""
+its number) in pytest's output, a failed job says it was a job, and --firedup-keep leaves the
+server running."""
 
 from __future__ import annotations
 
@@ -42,6 +43,16 @@ def test_a_failed_start_fails_the_test_with_the_signature_and_the_decisive_line(
     run = re.search(r"run: +(\S+)", out)
     assert run, out
     assert processes_of_run(run.group(1)) == []
+
+
+def test_a_failed_job_fails_the_test_saying_a_job_failed() -> None:
+    done = inner_pytest("failing_job.py")
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr
+    assert "never reached" not in out, out
+    assert "firedup: EXITED" in out and "exit:    exit code 3" in out, out
+    assert re.search(r"\(a job of \S*failing_job.py::test_runs_a_job failed\)", out), out
+    assert "did not become ready" not in out, out
 
 
 def test_firedup_keep_leaves_the_server_running_for_a_later_stop() -> None:

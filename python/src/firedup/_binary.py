@@ -1,5 +1,6 @@
-"""Where the firedup binary is: the one this wheel installed (its scripts directory: ``bin/`` of a
-virtualenv), else ``$FIREDUP_BIN``, else ``firedup`` on ``PATH``."""
+"""Where the firedup binary is: ``$FIREDUP_BIN`` when set (a binary of your choice wins, e.g. a
+development build), else the one this wheel installed (its scripts directory: ``bin/`` of a
+virtualenv), else ``firedup`` on ``PATH``."""
 
 from __future__ import annotations
 
@@ -42,9 +43,6 @@ def _from_wheel() -> Optional[Path]:
 
 def find_firedup() -> str:
     """The path of the firedup binary to run (see the module doc for the order)."""
-    found = _from_wheel()
-    if found is not None:
-        return str(found)
     env = os.environ.get("FIREDUP_BIN")
     if env:
         if not (os.path.isfile(env) and os.access(env, os.X_OK)):
@@ -52,6 +50,9 @@ def find_firedup() -> str:
                 f"FIREDUP_BIN={env} is not an executable file: set it to the path of a firedup binary"
             )
         return env
+    found = _from_wheel()
+    if found is not None:
+        return str(found)
     on_path = shutil.which("firedup")
     if on_path:
         return on_path

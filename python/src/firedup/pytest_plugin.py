@@ -18,11 +18,16 @@ server running for debugging and lists them at the end (``firedup stop RUN_ID`` 
 
 from __future__ import annotations
 
-from typing import Any, Generator, Iterator, List, Sequence
+from typing import Any, Generator, Iterator, List, Literal, Mapping, Optional, Sequence, Union
 
 import pytest
 
-from ._launch import NotReady, Server, ServersLeftBehind, start
+from ._errors import JobFailed, NotReady
+from ._launch import Server, start
+from ._run_args import Duration, Owner, PathArg, ReadyRequest, Until
+from ._teardown import ServersLeftBehind
+
+__all__ = ["ServerFactory", "firedup_server"]
 
 KEEP_OPTION = "--firedup-keep"
 
@@ -39,19 +44,84 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 class ServerFactory:
-    """``firedup_server(command, **options)``: :func:`firedup.launch`'s options."""
+    """``firedup_server(command, ...)``: :func:`firedup.launch`'s keyword arguments, typed the
+    same; the type to annotate the fixture with (``firedup_server: ServerFactory``)."""
 
     def __init__(self, keep: bool) -> None:
         self.keep = keep
         self.started: List[Server] = []
 
-    def __call__(self, command: Sequence[str], *, keep: bool = False, **options: Any) -> Server:
+    def __call__(
+        self,
+        command: Sequence[str],
+        *,
+        until: Until = "ready",
+        profile: Optional[str] = None,
+        profile_file: Union[None, PathArg, Sequence[PathArg]] = None,
+        http: Optional[str] = None,
+        port: Union[None, int, Literal["auto"]] = None,
+        ready_request: ReadyRequest = False,
+        phase_timeout: Optional[Mapping[str, Duration]] = None,
+        ready_line: Union[None, str, Sequence[str]] = None,
+        fail_line: Union[None, str, Sequence[str]] = None,
+        timeout: Optional[Duration] = None,
+        stall: Optional[Duration] = None,
+        log_grace: Optional[Duration] = None,
+        hold: Optional[Duration] = None,
+        no_probe: bool = False,
+        queue_timeout: Optional[Duration] = None,
+        events: Optional[PathArg] = None,
+        log: Optional[PathArg] = None,
+        env: Optional[Mapping[str, str]] = None,
+        cwd: Optional[PathArg] = None,
+        notify: bool = False,
+        grace: Duration = "10s",
+        slurm: bool = False,
+        sbatch_arg: Union[None, str, Sequence[str]] = None,
+        name: Optional[str] = None,
+        owner: Owner = True,
+        host: Optional[str] = None,
+        connect_timeout: Optional[Duration] = None,
+        reconnect_for: Optional[Duration] = None,
+        extra_args: Sequence[str] = (),
+        keep: bool = False,
+    ) -> Server:
         __tracebackhide__ = True
-        if keep or self.keep:
+        kept = keep or self.keep
+        server = start(
+            command,
+            until=until,
+            profile=profile,
+            profile_file=profile_file,
+            http=http,
+            port=port,
+            ready_request=ready_request,
+            phase_timeout=phase_timeout,
+            ready_line=ready_line,
+            fail_line=fail_line,
+            timeout=timeout,
+            stall=stall,
+            log_grace=log_grace,
+            hold=hold,
+            no_probe=no_probe,
+            queue_timeout=queue_timeout,
+            events=events,
+            log=log,
+            env=env,
+            cwd=cwd,
+            notify=notify,
+            grace=grace,
+            slurm=slurm,
+            sbatch_arg=sbatch_arg,
+            name=name,
             # A kept server outlives this session: this process does not own it.
-            options.setdefault("owner", None)
-        server = start(command, **options)
-        if keep or self.keep:
+            owner=None if kept and owner is True else owner,
+            host=host,
+            connect_timeout=connect_timeout,
+            reconnect_for=reconnect_for,
+            extra_args=extra_args,
+        )
+        if kept:
             server.keep()
         self.started.append(server)
         return server
@@ -94,7 +164,11 @@ def pytest_runtest_makereport(
     # A server that did not start is reported by its verdict, not by a traceback through firedup;
     # the block's first line (`firedup: FAILED (port_in_use) ...`) is pytest's summary line.
     if call.excinfo is not None and call.excinfo.errisinstance(NotReady):
-        report.longrepr = f"{call.excinfo.value}\n(a server of {item.nodeid} did not become ready)"
+        if call.excinfo.errisinstance(JobFailed):
+            what = f"a job of {item.nodeid} failed"
+        else:
+            what = f"a server of {item.nodeid} did not become ready"
+        report.longrepr = f"{call.excinfo.value}\n({what})"
     return report
 
 
@@ -106,5 +180,5 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if kept:
         terminalreporter.section("firedup: servers left running (--firedup-keep)")
         for s in kept:
-            terminalreporter.write_line(f"{s.run_id}  {s.url or '-'}  pid {s.pid}  log {s.log}")
+            terminalreporter.write_line(f"{s.run_id}  {s.verdict.get('url') or '-'}  pid {s.pid}  log {s.log}")
         terminalreporter.write_line("stop them with: firedup stop RUN_ID")
