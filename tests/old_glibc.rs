@@ -1,0 +1,205 @@
+//! The portable firedup on an old-glibc host (issue 25): a Debian 11 root (glibc 2.31, made by
+//! `tests/old_glibc/make_root.sh` with debootstrap) entered with chroot, in a private mount
+//! namespace (`unshare --mount`) where /proc, /dev, a state directory (/tmp) and the binary's
+//! directory (/mnt) are bind-mounted, so parallel tests share the cached root without touching it.
+//! The portable binary is `scripts/build-portable.sh`'s (TARGET/portable/firedup, or
+//! `FIREDUP_TEST_PORTABLE_BIN`); the root is `FIREDUP_TEST_OLD_GLIBC_ROOT`, else
+//! `${XDG_CACHE_HOME:-~/.cache}/firedup-ci/debian11-root`.
+//!
+//! Without the binary, the root, or root privileges (chroot, mounts) each test says so and passes,
+//! unless `FIREDUP_TEST_REQUIRE_OLD_GLIBC=1` (CI), which makes it fail. Every firedup call is
+//! bounded (`--timeout`); no test asserts a duration.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What a firedup run inside the root printed.
+struct Inside {
+    code: i32,
+    json: serde_json::Value,
+    stderr: String,
+}
+
+impl Inside {
+    fn explain(&self) -> String {
+        format!(
+            "exit {}\njson: {}\nstderr: {}",
+            self.code, self.json, self.stderr
+        )
+    }
+}
+
+/// The old-glibc root and a state directory for one test.
+struct OldHost {
+    root: PathBuf,
+    state: tempfile::TempDir,
+}
+
+fn portable_bin() -> PathBuf {
+    match std::env::var_os("FIREDUP_TEST_PORTABLE_BIN").filter(|v| !v.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => Path::new(env!("CARGO_BIN_EXE_firedup"))
+            .parent()
+            .and_then(Path::parent)
+            .expect("the test binary is in TARGET/PROFILE")
+            .join("portable/firedup"),
+    }
+}
+
+fn root_dir() -> PathBuf {
+    match std::env::var_os("FIREDUP_TEST_OLD_GLIBC_ROOT").filter(|v| !v.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => std::env::var_os("XDG_CACHE_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache")
+            })
+            .join("firedup-ci/debian11-root"),
+    }
+}
+
+/// The old host, or `None` (after saying why) when this machine cannot run these tests.
+fn old_host() -> Option<OldHost> {
+    let root = root_dir();
+    let missing = if !portable_bin().is_file() {
+        Some(format!(
+            "no portable firedup at {} (bash scripts/build-portable.sh)",
+            portable_bin().display()
+        ))
+    } else if !root.join("bin/sh").exists() {
+        Some(format!(
+            "no Debian 11 root at {} (bash tests/old_glibc/make_root.sh CACHE_DIR; needs debootstrap)",
+            root.display()
+        ))
+    } else if !rustix::process::geteuid().is_root() {
+        Some("not root: chroot and bind mounts need it".to_string())
+    } else {
+        None
+    };
+    if let Some(why) = missing {
+        assert!(
+            std::env::var("FIREDUP_TEST_REQUIRE_OLD_GLIBC").as_deref() != Ok("1"),
+            "FIREDUP_TEST_REQUIRE_OLD_GLIBC=1 but {why}"
+        );
+        eprintln!("skipped: {why}");
+        return None;
+    }
+    Some(OldHost {
+        root,
+        state: tempfile::tempdir().unwrap(),
+    })
+}
+
+impl OldHost {
+    /// Runs `bin ARGS` inside the root, as /mnt/NAME with the binary's directory on /mnt, with a
+    /// clean environment and this test's state directory on /tmp.
+    fn firedup(&self, bin: &Path, args: &[&str]) -> Inside {
+        let script = r#"set -e
+root=$1 state=$2 bindir=$3; shift 3
+mount --rbind /proc "$root/proc"
+mount --rbind /dev "$root/dev"
+mount --bind "$state" "$root/tmp"
+mount --bind -o ro "$bindir" "$root/mnt"
+exec chroot "$root" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root \
+  FIREDUP_STATE_DIR=/tmp FIREDUP_PLAIN=1 "$@""#;
+        let out = Command::new("unshare")
+            .args([
+                "--mount",
+                "--propagation",
+                "private",
+                "--",
+                "sh",
+                "-c",
+                script,
+                "sh",
+            ])
+            .arg(&self.root)
+            .arg(self.state.path())
+            .arg(bin.parent().unwrap())
+            .arg(Path::new("/mnt").join(bin.file_name().unwrap()))
+            .args(args)
+            .output()
+            .expect("unshare runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        Inside {
+            code: out.status.code().unwrap_or(-1),
+            json: serde_json::from_str(stdout.trim()).unwrap_or(serde_json::Value::Null),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+#[test]
+fn the_root_is_old_enough_that_the_developer_build_does_not_start_there() {
+    let Some(host) = old_host() else { return };
+    let dev = Path::new(env!("CARGO_BIN_EXE_firedup"));
+    let r = host.firedup(dev, &["--version"]);
+    assert_ne!(r.code, 0, "{}", r.explain());
+    assert!(r.stderr.contains("GLIBC_"), "{}", r.explain());
+}
+
+#[test]
+fn the_portable_binary_starts_on_glibc_2_31() {
+    let Some(host) = old_host() else { return };
+    let r = host.firedup(&portable_bin(), &["--version"]);
+    assert_eq!(r.code, 0, "{}", r.explain());
+}
+
+#[test]
+fn the_portable_binary_judges_a_job_there() {
+    let Some(host) = old_host() else { return };
+    let r = host.firedup(
+        &portable_bin(),
+        &[
+            "run",
+            "--json",
+            "--until",
+            "exit",
+            "--timeout",
+            "60s",
+            "--",
+            "sh",
+            "-c",
+            "echo working; exit 0",
+        ],
+    );
+    assert_eq!(
+        (r.code, r.json["verdict"].as_str()),
+        (0, Some("succeeded")),
+        "{}",
+        r.explain()
+    );
+}
+
+#[test]
+fn the_portable_binary_judges_a_server_there_and_stops_it() {
+    let Some(host) = old_host() else { return };
+    let bin = portable_bin();
+    let r = host.firedup(
+        &bin,
+        &[
+            "run",
+            "--json",
+            "--keep",
+            "--no-probe",
+            "--ready-line",
+            "serving",
+            "--timeout",
+            "60s",
+            "--",
+            "sh",
+            "-c",
+            "echo serving; exec sleep 600",
+        ],
+    );
+    assert_eq!(r.json["verdict"].as_str(), Some("ready"), "{}", r.explain());
+    let id = r.json["run_id"].as_str().expect("a run id").to_string();
+    let s = host.firedup(&bin, &["stop", "--json", &id]);
+    assert_eq!(
+        (s.code, s.json["clean"].as_bool()),
+        (0, Some(true)),
+        "{}",
+        s.explain()
+    );
+}
