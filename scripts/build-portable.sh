@@ -65,6 +65,12 @@ case "$(basename "$wheel")" in
   *manylinux2014_x86_64*) ;;
   *) fail "the wheel $(basename "$wheel") is not tagged manylinux2014_x86_64" ;;
 esac
+"$venv/bin/python" - "$wheel" <<'EOF' || fail "the wheel's WHEEL file has no Tag: py3-none-manylinux2014_x86_64"
+import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+wheel = next(n for n in z.namelist() if n.endswith(".dist-info/WHEEL"))
+sys.exit("Tag: py3-none-manylinux2014_x86_64" not in z.read(wheel).decode().splitlines())
+EOF
 "$out/firedup" --version >/dev/null || fail "$out/firedup does not run here"
 echo "portable firedup built in $((built - started)) s: $out/firedup, $size bytes, needs glibc $needs; debug info in $out/firedup.debug" >&2
 echo "$wheel"

@@ -2,16 +2,16 @@
 //! `tests/old_glibc/make_root.sh` with debootstrap) entered with chroot, in a private mount
 //! namespace (`unshare --mount`) where /proc, /dev, a state directory (/tmp) and the binary's
 //! directory (/mnt) are bind-mounted, so parallel tests share the cached root without touching it.
-//! The portable binary is `scripts/build-portable.sh`'s (TARGET/portable/firedup, or
-//! `FIREDUP_TEST_PORTABLE_BIN`); the root is `FIREDUP_TEST_OLD_GLIBC_ROOT`, else
-//! `${XDG_CACHE_HOME:-~/.cache}/firedup-ci/debian11-root`.
-//!
-//! Without the binary, the root, or root privileges (chroot, mounts) each test says so and passes,
-//! unless `FIREDUP_TEST_REQUIRE_OLD_GLIBC=1` (CI), which makes it fail. Every firedup call is
+//! The portable binary and the root: tests/common/old_glibc.rs (without them, or without root
+//! privileges, each test says so and passes, unless `FIREDUP_TEST_REQUIRE_OLD_GLIBC=1`). Every firedup call is
 //! bounded (`--timeout`); no test asserts a duration.
+
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use common::old_glibc::{old_root, portable_bin};
 
 /// What a firedup run inside the root printed.
 struct Inside {
@@ -35,58 +35,10 @@ struct OldHost {
     state: tempfile::TempDir,
 }
 
-fn portable_bin() -> PathBuf {
-    match std::env::var_os("FIREDUP_TEST_PORTABLE_BIN").filter(|v| !v.is_empty()) {
-        Some(p) => PathBuf::from(p),
-        None => Path::new(env!("CARGO_BIN_EXE_firedup"))
-            .parent()
-            .and_then(Path::parent)
-            .expect("the test binary is in TARGET/PROFILE")
-            .join("portable/firedup"),
-    }
-}
-
-fn root_dir() -> PathBuf {
-    match std::env::var_os("FIREDUP_TEST_OLD_GLIBC_ROOT").filter(|v| !v.is_empty()) {
-        Some(p) => PathBuf::from(p),
-        None => std::env::var_os("XDG_CACHE_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache")
-            })
-            .join("firedup-ci/debian11-root"),
-    }
-}
-
 /// The old host, or `None` (after saying why) when this machine cannot run these tests.
 fn old_host() -> Option<OldHost> {
-    let root = root_dir();
-    let missing = if !portable_bin().is_file() {
-        Some(format!(
-            "no portable firedup at {} (bash scripts/build-portable.sh)",
-            portable_bin().display()
-        ))
-    } else if !root.join("bin/sh").exists() {
-        Some(format!(
-            "no Debian 11 root at {} (bash tests/old_glibc/make_root.sh CACHE_DIR; needs debootstrap)",
-            root.display()
-        ))
-    } else if !rustix::process::geteuid().is_root() {
-        Some("not root: chroot and bind mounts need it".to_string())
-    } else {
-        None
-    };
-    if let Some(why) = missing {
-        assert!(
-            std::env::var("FIREDUP_TEST_REQUIRE_OLD_GLIBC").as_deref() != Ok("1"),
-            "FIREDUP_TEST_REQUIRE_OLD_GLIBC=1 but {why}"
-        );
-        eprintln!("skipped: {why}");
-        return None;
-    }
     Some(OldHost {
-        root,
+        root: old_root()?,
         state: tempfile::tempdir().unwrap(),
     })
 }
