@@ -47,6 +47,14 @@ impl OldHost {
     /// Runs `bin ARGS` inside the root, as /mnt/NAME with the binary's directory on /mnt, with a
     /// clean environment and this test's state directory on /tmp.
     fn firedup(&self, bin: &Path, args: &[&str]) -> Inside {
+        let inner = Path::new("/mnt").join(bin.file_name().unwrap());
+        let mut argv = vec![inner.to_str().unwrap()];
+        argv.extend_from_slice(args);
+        self.inside(bin.parent().unwrap(), &argv)
+    }
+
+    /// Runs `argv` inside the root with `dir` on /mnt (read-only).
+    fn inside(&self, dir: &Path, argv: &[&str]) -> Inside {
         let script = r#"set -e
 root=$1 state=$2 bindir=$3; shift 3
 mount --rbind /proc "$root/proc"
@@ -68,9 +76,8 @@ exec chroot "$root" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root
             ])
             .arg(&self.root)
             .arg(self.state.path())
-            .arg(bin.parent().unwrap())
-            .arg(Path::new("/mnt").join(bin.file_name().unwrap()))
-            .args(args)
+            .arg(dir)
+            .args(argv)
             .output()
             .expect("unshare runs");
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -154,4 +161,29 @@ fn the_portable_binary_judges_a_server_there_and_stops_it() {
         "{}",
         s.explain()
     );
+}
+
+#[test]
+fn pip_installs_the_wheel_there_and_the_firedup_it_installs_runs() {
+    let Some(host) = old_host() else { return };
+    let dir = portable_bin().parent().unwrap().to_path_buf();
+    let wheel = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .find(|n| n.starts_with("firedup-") && n.ends_with(".whl"))
+        .unwrap_or_else(|| {
+            panic!(
+                "no firedup-*.whl beside {} (bash scripts/build-portable.sh)",
+                dir.display()
+            )
+        });
+    // pip checks the wheel's platform tag against this glibc (2.31): a manylinux_2_34 wheel is
+    // "not a supported wheel on this platform". Offline: ensurepip's own pip, no index.
+    let script = format!(
+        "python3 -m venv /tmp/venv && /tmp/venv/bin/pip install --quiet --no-index --no-deps \
+         --disable-pip-version-check /mnt/{wheel} && /tmp/venv/bin/firedup --version && \
+         /tmp/venv/bin/python -c 'import firedup'"
+    );
+    let r = host.inside(&dir, &["/bin/sh", "-c", &script]);
+    assert_eq!(r.code, 0, "{}", r.explain());
 }

@@ -10,7 +10,9 @@
 set -euo pipefail
 cache=${1:?usage: make_root.sh CACHE_DIR}
 root="$cache/debian11-root"
-if [ -x "$root/bin/sh" ] && [ -f "$root/.firedup-root-complete" ]; then
+# python3-venv: tests/old_glibc.rs installs the wheel with pip there (ensurepip's pip, offline).
+include=python3-venv
+if [ -x "$root/bin/sh" ] && [ "$(cat "$root/.firedup-root-complete" 2>/dev/null)" = "$include" ]; then
   echo "$root"
   exit 0
 fi
@@ -23,12 +25,12 @@ mkdir -p "$cache"
 for m in proc sys; do umount -R "$root.partial/$m" 2>/dev/null || true; done
 rm -rf --one-file-system "$root" "$root.partial"
 started=$(date +%s)
-debootstrap --variant=minbase bullseye "$root.partial" http://deb.debian.org/debian >"$cache/debian11-root.log" 2>&1 || {
+debootstrap --variant=minbase --include="$include" bullseye "$root.partial" http://deb.debian.org/debian >"$cache/debian11-root.log" 2>&1 || {
   tail -n 20 "$cache/debian11-root.log" >&2
   echo "debootstrap of Debian 11 failed (log above, whole log in $cache/debian11-root.log)" >&2
   exit 1
 }
-touch "$root.partial/.firedup-root-complete"
+echo "$include" >"$root.partial/.firedup-root-complete"
 mv "$root.partial" "$root"
 echo "Debian 11 root made in $(($(date +%s) - started)) s ($(du -sh "$root" | cut -f1))" >&2
 echo "$root"
