@@ -6,6 +6,7 @@ pub mod cgroup;
 pub mod live;
 pub mod llama;
 pub mod llama_cpp_python;
+pub mod old_glibc;
 pub mod other_user;
 pub mod pg;
 pub mod recorded_logs;

@@ -1,8 +1,9 @@
 //! firedup over SSH: launch and watch on another machine through the user's own OpenSSH.
 //!
-//! Choice (see README): firedup copies **itself** to the remote host on first use, into
+//! Choice (see README): firedup copies **itself** (or `$FIREDUP_REMOTE_BIN`: the portable build,
+//! which runs from glibc 2.17) to the remote host on first use, gzip-compressed, into
 //! `~/.cache/firedup/bin/firedup-VERSION-HASH` (mode 0700), after checking that the remote
-//! architecture matches and that the copy runs there (`--version`). There is no shell agent: the
+//! architecture and glibc suit it, and that the copy runs there (`--version`). There is no shell agent: the
 //! remote side is the same code as a local watch (supervisor, observer, probes), so a verdict means
 //! the same thing wherever the server runs. A host where the copy cannot run (another
 //! architecture, an older C library) gets one sentence saying so.
@@ -13,12 +14,19 @@
 //! openssh (no shell injection), and what could be secret (the command's environment, the launch
 //! spec) travels as JSON on stdin, never on a remote command line.
 //!
+//! - `agent_copy`: which firedup is copied (`FIREDUP_REMOTE_BIN`, else the running one), sent
+//!   gzip-compressed, and the one sentence for a host it cannot run on (`glibc_need`: the glibc
+//!   the binary needs, read from its ELF, against the host's).
 //! - [`session`]: connecting (errors classified into one sentence each), installing the agent,
 //!   running a remote firedup with a JSON request on stdin.
+//! - `shell`: one command on the host, its stdin given and its output read whole.
 //! - [`source`]: the remote agent's stream as a judge-loop source, with heartbeats, "lost contact"
 //!   and reconnection that resumes the log at the byte where it stopped.
 
+mod agent_copy;
+mod glibc_need;
 pub mod session;
+mod shell;
 pub mod source;
 
 use std::path::PathBuf;
