@@ -168,6 +168,9 @@ pub enum Command {
         /// Every run in the state dir, ended ones too.
         #[arg(long)]
         all: bool,
+        /// Every column, whole, whatever the terminal's width.
+        #[arg(long)]
+        wide: bool,
         #[command(flatten)]
         remote: RemoteArgs,
     },
@@ -224,6 +227,9 @@ pub enum Command {
         /// The comparison as one JSON object.
         #[arg(long)]
         json: bool,
+        /// Every column, whole, whatever the terminal's width.
+        #[arg(long)]
+        wide: bool,
     },
     /// Print a completion script for bash, zsh or fish (e.g. `firedup completions bash >
     /// ~/.local/share/bash-completion/completions/firedup`).
@@ -408,7 +414,12 @@ fn dispatch(cli: Cli) -> Result<i32> {
             &grace,
             json,
         ),
-        Command::Ps { json, all, remote } => match remote.ssh_host()? {
+        Command::Ps {
+            json,
+            all,
+            wide,
+            remote,
+        } => match remote.ssh_host()? {
             Some(host) => {
                 let mut args = vec!["ps"];
                 if json {
@@ -417,9 +428,12 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 if all {
                     args.push("--all");
                 }
+                if wide {
+                    args.push("--wide");
+                }
                 crate::runs_cmd::pass_through(&host, &args)
             }
-            None => crate::runs_cmd::ps(json, all),
+            None => crate::runs_cmd::ps(json, all, wide),
         },
         Command::Prune {
             older_than,
@@ -450,9 +464,12 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Matrix { args } => crate::matrix::runner::matrix(&args),
         Command::History { args } => crate::history_cmd::history(&args),
         Command::Show { run_id, json } => crate::history_cmd::show(&run_id, json),
-        Command::Compare { run_a, run_b, json } => {
-            crate::history_cmd::compare(&run_a, &run_b, json)
-        }
+        Command::Compare {
+            run_a,
+            run_b,
+            json,
+            wide,
+        } => crate::history_cmd::compare(&run_a, &run_b, json, wide),
         Command::Completions { shell } => crate::generated_docs::completions(Cli::command(), shell),
         Command::Man => crate::generated_docs::man(Cli::command()),
         Command::Supervise { run_dir, log_fd } => {

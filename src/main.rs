@@ -6,6 +6,7 @@
 mod cli;
 mod closed_pipe;
 mod detach;
+mod fitted_table;
 mod generated_docs;
 mod hidden_commands;
 mod history;

@@ -427,16 +427,6 @@ fn next_command(o: &Outcome) -> Option<String> {
     }
 }
 
-/// How a table (`history`, `show`, `compare`, the matrix's) fits the terminal: wrap to it
-/// when its width is known and usable; a pseudo-terminal of width 0 (under
-/// `script`, some CI runners) would squeeze every column to one character.
-pub(crate) fn arrangement() -> comfy_table::ContentArrangement {
-    match comfy_table::Table::new().width() {
-        Some(w) if w >= 60 => comfy_table::ContentArrangement::Dynamic,
-        _ => comfy_table::ContentArrangement::Disabled,
-    }
-}
-
 #[cfg(test)]
 mod tests;
 
