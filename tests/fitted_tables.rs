@@ -122,3 +122,34 @@ fn wide_and_a_pipe_without_columns_show_every_column_whole() {
         "history in a pipe:\n{history}"
     );
 }
+
+#[test]
+fn the_matrix_table_fits_80_and_120_columns_and_drops_empty_columns() {
+    let env = Env::new();
+    let oom = "echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB on /models/meta-llama/Llama-3.1-70B-Instruct'; exit 1";
+    for width in [80, 120] {
+        let mut c = env.cmd();
+        c.env("COLUMNS", width.to_string()).args([
+            "matrix",
+            "--axis",
+            "env:A_RATHER_LONG_VARIABLE_NAME=first-value,second-value",
+            "--ready-line",
+            "NEVER",
+            "--",
+            "sh",
+            "-c",
+            oom,
+        ]);
+        let out = c.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_fits(&text, width, &["first-value", "cuda_oom"], "matrix");
+        // No cell reached a phase or ready: those columns are left out.
+        assert!(!text.contains("phase") && !text.contains("ready"), "{text}");
+    }
+}
