@@ -7,14 +7,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Result;
-use clap::{Args, Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::duration::parse_duration;
 use crate::judge_args::JudgeArgs;
 use crate::profiles_cmd::ProfilesAction;
-use crate::remote::HostSpec;
+pub use crate::remote_args::RemoteArgs;
 use crate::verdict::USAGE_EXIT_CODE;
-use firedup::host::{Host, LocalHost, LogFrom, SshHost};
+use firedup::host::{Host, LocalHost, LogFrom};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -28,53 +28,20 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Where the server runs, when not here.
-#[derive(Debug, Args, Clone)]
-pub struct RemoteArgs {
-    /// Run or watch on this SSH host (as you write it for ssh: an alias of ~/.ssh/config,
-    /// user@host). firedup copies itself to ~/.cache/firedup/bin there on first use. With
-    /// --slurm or --slurm-job: the login node where Slurm's commands run and the job's log is
-    /// read (its run directory is there too).
-    #[arg(long, value_name = "HOST")]
-    pub host: Option<String>,
-    /// How long to wait for the first SSH connection.
-    #[arg(
-        long = "connect-timeout",
-        value_name = "DURATION",
-        default_value = "10s"
-    )]
-    pub connect_timeout: String,
-    /// After losing contact with the host, how long to keep reconnecting before `monitor_error`
-    /// (the server keeps running there).
-    #[arg(long = "reconnect-for", value_name = "DURATION", default_value = "5m")]
-    pub reconnect_for: String,
-}
+const RUN_EXAMPLES: &str = "Examples:
+  firedup run -- vllm serve Qwen/Qwen2.5-0.5B-Instruct --port 8000
+  firedup run --until exit --timeout 2h -- torchrun --nproc-per-node 8 train.py
+  firedup run --port auto --then ./e2e.sh -- sglang serve --model-path /models/qwen --port {port}";
 
-impl RemoteArgs {
-    /// The host the command acts on: this machine, or `--host` over SSH.
-    fn host(&self) -> Result<Arc<dyn Host>> {
-        Ok(match self.ssh_host()? {
-            Some(h) => Arc::new(h),
-            None => Arc::new(LocalHost),
-        })
-    }
-
-    /// The `--host`, when one is given.
-    fn ssh_host(&self) -> Result<Option<SshHost>> {
-        let Some(host) = &self.host else {
-            return Ok(None);
-        };
-        let connect = parse_duration(&self.connect_timeout)
-            .map_err(|e| anyhow::anyhow!("--connect-timeout: {e}"))?;
-        let reconnect = parse_duration(&self.reconnect_for)
-            .map_err(|e| anyhow::anyhow!("--reconnect-for: {e}"))?;
-        Ok(Some(SshHost::new(HostSpec::new(host, connect), reconnect)))
-    }
-}
+const WATCH_EXAMPLES: &str = "Examples:
+  firedup watch RUN_ID
+  firedup watch --log server.log --pid 4242 --profile vllm
+  firedup watch RUN_ID --for 30s --json";
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Launch COMMAND (detached, output straight into its log) and watch it to a verdict.
+    #[command(after_help = RUN_EXAMPLES)]
     Run {
         #[command(flatten)]
         judge: JudgeArgs,
@@ -88,7 +55,9 @@ pub enum Command {
         /// Working directory of the command.
         #[arg(long, value_name = "DIR")]
         cwd: Option<PathBuf>,
-        /// After ready, run CMD (sh -c), then stop the server and exit with CMD's status.
+        /// After ready, run CMD (sh -c), then stop the server and exit with CMD's status. CMD's
+        /// environment has FIREDUP_LOG, FIREDUP_RUN_ID, FIREDUP_PID and, for a server on this
+        /// machine whose address is known, FIREDUP_HOST, FIREDUP_PORT and FIREDUP_URL.
         #[arg(long, value_name = "CMD")]
         then: Option<String>,
         /// Leave the server running whatever the verdict (also on Ctrl-C, which otherwise stops
@@ -137,6 +106,7 @@ pub enum Command {
         command: Vec<String>,
     },
     /// Attach to something started another way: `--log PATH [--pid PID]` or a RUN_ID.
+    #[command(after_help = WATCH_EXAMPLES)]
     Watch {
         #[command(flatten)]
         judge: JudgeArgs,
@@ -172,6 +142,7 @@ pub enum Command {
     Stop {
         /// A run id or name.
         run_id: String,
+        /// Grace between SIGTERM and SIGKILL.
         #[arg(long, value_name = "DURATION", default_value = "10s")]
         grace: String,
         /// Print what the teardown found as one JSON object on stdout: the processes stopped,
@@ -191,11 +162,15 @@ pub enum Command {
     },
     /// List the live runs (`--all`: every run) and their state.
     Ps {
+        /// The runs as one JSON array.
         #[arg(long)]
         json: bool,
         /// Every run in the state dir, ended ones too.
         #[arg(long)]
         all: bool,
+        /// Every column, whole, whatever the terminal's width.
+        #[arg(long)]
+        wide: bool,
         #[command(flatten)]
         remote: RemoteArgs,
     },
@@ -239,16 +214,32 @@ pub enum Command {
     Show {
         /// A run id or name (or an unambiguous start of an id) from `firedup history`.
         run_id: String,
+        /// The recorded run as one JSON object.
         #[arg(long)]
         json: bool,
     },
     /// Two recorded runs side by side: what differs in the launch, phase times, metrics.
     Compare {
+        /// The first run (id, name or unambiguous start of an id).
         run_a: String,
+        /// The second run, compared with the first.
         run_b: String,
+        /// The comparison as one JSON object.
         #[arg(long)]
         json: bool,
+        /// Every column, whole, whatever the terminal's width.
+        #[arg(long)]
+        wide: bool,
     },
+    /// Print a completion script for bash, zsh or fish (e.g. `firedup completions bash >
+    /// ~/.local/share/bash-completion/completions/firedup`).
+    Completions {
+        /// The shell to write the script for.
+        #[arg(value_enum)]
+        shell: crate::generated_docs::CompletionShell,
+    },
+    /// Print the man page (roff): `firedup man | man -l -`, or save it as firedup.1.
+    Man,
     #[command(name = "__supervise", hide = true)]
     Supervise {
         run_dir: PathBuf,
@@ -423,7 +414,12 @@ fn dispatch(cli: Cli) -> Result<i32> {
             &grace,
             json,
         ),
-        Command::Ps { json, all, remote } => match remote.ssh_host()? {
+        Command::Ps {
+            json,
+            all,
+            wide,
+            remote,
+        } => match remote.ssh_host()? {
             Some(host) => {
                 let mut args = vec!["ps"];
                 if json {
@@ -432,9 +428,12 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 if all {
                     args.push("--all");
                 }
+                if wide {
+                    args.push("--wide");
+                }
                 crate::runs_cmd::pass_through(&host, &args)
             }
-            None => crate::runs_cmd::ps(json, all),
+            None => crate::runs_cmd::ps(json, all, wide),
         },
         Command::Prune {
             older_than,
@@ -465,9 +464,14 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Matrix { args } => crate::matrix::runner::matrix(&args),
         Command::History { args } => crate::history_cmd::history(&args),
         Command::Show { run_id, json } => crate::history_cmd::show(&run_id, json),
-        Command::Compare { run_a, run_b, json } => {
-            crate::history_cmd::compare(&run_a, &run_b, json)
-        }
+        Command::Compare {
+            run_a,
+            run_b,
+            json,
+            wide,
+        } => crate::history_cmd::compare(&run_a, &run_b, json, wide),
+        Command::Completions { shell } => crate::generated_docs::completions(Cli::command(), shell),
+        Command::Man => crate::generated_docs::man(Cli::command()),
         Command::Supervise { run_dir, log_fd } => {
             crate::hidden_commands::supervise(&run_dir, log_fd)
         }

@@ -6,11 +6,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 
 use crate::duration::{format_duration, parse_duration};
+use crate::fitted_table::{Fit, fitted, table_width};
 use crate::history::{Filter, History, RunRecord, phase_durations};
-use crate::report::arrangement;
 
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
@@ -42,6 +41,9 @@ pub struct HistoryArgs {
     /// One JSON object per run, one per line.
     #[arg(long)]
     pub json: bool,
+    /// Every column, whole, whatever the terminal's width.
+    #[arg(long)]
+    pub wide: bool,
 }
 
 fn open() -> Result<History> {
@@ -92,11 +94,9 @@ pub fn history(a: &HistoryArgs) -> Result<i32> {
     if cells {
         header.insert(1, "cell");
     }
-    let mut t = Table::new();
-    t.load_style(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(arrangement())
-        .set_header(header);
     let now = crate::rundir::now_unix();
+    let width = table_width();
+    let mut body = Vec::new();
     for r in &runs {
         let o = &r.outcome;
         let run = match &r.name {
@@ -105,7 +105,7 @@ pub fn history(a: &HistoryArgs) -> Result<i32> {
         };
         let mut row = vec![
             run,
-            short_command(&r.command),
+            command_text(&r.command, a.wide || width.is_some()),
             ago(now - r.ended_at),
             r.verdict_text().to_string(),
             o.signature.map(|s| s.as_str()).unwrap_or("").to_string(),
@@ -121,9 +121,16 @@ pub fn history(a: &HistoryArgs) -> Result<i32> {
                 r.cell.as_ref().map(|c| c.label.clone()).unwrap_or_default(),
             );
         }
-        t.add_row(row);
+        body.push(row);
     }
-    println!("{t}");
+    let fit = Fit {
+        whole: vec![0],
+        elastic: Some(if cells { 2 } else { 1 }),
+        wide: a.wide,
+        ..Fit::default()
+    };
+    let header = header.into_iter().map(String::from).collect();
+    println!("{}", fitted(header, body, &fit, width));
     Ok(0)
 }
 
@@ -185,7 +192,7 @@ pub fn show(run_id: &str, json: bool) -> Result<i32> {
 }
 
 /// `firedup compare RUN_A RUN_B`.
-pub fn compare(a: &str, b: &str, json: bool) -> Result<i32> {
+pub fn compare(a: &str, b: &str, json: bool, wide: bool) -> Result<i32> {
     let h = open()?;
     let (a, b) = (h.find(a)?, h.find(b)?);
     if json {
@@ -195,13 +202,10 @@ pub fn compare(a: &str, b: &str, json: bool) -> Result<i32> {
         );
         return Ok(0);
     }
-    let mut t = Table::new();
-    t.load_style(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(arrangement())
-        .set_header(["", a.run_id.as_str(), b.run_id.as_str()]);
-    let row = |t: &mut Table, name: &str, x: String, y: String| {
+    let mut t = CompareRows(Vec::new());
+    let row = |t: &mut CompareRows, name: &str, x: String, y: String| {
         let mark = if x != y { " *" } else { "" };
-        t.add_row([format!("{name}{mark}"), x, y]);
+        t.0.push(vec![format!("{name}{mark}"), x, y]);
     };
     let (oa, ob) = (&a.outcome, &b.outcome);
     row(
@@ -227,12 +231,12 @@ pub fn compare(a: &str, b: &str, json: bool) -> Result<i32> {
         (Some(x), Some(y)) if x > 0.0 => format!(" ({:.2}x)", y / x),
         _ => String::new(),
     };
-    t.add_row([
+    t.0.push(vec![
         "ready after".to_string(),
         oa.ready_s.map(secs).unwrap_or_default(),
         format!("{}{ready_ratio}", ob.ready_s.map(secs).unwrap_or_default()),
     ]);
-    t.add_row([
+    t.0.push(vec![
         "elapsed".to_string(),
         secs(oa.elapsed_s),
         secs(ob.elapsed_s),
@@ -264,7 +268,7 @@ pub fn compare(a: &str, b: &str, json: bool) -> Result<i32> {
             _ => String::new(),
         };
         let shown = |v: Option<f64>| v.map(secs).unwrap_or_else(|| "-".into());
-        t.add_row([
+        t.0.push(vec![
             format!("phase {p}"),
             shown(x),
             format!("{}{ratio}", shown(y)),
@@ -284,10 +288,20 @@ pub fn compare(a: &str, b: &str, json: bool) -> Result<i32> {
             format!("{}{ratio}", v(&b)),
         );
     }
-    println!("{t}");
+    let header = vec![String::new(), a.run_id.clone(), b.run_id.clone()];
+    let fit = Fit {
+        whole: vec![1, 2],
+        whole_by_header: true,
+        wide,
+        ..Fit::default()
+    };
+    println!("{}", fitted(header, t.0, &fit, table_width()));
     println!("* differs");
     Ok(0)
 }
+
+/// The rows of `compare`'s table: a label, run A's value, run B's.
+struct CompareRows(Vec<Vec<String>>);
 
 /// `--since`: a duration ago, or an RFC 3339 time (a bare date is midnight UTC).
 fn parse_since(s: &str) -> Result<f64> {
@@ -307,10 +321,12 @@ fn parse_since(s: &str) -> Result<f64> {
 }
 
 /// The command as a shell line, secrets redacted, cut to fit a table column.
-fn short_command(command: &[String]) -> String {
+/// The command as `history` shows it: whole with `--wide` or when the table is fitted to a width
+/// (the fitting cuts it to what is left), else cut at 40 characters as it always was.
+fn command_text(command: &[String], whole: bool) -> String {
     const WIDTH: usize = 40;
     let full = crate::secrets::shown_command(command);
-    if full.chars().count() <= WIDTH {
+    if whole || full.chars().count() <= WIDTH {
         return full;
     }
     let cut: String = full.chars().take(WIDTH - 1).collect();

@@ -84,10 +84,12 @@ pub struct JudgeArgs {
     /// A log line that means failure (regex; repeatable).
     #[arg(long = "fail-line", value_name = "REGEX")]
     pub fail_line: Vec<String>,
-    /// Overall deadline for becoming ready (e.g. 20m; `off` for none).
+    /// Overall deadline for becoming ready (e.g. 20m; `off` for none). Default: the profile's
+    /// (`firedup profiles show NAME` prints it).
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
-    /// Verdict `stalled` after this long without progress evidence (`off` for never).
+    /// Verdict `stalled` after this long without progress evidence (`off` for never). Default:
+    /// the profile's (`firedup profiles show NAME` prints it).
     #[arg(long, value_name = "DURATION")]
     pub stall: Option<String>,
     /// How long a missing log may stay missing while no process is known.

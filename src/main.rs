@@ -6,6 +6,8 @@
 mod cli;
 mod closed_pipe;
 mod detach;
+mod fitted_table;
+mod generated_docs;
 mod hidden_commands;
 mod history;
 mod history_cmd;
@@ -15,6 +17,7 @@ mod matrix;
 mod pending;
 mod profiles_cmd;
 mod prune;
+mod remote_args;
 mod report;
 mod run_cmd;
 mod runs_cmd;

@@ -13,9 +13,15 @@ use crate::profile::{self, Origin, Profile, ProfileSet};
 #[derive(Debug, Subcommand)]
 pub enum ProfilesAction {
     /// Print one profile's TOML.
-    Show { name: String },
+    Show {
+        /// The profile's name (as `firedup profiles` lists it).
+        name: String,
+    },
     /// Validate a profile file: every error names its line and field.
-    Check { file: PathBuf },
+    Check {
+        /// The profile file (TOML) to check.
+        file: PathBuf,
+    },
 }
 
 /// Runs `firedup profiles [show NAME | check FILE]`.

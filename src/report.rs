@@ -38,6 +38,16 @@ impl LastTime {
         }
     }
 
+    /// How long `phase` (its name and when it began; before any phase: the whole start) took
+    /// last time, in short words for the terminal's status line.
+    pub fn took(&self, phase: Option<&(String, Duration)>) -> Option<String> {
+        let took = match phase {
+            Some((p, _)) => self.phases.iter().find(|(q, _)| q == p).map(|(_, s)| *s)?,
+            None => self.ready_s?,
+        };
+        Some(format_duration(Duration::from_secs_f64(took)))
+    }
+
     /// The ETA words for `phase` (or the start, before any phase), `so_far` into it.
     pub fn hint(&self, phase: Option<&str>, so_far: Duration) -> Option<String> {
         let took = match phase {
@@ -193,12 +203,14 @@ impl Progress for TerminalProgress {
         if let Some(w) = s.waiting_for.first().filter(|_| s.waiting_for.len() == 1) {
             msg = format!("{msg} | waiting for {}", truncate(w, 80));
         }
-        if let Some(h) = self
+        // The ETA comes first: the line is cut at the terminal's edge, and at 80 columns the
+        // last log line alone fills it. The bar's prefix names the phase already.
+        if let Some(took) = self
             .last_time
             .as_ref()
-            .and_then(|lt| lt.hint_at(self.phase.as_ref(), at))
+            .and_then(|lt| lt.took(self.phase.as_ref()))
         {
-            msg = format!("{msg} | {h}");
+            msg = format!("took {took} last time | {msg}");
         }
         self.bar.set_message(msg);
     }
@@ -424,16 +436,6 @@ fn next_command(o: &Outcome) -> Option<String> {
             Some(h) => format!("ssh {h} less +G {}", o.log),
             None => format!("less +G {}", o.log),
         }),
-    }
-}
-
-/// How a table (`history`, `show`, `compare`, the matrix's) fits the terminal: wrap to it
-/// when its width is known and usable; a pseudo-terminal of width 0 (under
-/// `script`, some CI runners) would squeeze every column to one character.
-pub(crate) fn arrangement() -> comfy_table::ContentArrangement {
-    match comfy_table::Table::new().width() {
-        Some(w) if w >= 60 => comfy_table::ContentArrangement::Dynamic,
-        _ => comfy_table::ContentArrangement::Disabled,
     }
 }
 

@@ -1,6 +1,7 @@
 //! The commands about the runs on a host: `stop` (written once against a [`Host`]), and `ps`
 //! and `logs` (here, or passed through to the firedup on `--host`).
 
+use crate::fitted_table::{Fit, fitted, table_width};
 use std::io::Write;
 use std::time::Duration;
 
@@ -109,7 +110,7 @@ fn live(run: &RunDir) -> bool {
     }
 }
 
-pub(crate) fn ps(json: bool, all: bool) -> Result<i32> {
+pub(crate) fn ps(json: bool, all: bool, wide: bool) -> Result<i32> {
     let runs: Vec<RunDir> = RunDir::list()
         .into_iter()
         .filter(|r| all || live(r))
@@ -142,10 +143,7 @@ pub(crate) fn ps(json: bool, all: bool) -> Result<i32> {
         return Ok(0);
     }
     let now = crate::rundir::now_unix();
-    println!(
-        "{:<32} {:<16} {:>8} {:>8} {:>8}  {:<28} COMMAND",
-        "RUN", "NAME", "PID", "OWNER", "AGE", "STATE"
-    );
+    let mut rows = Vec::new();
     for r in runs {
         let Ok(m) = r.meta() else { continue };
         let pid = r
@@ -154,17 +152,25 @@ pub(crate) fn ps(json: bool, all: bool) -> Result<i32> {
             .unwrap_or_else(|| "-".into());
         let owner = m.owner.map_or_else(|| "-".into(), |o| o.pid.to_string());
         let age = format_duration(Duration::from_secs_f64((now - m.started_at).max(0.0)));
-        println!(
-            "{:<32} {:<16} {:>8} {:>8} {:>8}  {:<28} {}",
-            r.id,
-            m.name.as_deref().unwrap_or("-"),
+        rows.push(vec![
+            r.id.clone(),
+            m.name.clone().unwrap_or_else(|| "-".into()),
             pid,
             owner,
             age,
             run_state(&r),
-            crate::secrets::redact_args(&m.command).join(" ")
-        );
+            crate::secrets::redact_args(&m.command).join(" "),
+        ]);
     }
+    let header = ["RUN", "NAME", "PID", "OWNER", "AGE", "STATE", "COMMAND"];
+    let fit = Fit {
+        whole: vec![0],
+        elastic: Some(6),
+        wide,
+        ..Fit::default()
+    };
+    let header = header.into_iter().map(String::from).collect();
+    println!("{}", fitted(header, rows, &fit, table_width()));
     Ok(0)
 }
 

@@ -7,12 +7,12 @@
 use std::collections::BTreeMap;
 
 use comfy_table::Table;
-use comfy_table::presets::{ASCII_MARKDOWN, UTF8_FULL_CONDENSED};
+use comfy_table::presets::ASCII_MARKDOWN;
 
 use serde::{Deserialize, Serialize};
 
 use crate::duration::format_duration;
-use crate::report::arrangement;
+use crate::fitted_table::{Fit, fitted, table_width};
 use crate::verdict::{Signature, Verdict};
 
 mod groups;
@@ -311,17 +311,21 @@ pub fn render(
     match format {
         Format::Table | Format::Md => {
             let (header, body) = text_rows(axes, rows);
-            let mut t = Table::new();
-            if format == Format::Md {
-                t.load_style(ASCII_MARKDOWN);
+            let t = if format == Format::Md {
+                let mut t = Table::new();
+                t.load_style(ASCII_MARKDOWN).set_header(header);
+                for r in body {
+                    t.add_row(r);
+                }
+                t
             } else {
-                t.load_style(UTF8_FULL_CONDENSED)
-                    .set_content_arrangement(arrangement());
-            }
-            t.set_header(header);
-            for r in body {
-                t.add_row(r);
-            }
+                // The notes (last) give way; the cell number and verdict are short.
+                let fit = Fit {
+                    elastic: Some(header.len() - 1),
+                    ..Fit::default()
+                };
+                fitted(header, body, &fit, table_width())
+            };
             let mut out = format!("{t}\n");
             if format == Format::Md {
                 out.push('\n');
