@@ -24,6 +24,14 @@ CASES = Path(__file__).parent / "cases"
 BOUND_S = 120.0
 
 
+def default_signals() -> None:
+    # A suite started in the background of a non-interactive shell inherits SIGINT, SIGQUIT (and
+    # under nohup SIGHUP) ignored, and Python then installs no KeyboardInterrupt handler: the
+    # inner session must get the signals a user's terminal would deliver.
+    for s in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(s, signal.SIG_DFL)
+
+
 def inner_pytest(case: str, env: dict) -> "subprocess.Popen[str]":
     return subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-s", case],
@@ -32,6 +40,7 @@ def inner_pytest(case: str, env: dict) -> "subprocess.Popen[str]":
         text=True,
         cwd=CASES,
         env=env,
+        preexec_fn=default_signals,
     )
 
 
