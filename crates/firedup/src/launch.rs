@@ -436,6 +436,16 @@ pub fn describe_spawn_error(program: &str, e: &std::io::Error) -> String {
     }
 }
 
+/// "command not found: ..." when `command`'s program does not exist on this machine (no such
+/// file, or a bare name on no PATH directory); `None` when it exists or no command was given. For
+/// a usage mistake found before launch, so that the most basic one is said first.
+pub fn missing_program(command: &[String]) -> Option<String> {
+    let program = command.first()?;
+    let found = resolve_program(program).is_some_and(|p| p.exists());
+    let enoent = std::io::Error::from_raw_os_error(libc::ENOENT);
+    (!found).then(|| describe_spawn_error(program, &enoent))
+}
+
 /// The file `program` names, as execvp would find it (PATH for a bare name).
 fn resolve_program(program: &str) -> Option<PathBuf> {
     if program.contains('/') {
