@@ -32,3 +32,99 @@ fn a_missing_command_is_said_before_the_missing_readiness_condition() {
         r.explain()
     );
 }
+
+/// `--log` in a directory that does not exist is a usage mistake named before the launch: no
+/// directory is created, nothing is launched.
+#[test]
+fn a_log_in_a_missing_directory_is_refused_and_nothing_is_created() {
+    let env = Env::new();
+    let dir = env.path("no/such/dir");
+    let log = dir.join("x.log");
+    let marker = env.path("launched");
+    let r = env.firedup(&[
+        "run",
+        "--until",
+        "exit",
+        "--log",
+        log.to_str().unwrap(),
+        "--",
+        "touch",
+        marker.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 2, "{}", r.explain());
+    assert!(
+        r.stderr
+            .contains(&format!("the directory {} does not exist", dir.display())),
+        "{}",
+        r.explain()
+    );
+    assert!(!env.path("no").exists(), "a directory was created");
+    assert!(!marker.exists(), "the command ran");
+    // A log in a directory that exists is written as before.
+    let log = env.path("x.log");
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--until",
+        "exit",
+        "--log",
+        log.to_str().unwrap(),
+        "--",
+        "echo",
+        "hello",
+    ]);
+    assert_eq!(r.verdict(), "succeeded", "{}", r.explain());
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "hello\n");
+}
+
+/// `history --verdict` with a name no run can have is refused, listing the names it takes.
+#[test]
+fn history_refuses_an_unknown_verdict_name() {
+    let env = Env::new();
+    let r = env.firedup(&["history", "--verdict", "readyy"]);
+    assert_eq!(r.code, 2, "{}", r.explain());
+    for name in [
+        "ready",
+        "succeeded",
+        "failed",
+        "exited",
+        "killed",
+        "never_started",
+        "stalled",
+        "timed_out",
+        "monitor_error",
+        "interrupted",
+        "owner_gone",
+    ] {
+        assert!(r.stderr.contains(name), "{name}: {}", r.explain());
+    }
+    for name in ["ready", "owner_gone"] {
+        let r = env.firedup(&["history", "--verdict", name]);
+        assert_eq!(r.code, 0, "{}", r.explain());
+    }
+}
+
+/// A duration with an unknown unit names every unit the parser takes: `d` included, as `7d` is
+/// accepted.
+#[test]
+fn a_duration_error_names_every_accepted_unit() {
+    let env = Env::new();
+    let r = env.firedup(&["run", "--timeout", "7x", "--until", "exit", "--", "true"]);
+    assert_eq!(r.code, 2, "{}", r.explain());
+    assert!(
+        r.stderr.contains("use ms, s, m, min, h or d"),
+        "{}",
+        r.explain()
+    );
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--timeout",
+        "7d",
+        "--until",
+        "exit",
+        "--",
+        "true",
+    ]);
+    assert_eq!(r.verdict(), "succeeded", "{}", r.explain());
+}

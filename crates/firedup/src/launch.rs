@@ -394,15 +394,11 @@ fn start(spec: &LaunchSpec, checked: Checked, run: RunDir, exe: &Path) -> Result
     })
 }
 
-/// Opens the log to append to, once (see [`crate::writable_file`]): its directory is made if
-/// missing; the file must be a regular file of the user (or created by this open) and no other
+/// Opens the log to append to, once (see [`crate::writable_file`]), in a directory that exists
+/// (the run's own, or one [`check_paths`] found for `--log`: none is created); the file must be a regular file of the user (or created by this open) and no other
 /// process may be writing to it (by identity, so a hard link to another run's log is refused
 /// too). Returns the open file, to be handed on, and its identity.
 pub(crate) fn prepare_log(log: &Path) -> Result<(fs::File, FileId)> {
-    if let Some(dir) = log.parent() {
-        fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create the log directory {}", dir.display()))?;
-    }
     let file =
         crate::writable_file::open_for_writing(log, crate::writable_file::Purpose::Log)?.file;
     let id = FileId::of(&file.metadata()?);
