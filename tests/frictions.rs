@@ -128,3 +128,46 @@ fn a_duration_error_names_every_accepted_unit() {
     ]);
     assert_eq!(r.verdict(), "succeeded", "{}", r.explain());
 }
+
+/// `ready = [".*"]` in a profile file is refused as `--ready-line '.*'` is, by `profiles check`
+/// and when the file is loaded for a run; `profiles check` names every mistake, each at its line.
+#[test]
+fn a_profile_ready_pattern_gets_the_ready_line_rule_and_every_mistake_is_named() {
+    let env = Env::new();
+    let file = env.path("mine.toml");
+    std::fs::write(
+        &file,
+        "name = \"mine\"\ndescription = \"d\"\nready = ['.*']\nstall = \"5x\"\n",
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let r = env.firedup(&["profiles", "check", file]);
+    assert_eq!(r.code, 2, "{}", r.explain());
+    assert!(
+        r.stderr.contains(&format!(
+            "{file}:3: field ready[0]: '.*' matches every line"
+        )),
+        "{}",
+        r.explain()
+    );
+    assert!(
+        r.stderr.contains(&format!("\n{file}:4: field stall: ")),
+        "{}",
+        r.explain()
+    );
+    let flag = env.firedup(&["run", "--ready-line", ".*", "--", "true"]);
+    assert_eq!(flag.code, 2, "{}", flag.explain());
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--profile-file",
+        file,
+        "--profile",
+        "mine",
+        "--",
+        "sleep",
+        "30",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.explain());
+    assert!(r.stderr.contains("matches every line"), "{}", r.explain());
+}
