@@ -171,3 +171,37 @@ fn a_profile_ready_pattern_gets_the_ready_line_rule_and_every_mistake_is_named()
     assert_eq!(r.code, 2, "{}", r.explain());
     assert!(r.stderr.contains("matches every line"), "{}", r.explain());
 }
+
+/// The `next:` line never sends a person to `less +G` a log that was never created: it says that
+/// no log was written, and where it was expected.
+#[test]
+fn next_says_no_log_was_written_instead_of_less_on_a_missing_log() {
+    let env = Env::new();
+    let log = env.path("never/created.log");
+    let r = env.firedup(&[
+        "watch",
+        "--log",
+        log.to_str().unwrap(),
+        "--log-grace",
+        "1s",
+        "--ready-line",
+        "READY",
+    ]);
+    assert_eq!(r.code, 5, "{}", r.explain());
+    // The verdict goes to stdout when it is not a terminal.
+    let next = r
+        .stdout
+        .lines()
+        .chain(r.stderr.lines())
+        .find(|l| l.trim_start().starts_with("next:"))
+        .unwrap_or_else(|| panic!("{}", r.explain()));
+    assert!(!next.contains("less"), "{}", r.explain());
+    assert!(
+        next.contains(&format!(
+            "no log to read: nothing readable was written at {}",
+            log.display()
+        )),
+        "{}",
+        r.explain()
+    );
+}
