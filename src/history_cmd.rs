@@ -56,6 +56,9 @@ fn open() -> Result<History> {
 /// `firedup history`.
 pub fn history(a: &HistoryArgs) -> Result<i32> {
     let since = a.since.as_deref().map(parse_since).transpose()?;
+    if let Some(v) = &a.verdict {
+        check_verdict_name(v)?;
+    }
     let h = open()?;
     let runs = h.list(&Filter {
         profile: a.profile.clone(),
@@ -304,6 +307,25 @@ pub fn compare(a: &str, b: &str, json: bool, wide: bool) -> Result<i32> {
 struct CompareRows(Vec<Vec<String>>);
 
 /// `--since`: a duration ago, or an RFC 3339 time (a bare date is midnight UTC).
+/// What a history row's verdict column can say: every verdict, and the two endings the history
+/// records beside them. A name outside these would match nothing, silently.
+const RECORDED_ENDINGS: [&str; 2] = ["interrupted", "owner_gone"];
+
+fn check_verdict_name(name: &str) -> Result<()> {
+    if crate::verdict::Verdict::from_name(name).is_some() || RECORDED_ENDINGS.contains(&name) {
+        return Ok(());
+    }
+    let valid: Vec<&str> = crate::verdict::Verdict::ALL
+        .iter()
+        .map(|v| v.as_str())
+        .chain(RECORDED_ENDINGS)
+        .collect();
+    bail!(
+        "--verdict {name}: no such verdict; use one of {}",
+        valid.join(", ")
+    )
+}
+
 fn parse_since(s: &str) -> Result<f64> {
     if let Ok(d) = parse_duration(s) {
         return Ok(crate::rundir::now_unix() - d.as_secs_f64());

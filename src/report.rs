@@ -407,14 +407,19 @@ pub fn render_final(o: &Outcome, teardown: Option<&str>) -> String {
     if let Some(t) = teardown {
         s.push_str(&format!("  teardown: {t}\n"));
     }
-    if let Some(next) = next_command(o) {
+    // Only a log on this machine can be looked at here; one on a host is the host's to open.
+    let log_readable = o.host.is_some()
+        || std::fs::File::open(&o.log).is_ok_and(|f| f.metadata().is_ok_and(|m| m.is_file()));
+    if let Some(next) = next_command(o, log_readable) {
         s.push_str(&format!("  next:    {next}\n"));
     }
     s
 }
 
 /// What to type next, if anything: for a run on a host, with `--host HOST` (the run lives there).
-fn next_command(o: &Outcome) -> Option<String> {
+/// A log that was never written or cannot be read (`log_readable` false) gets no `less` that
+/// would fail: the line says so, and where the log was expected.
+fn next_command(o: &Outcome, log_readable: bool) -> Option<String> {
     let host = o
         .host
         .as_deref()
@@ -432,6 +437,10 @@ fn next_command(o: &Outcome) -> Option<String> {
         (Verdict::Ready | Verdict::Succeeded, _) => None,
         (_, false) => Some(format!("firedup logs {host}{id} --meaningful")),
         (_, true) if o.log.is_empty() => None,
+        (_, true) if !log_readable => Some(format!(
+            "no log to read: nothing readable was written at {} (check the path, and that the server writes its log there)",
+            o.log
+        )),
         (_, true) => Some(match &o.host {
             Some(h) => format!("ssh {h} less +G {}", o.log),
             None => format!("less +G {}", o.log),

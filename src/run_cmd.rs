@@ -93,7 +93,17 @@ pub(crate) fn run(host: Arc<dyn Host>, judge: &JudgeArgs, mut a: RunArgs) -> Res
     } else {
         None
     };
-    let mut spec = launch_spec(judge, &opts, &a.command, a.cwd, env, a.log)?;
+    let mut spec = match launch_spec(judge, &opts, &a.command, a.cwd, env, a.log) {
+        Ok(spec) => spec,
+        // A command that does not exist (here, where it would run) is the first thing to fix:
+        // say it before the flags.
+        Err(e) => match crate::launch::missing_program(&a.command)
+            .filter(|_| host.name().is_none() && host.watches_process())
+        {
+            Some(missing) => bail!("{missing}; also {e:#}"),
+            None => return Err(e),
+        },
+    };
     spec.name = a.name;
     spec.owner = a.owner;
     spec.grace_ms = Some(grace.as_millis() as u64);
@@ -167,7 +177,7 @@ pub(crate) fn run(host: Arc<dyn Host>, judge: &JudgeArgs, mut a: RunArgs) -> Res
             .plan()
             .address
             .clone()
-            .filter(|_| host.name().is_none());
+            .filter(|_| host.name().is_none() && host.watches_process());
         let then_status = run_then(&cmd, &outcome, address.as_ref(), &|pid| {
             interrupts.then_child(Some(pid))
         });

@@ -221,3 +221,40 @@ fn evidence_families_name_their_cause_when_the_process_fails() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A cause whose message needs other advice than its signature's usual hint gets it in the reason:
+/// a KV cache too small for the context length is `cuda_oom`, but lowering the memory fraction
+/// makes it worse; sglang's OOM while capturing CUDA graphs names its own two knobs.
+#[test]
+fn the_reason_gives_the_advice_the_message_needs() {
+    let env = Env::new();
+    let cases = [
+        (
+            "ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in KV cache (20464). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+            "raise the memory fraction (--gpu-memory-utilization) or lower the context length (--max-model-len)",
+        ),
+        (
+            "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 1024.00 MiB. GPU 0 has a total capacity of 79.11 GiB of which 356.62 MiB is free.",
+            "lower --mem-fraction-static or --cuda-graph-max-bs",
+        ),
+    ];
+    for (line, advice) in cases {
+        let r = env.cmd_json(
+            &[
+                "run",
+                "--json",
+                "--ready-line",
+                "NEVER-PRINTED",
+                "--",
+                "sh",
+                "-c",
+                "printf '%s\\n' \"$LINE\"; exit 1",
+            ],
+            &[("LINE", line)],
+        );
+        assert_eq!((r.verdict(), r.signature()), ("failed", Some("cuda_oom")));
+        let reason = r.json["reason"].as_str().unwrap();
+        assert!(reason.contains(advice), "{line:?}: {reason}");
+        assert!(!reason.contains("lower the memory fraction"), "{reason}");
+    }
+}

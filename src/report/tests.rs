@@ -60,7 +60,7 @@ fn next_names_the_host_and_only_known_fields_are_shown() {
         (outcome(m, "", "", Some("gpu")), None),
     ];
     for (o, want) in table {
-        assert_eq!(next_command(&o).as_deref(), want, "{o:?}");
+        assert_eq!(next_command(&o, true).as_deref(), want, "{o:?}");
         let text = render_final(&o, None);
         assert!(
             !text.contains("log:     \n") && !text.ends_with(' '),
@@ -68,6 +68,18 @@ fn next_names_the_host_and_only_known_fields_are_shown() {
         );
         assert_eq!(text.contains("  log:"), !o.log.is_empty(), "{text}");
     }
+    // A log that was never written (or cannot be read) gets no `less +G` that would fail: the
+    // next line says that no log was written, and where it was expected.
+    let o = outcome(Verdict::NeverStarted, "", "/no/such/dir/server.log", None);
+    let next = next_command(&o, false).unwrap();
+    assert!(
+        next.starts_with("no log to read: nothing readable was written at /no/such/dir/server.log"),
+        "{next}"
+    );
+    // Through the rendering, which looks at the file itself.
+    let text = render_final(&o, None);
+    assert!(text.contains("next:    no log to read: "), "{text}");
+    assert!(!text.contains("less +G"), "{text}");
 }
 
 #[test]

@@ -394,15 +394,11 @@ fn start(spec: &LaunchSpec, checked: Checked, run: RunDir, exe: &Path) -> Result
     })
 }
 
-/// Opens the log to append to, once (see [`crate::writable_file`]): its directory is made if
-/// missing; the file must be a regular file of the user (or created by this open) and no other
+/// Opens the log to append to, once (see [`crate::writable_file`]), in a directory that exists
+/// (the run's own, or one [`check_paths`] found for `--log`: none is created); the file must be a regular file of the user (or created by this open) and no other
 /// process may be writing to it (by identity, so a hard link to another run's log is refused
 /// too). Returns the open file, to be handed on, and its identity.
 pub(crate) fn prepare_log(log: &Path) -> Result<(fs::File, FileId)> {
-    if let Some(dir) = log.parent() {
-        fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create the log directory {}", dir.display()))?;
-    }
     let file =
         crate::writable_file::open_for_writing(log, crate::writable_file::Purpose::Log)?.file;
     let id = FileId::of(&file.metadata()?);
@@ -434,6 +430,16 @@ pub fn describe_spawn_error(program: &str, e: &std::io::Error) -> String {
         }
         _ => format!("cannot execute {program}: {e}"),
     }
+}
+
+/// "command not found: ..." when `command`'s program does not exist on this machine (no such
+/// file, or a bare name on no PATH directory); `None` when it exists or no command was given. For
+/// a usage mistake found before launch, so that the most basic one is said first.
+pub fn missing_program(command: &[String]) -> Option<String> {
+    let program = command.first()?;
+    let found = resolve_program(program).is_some_and(|p| p.exists());
+    let enoent = std::io::Error::from_raw_os_error(libc::ENOENT);
+    (!found).then(|| describe_spawn_error(program, &enoent))
 }
 
 /// The file `program` names, as execvp would find it (PATH for a bare name).

@@ -1,6 +1,7 @@
 //! What firedup accepts as a `--log` path, checked before anything is launched or followed.
 //!
-//! Contract: a log is a regular file, or nothing yet (the supervisor or the server creates it).
+//! Contract: a log is a regular file, or nothing yet (the supervisor or the server creates it)
+//! in a directory that exists: firedup creates no directories for a `--log` path.
 //! Anything else at the path is refused with one sentence: a FIFO blocks the reader (and the
 //! supervisor's open) forever, a character device (`/dev/zero`, `/dev/urandom`) never ends, a
 //! directory or socket cannot be read as a log. For a log firedup writes (`run --log`), a
@@ -53,6 +54,24 @@ pub(crate) fn check_for_reading(log: &Path) -> Result<()> {
 /// Refuses a log to append a command's output to: not a regular file, a symlink planted by
 /// another user, a file of another user, or a file another process is writing.
 pub(crate) fn check_for_writing(log: &Path) -> Result<()> {
+    // A mistyped directory is a mistake to say, not a tree to create: the output would land
+    // where nobody looks.
+    if let Some(dir) = log.parent().filter(|d| !d.as_os_str().is_empty()) {
+        match fs::metadata(dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => usage!(
+                "--log {}: {} is not a directory: give a log path in an existing directory",
+                log.display(),
+                dir.display()
+            ),
+            Err(_) => usage!(
+                "--log {}: the directory {} does not exist: create it first (mkdir -p {}) or give another path",
+                log.display(),
+                dir.display(),
+                dir.display()
+            ),
+        }
+    }
     let me = rustix::process::geteuid().as_raw();
     if let Ok(link) = fs::symlink_metadata(log) {
         if link.file_type().is_symlink() && link.uid() != me && link.uid() != 0 {

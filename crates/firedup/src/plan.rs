@@ -166,10 +166,8 @@ fn refuse_foot_guns(opts: &WatchOptions) -> Result<()> {
     ] {
         for p in patterns {
             // An invalid pattern is reported by the classifier, with the regex error.
-            if regex::Regex::new(p).is_ok_and(|re| re.is_match("")) {
-                usage!(
-                    "{flag} {p:?} matches every line (it matches an empty one): give a pattern that only the meant line matches"
-                );
+            if let Some(why) = crate::classify::matches_every_line(p) {
+                usage!("{flag} {p:?} {why}");
             }
         }
     }

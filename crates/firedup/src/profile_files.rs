@@ -43,7 +43,14 @@ pub fn load_profile_set(extra: &[PathBuf]) -> Result<ProfileSet> {
 pub fn load_file(path: &Path) -> Result<Profile> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read profile file {}", path.display()))?;
-    parse_checked(&text).map_err(|e| Error::usage(format!("{}:{e}", path.display())))
+    // One mistake a line, each named by file and line.
+    parse_checked(&text).map_err(|e| {
+        let lines: Vec<String> = e
+            .lines()
+            .map(|l| format!("{}:{l}", path.display()))
+            .collect();
+        Error::usage(lines.join("\n"))
+    })
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use crate::verdict::Signature;
 mod ready_line;
 mod wide;
 
-pub use ready_line::ReadyLine;
+pub use ready_line::{ReadyLine, matches_every_line};
 use wide::Wide;
 #[cfg(test)]
 use wide::drop_word_boundaries;

@@ -2,6 +2,27 @@
 
 use std::time::Duration;
 
+/// Every unit the parser accepts, with its length in seconds: the error message lists them all
+/// from here, so the two cannot disagree.
+const UNITS: &[(&str, f64)] = &[
+    ("ms", 0.001),
+    ("s", 1.0),
+    ("m", 60.0),
+    ("min", 60.0),
+    ("h", 3600.0),
+    ("d", 86400.0),
+];
+
+/// "ms, s, m, min, h or d".
+fn unit_names() -> String {
+    let names: Vec<&str> = UNITS.iter().map(|(name, _)| *name).collect();
+    match names.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
 /// Parses a duration; the error is one sentence naming what was wrong.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
@@ -28,16 +49,14 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             .unwrap_or(rest.len());
         let unit = &rest[..unit_len];
         rest = &rest[unit_len..];
-        let factor = match unit {
-            "ms" => 0.001,
-            "s" | "" if rest.is_empty() => 1.0,
-            "s" => 1.0,
-            "m" | "min" => 60.0,
-            "h" => 3600.0,
-            "d" => 86400.0,
-            _ => {
+        let factor = match UNITS.iter().find(|(name, _)| *name == unit) {
+            Some((_, seconds)) => *seconds,
+            // A bare number is seconds ("90").
+            None if unit.is_empty() && rest.is_empty() => 1.0,
+            None => {
                 return Err(format!(
-                    "invalid duration '{text}': unknown unit '{unit}' (use ms, s, m or h)"
+                    "invalid duration '{text}': unknown unit '{unit}' (use {})",
+                    unit_names()
                 ));
             }
         };
@@ -68,6 +87,27 @@ pub fn format_duration(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The unknown-unit message names every unit the parser accepts, and only those.
+    #[test]
+    fn the_unit_error_lists_exactly_the_accepted_units() {
+        let e = parse_duration("7x").unwrap_err();
+        let list = e.split_once("(use ").unwrap().1.trim_end_matches(')');
+        let named: Vec<&str> = list
+            .split([',', ' '])
+            .filter(|w| !w.is_empty() && *w != "or")
+            .collect();
+        for unit in ["ms", "s", "m", "min", "h", "d"] {
+            assert!(parse_duration(&format!("2{unit}")).is_ok(), "{unit}");
+            assert!(named.contains(&unit), "{unit} missing from {e:?}");
+        }
+        for unit in &named {
+            assert!(
+                parse_duration(&format!("2{unit}")).is_ok(),
+                "{unit} in {e:?}"
+            );
+        }
+    }
 
     #[test]
     fn parses_the_contract_forms() {

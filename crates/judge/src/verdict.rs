@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+mod cause_hint;
 mod job_summary;
 mod signature;
 pub use job_summary::JobSummary;

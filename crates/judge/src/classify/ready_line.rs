@@ -14,6 +14,16 @@ pub struct ReadyLine {
     regex: Regex,
 }
 
+/// Why `pattern` cannot tell one line from another, when it cannot: it matches the empty line,
+/// so it matches every line (`.*`, `x*`, `""`). The one rule for `--ready-line`, `--fail-line`
+/// and a profile file's `ready` patterns: such a pattern would give a false verdict at once.
+/// `None` for a pattern that can miss (an invalid one is the regex parser's to report).
+pub fn matches_every_line(pattern: &str) -> Option<&'static str> {
+    Regex::new(pattern)
+        .is_ok_and(|re| re.is_match(""))
+        .then_some("matches every line (it matches an empty one): give a pattern that only the meant line matches")
+}
+
 impl ReadyLine {
     /// Compiles `pattern`; an invalid one is a usage error naming `--ready-line`.
     pub fn new(pattern: &str) -> Result<ReadyLine, PatternError> {

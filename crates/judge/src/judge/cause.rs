@@ -140,7 +140,7 @@ impl Judge {
     /// "failed with SIGNATURE: hint (line N); THEN".
     pub(super) fn failure_reason(&self, ev: &Evidence, then: &str) -> String {
         let what = match ev.hit.signature {
-            Some(s) => format!("{s}: {}", s.hint()),
+            Some(s) => format!("{s}: {}", s.hint_for_line(&ev.line.text)),
             None => "a line matching --fail-line".to_string(),
         };
         format!("failed with {what} (line {}); {then}", ev.line.number)

@@ -24,20 +24,35 @@ fn line_of_offset(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
-/// The line on which `needle` first appears in the file, for error messages about values.
+/// The line of `needle` in the file, for error messages about values: written as a TOML string
+/// (`'RE'`, `"RE"`) or as a key (`stall =`) first, outside comments, so that a value that also
+/// occurs inside another (`.*` in `'Uvicorn.*running'`) or in a comment is not taken for it.
 fn line_of_value(text: &str, needle: &str) -> usize {
-    text.lines()
-        .position(|l| l.contains(needle))
-        .map(|i| i + 1)
+    let basic = needle.replace('\\', "\\\\").replace('"', "\\\"");
+    let forms = [format!("'{needle}'"), format!("\"{basic}\"")];
+    let is_key = |l: &str| {
+        l.trim_start()
+            .strip_prefix(needle)
+            .is_some_and(|rest| rest.trim_start().starts_with('='))
+    };
+    // A comment is no value's line.
+    let find = |hit: &dyn Fn(&str) -> bool| {
+        text.lines()
+            .position(|l| !l.trim_start().starts_with('#') && hit(l))
+            .map(|i| i + 1)
+    };
+    find(&|l: &str| forms.iter().any(|f| l.contains(f.as_str())))
+        .or_else(|| find(&is_key))
+        .or_else(|| find(&|l: &str| l.contains(needle)))
         .unwrap_or(0)
 }
 
 fn validate(p: &Profile, text: &str) -> std::result::Result<(), String> {
+    // Every mistake is reported, each at its own line: one round trip, not one per mistake.
+    let mut errors: Vec<(usize, String)> = Vec::new();
     let err = |field: String, value: &str, what: String| {
-        Err(format!(
-            "{}: field {field}: {what}",
-            line_of_value(text, value)
-        ))
+        let line = line_of_value(text, value);
+        (line, format!("{line}: field {field}: {what}"))
     };
     if p.name.is_empty()
         || !p
@@ -45,14 +60,14 @@ fn validate(p: &Profile, text: &str) -> std::result::Result<(), String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
     {
-        return err(
+        errors.push(err(
             "name".into(),
             "name",
             format!(
                 "'{}' is not a valid profile name (letters, digits, _ and -)",
                 p.name
             ),
-        );
+        ));
     }
     let regex_fields = p
         .detect
@@ -86,12 +101,17 @@ fn validate(p: &Profile, text: &str) -> std::result::Result<(), String> {
         if let Err(e) = Regex::new(re) {
             let msg = e.to_string();
             let msg = msg.lines().last().unwrap_or("").trim();
-            return err(field, re, format!("invalid regex '{re}': {msg}"));
+            errors.push(err(field, re, format!("invalid regex '{re}': {msg}")));
+        }
+    }
+    for (i, re) in p.ready.iter().enumerate() {
+        if let Some(why) = crate::classify::matches_every_line(re) {
+            errors.push(err(format!("ready[{i}]"), re, format!("'{re}' {why}")));
         }
     }
     for s in &p.signatures {
         if crate::verdict::Signature::from_name(&s.name).is_none() {
-            return err(
+            errors.push(err(
                 "signature.name".into(),
                 &s.name,
                 format!(
@@ -103,7 +123,7 @@ fn validate(p: &Profile, text: &str) -> std::result::Result<(), String> {
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
-            );
+            ));
         }
     }
     for (field, v) in [
@@ -115,54 +135,54 @@ fn validate(p: &Profile, text: &str) -> std::result::Result<(), String> {
         if let Some(v) = v {
             if v != "off" {
                 if let Err(e) = crate::duration::parse_duration(v) {
-                    return err(field.into(), field, e.to_string());
+                    errors.push(err(field.into(), field, e.to_string()));
                 }
             }
         }
     }
     if let Some(u) = &p.until {
         if Mode::from_name(u).is_none() {
-            return err(
+            errors.push(err(
                 "until".into(),
                 "until",
                 format!("'{u}' must be \"ready\" or \"exit\""),
-            );
+            ));
         }
     }
     let mut names = std::collections::HashSet::new();
     for ph in &p.phases {
         if ph.name == "ready" || !names.insert(ph.name.as_str()) {
-            return err(
+            errors.push(err(
                 "phase.name".into(),
                 &ph.name,
                 format!("phase '{}' is reserved or repeated", ph.name),
-            );
+            ));
         }
     }
     if p.ready_probes.iter().any(|k| *k != ProbeKind::Notify) && p.endpoint.is_none() {
-        return err(
+        errors.push(err(
             "ready_probes".into(),
             "ready_probes",
             "port, http and request probes need an [endpoint] section".into(),
-        );
+        ));
     }
     if p.ready_probes.contains(&ProbeKind::Http)
         && p.endpoint.as_ref().is_some_and(|e| e.health.is_none())
     {
-        return err(
+        errors.push(err(
             "ready_probes".into(),
             "ready_probes",
             "the http probe needs endpoint.health".into(),
-        );
+        ));
     }
     if let Some(e) = &p.endpoint {
         if let Some(h) = &e.health {
             if !h.starts_with('/') {
-                return err(
+                errors.push(err(
                     "endpoint.health".into(),
                     h,
                     format!("'{h}' must be a path starting with /"),
-                );
+                ));
             }
         }
     }
@@ -173,12 +193,16 @@ fn validate(p: &Profile, text: &str) -> std::result::Result<(), String> {
             .iter()
             .any(|d| Regex::new(d).is_ok_and(|r| r.is_match(ex)));
         if !hit {
-            return err(
+            errors.push(err(
                 "detect_examples".into(),
                 ex,
                 format!("'{ex}' is not matched by any detect pattern"),
-            );
+            ));
         }
+    }
+    // The examples below need every pattern compiled and every signature known.
+    if !errors.is_empty() {
+        return Err(joined(errors));
     }
     // Signature examples must resolve to their signature, phase examples begin their phase.
     let c = crate::classify::Classifier::new(&crate::classify::ClassifierSpec {
@@ -194,11 +218,11 @@ fn validate(p: &Profile, text: &str) -> std::result::Result<(), String> {
     for (i, ph) in p.phases.iter().enumerate() {
         for ex in &ph.examples {
             if c.classify(ex).phase != Some(i) {
-                return err(
+                errors.push(err(
                     format!("phase {}: examples", ph.name),
                     ex,
                     format!("example '{ex}' does not begin phase {}", ph.name),
-                );
+                ));
             }
         }
     }
@@ -206,13 +230,24 @@ fn validate(p: &Profile, text: &str) -> std::result::Result<(), String> {
         for ex in &s.examples {
             let got = c.classify(ex).strongest().and_then(|h| h.signature);
             if got.map(|g| g.as_str()) != Some(s.name.as_str()) {
-                return err(
+                errors.push(err(
                     format!("signature {}: examples", s.name),
                     ex,
                     format!("example '{ex}' does not match its own patterns"),
-                );
+                ));
             }
         }
     }
-    Ok(())
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(joined(errors))
+    }
+}
+
+/// The errors in the order of their lines, one per line of the message.
+fn joined(mut errors: Vec<(usize, String)>) -> String {
+    errors.sort_by_key(|(line, _)| *line);
+    let lines: Vec<String> = errors.into_iter().map(|(_, e)| e).collect();
+    lines.join("\n")
 }

@@ -249,3 +249,22 @@ fn check_names_line_and_field() {
         assert!(err.starts_with(want), "got {err:?}\nwant {want:?}");
     }
 }
+
+/// A profile's `ready` pattern gets the rule `--ready-line` gets (one that matches every line
+/// would give a false READY), and every mistake of a file is reported, each at its own line.
+#[test]
+fn every_mistake_is_reported_at_its_own_line() {
+    let text = "# ready = ['.*'] would be wrong\nname = \"x\"\ndescription = \"d\"\nready = [\n  'Uvicorn.*running',\n  '.*',\n]\nstall = \"5x\"\nuntil = \"sometimes\"\n";
+    let err = parse_checked(text).unwrap_err();
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    assert!(
+        lines[0].starts_with("6: field ready[1]: '.*' matches every line"),
+        "{err}"
+    );
+    assert!(lines[1].starts_with("8: field stall: "), "{err}");
+    assert!(lines[2].starts_with("9: field until: "), "{err}");
+    // The same rule as the flag's, word for word.
+    let why = crate::classify::matches_every_line(".*").unwrap();
+    assert!(lines[0].ends_with(why), "{err}");
+}

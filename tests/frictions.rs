@@ -1,0 +1,207 @@
+//! Issue 29's small frictions, each through the real binary: what firedup says before a launch
+//! (the most basic mistake first, every mistake named where it is) and after it (hints that can
+//! be followed).
+
+mod common;
+use common::Env;
+
+/// A command that does not exist is said before the missing readiness condition: that one is
+/// the next round trip, not the first.
+#[test]
+fn a_missing_command_is_said_before_the_missing_readiness_condition() {
+    let env = Env::new();
+    for (program, says) in [
+        ("/no/such/binary", "/no/such/binary does not exist"),
+        ("no-such-command-29", "no-such-command-29 is not on PATH"),
+    ] {
+        let r = env.firedup(&["run", "--", program]);
+        assert_eq!(r.code, 2, "{}", r.explain());
+        let first = r
+            .stderr
+            .find(says)
+            .unwrap_or_else(|| panic!("{}", r.explain()));
+        let readiness = r.stderr.find("no readiness condition");
+        assert!(readiness.is_none_or(|at| first < at), "{}", r.explain());
+    }
+    // A command that exists keeps the readiness complaint alone.
+    let r = env.firedup(&["run", "--", "true"]);
+    assert_eq!(r.code, 2, "{}", r.explain());
+    assert!(
+        r.stderr.starts_with("firedup: no readiness condition"),
+        "{}",
+        r.explain()
+    );
+}
+
+/// `--log` in a directory that does not exist is a usage mistake named before the launch: no
+/// directory is created, nothing is launched.
+#[test]
+fn a_log_in_a_missing_directory_is_refused_and_nothing_is_created() {
+    let env = Env::new();
+    let dir = env.path("no/such/dir");
+    let log = dir.join("x.log");
+    let marker = env.path("launched");
+    let r = env.firedup(&[
+        "run",
+        "--until",
+        "exit",
+        "--log",
+        log.to_str().unwrap(),
+        "--",
+        "touch",
+        marker.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 2, "{}", r.explain());
+    assert!(
+        r.stderr
+            .contains(&format!("the directory {} does not exist", dir.display())),
+        "{}",
+        r.explain()
+    );
+    assert!(!env.path("no").exists(), "a directory was created");
+    assert!(!marker.exists(), "the command ran");
+    // A log in a directory that exists is written as before.
+    let log = env.path("x.log");
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--until",
+        "exit",
+        "--log",
+        log.to_str().unwrap(),
+        "--",
+        "echo",
+        "hello",
+    ]);
+    assert_eq!(r.verdict(), "succeeded", "{}", r.explain());
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "hello\n");
+}
+
+/// `history --verdict` with a name no run can have is refused, listing the names it takes.
+#[test]
+fn history_refuses_an_unknown_verdict_name() {
+    let env = Env::new();
+    let r = env.firedup(&["history", "--verdict", "readyy"]);
+    assert_eq!(r.code, 2, "{}", r.explain());
+    for name in [
+        "ready",
+        "succeeded",
+        "failed",
+        "exited",
+        "killed",
+        "never_started",
+        "stalled",
+        "timed_out",
+        "monitor_error",
+        "interrupted",
+        "owner_gone",
+    ] {
+        assert!(r.stderr.contains(name), "{name}: {}", r.explain());
+    }
+    for name in ["ready", "owner_gone"] {
+        let r = env.firedup(&["history", "--verdict", name]);
+        assert_eq!(r.code, 0, "{}", r.explain());
+    }
+}
+
+/// A duration with an unknown unit names every unit the parser takes: `d` included, as `7d` is
+/// accepted.
+#[test]
+fn a_duration_error_names_every_accepted_unit() {
+    let env = Env::new();
+    let r = env.firedup(&["run", "--timeout", "7x", "--until", "exit", "--", "true"]);
+    assert_eq!(r.code, 2, "{}", r.explain());
+    assert!(
+        r.stderr.contains("use ms, s, m, min, h or d"),
+        "{}",
+        r.explain()
+    );
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--timeout",
+        "7d",
+        "--until",
+        "exit",
+        "--",
+        "true",
+    ]);
+    assert_eq!(r.verdict(), "succeeded", "{}", r.explain());
+}
+
+/// `ready = [".*"]` in a profile file is refused as `--ready-line '.*'` is, by `profiles check`
+/// and when the file is loaded for a run; `profiles check` names every mistake, each at its line.
+#[test]
+fn a_profile_ready_pattern_gets_the_ready_line_rule_and_every_mistake_is_named() {
+    let env = Env::new();
+    let file = env.path("mine.toml");
+    std::fs::write(
+        &file,
+        "name = \"mine\"\ndescription = \"d\"\nready = ['.*']\nstall = \"5x\"\n",
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let r = env.firedup(&["profiles", "check", file]);
+    assert_eq!(r.code, 2, "{}", r.explain());
+    assert!(
+        r.stderr.contains(&format!(
+            "{file}:3: field ready[0]: '.*' matches every line"
+        )),
+        "{}",
+        r.explain()
+    );
+    assert!(
+        r.stderr.contains(&format!("\n{file}:4: field stall: ")),
+        "{}",
+        r.explain()
+    );
+    let flag = env.firedup(&["run", "--ready-line", ".*", "--", "true"]);
+    assert_eq!(flag.code, 2, "{}", flag.explain());
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--profile-file",
+        file,
+        "--profile",
+        "mine",
+        "--",
+        "sleep",
+        "30",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.explain());
+    assert!(r.stderr.contains("matches every line"), "{}", r.explain());
+}
+
+/// The `next:` line never sends a person to `less +G` a log that was never created: it says that
+/// no log was written, and where it was expected.
+#[test]
+fn next_says_no_log_was_written_instead_of_less_on_a_missing_log() {
+    let env = Env::new();
+    let log = env.path("never/created.log");
+    let r = env.firedup(&[
+        "watch",
+        "--log",
+        log.to_str().unwrap(),
+        "--log-grace",
+        "1s",
+        "--ready-line",
+        "READY",
+    ]);
+    assert_eq!(r.code, 5, "{}", r.explain());
+    // The verdict goes to stdout when it is not a terminal.
+    let next = r
+        .stdout
+        .lines()
+        .chain(r.stderr.lines())
+        .find(|l| l.trim_start().starts_with("next:"))
+        .unwrap_or_else(|| panic!("{}", r.explain()));
+    assert!(!next.contains("less"), "{}", r.explain());
+    assert!(
+        next.contains(&format!(
+            "no log to read: nothing readable was written at {}",
+            log.display()
+        )),
+        "{}",
+        r.explain()
+    );
+}
