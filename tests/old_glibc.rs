@@ -179,11 +179,40 @@ fn pip_installs_the_wheel_there_and_the_firedup_it_installs_runs() {
         });
     // pip checks the wheel's platform tag against this glibc (2.31): a manylinux_2_34 wheel is
     // "not a supported wheel on this platform". Offline: ensurepip's own pip, no index.
+    // Then the API on the root's own Python (3.9, the oldest the package declares): a server on
+    // an auto port, ready, answering, stopped with nothing left; a failing job raises JobFailed.
     let script = format!(
         "python3 -m venv /tmp/venv && /tmp/venv/bin/pip install --quiet --no-index --no-deps \
          --disable-pip-version-check /mnt/{wheel} && /tmp/venv/bin/firedup --version && \
-         /tmp/venv/bin/python -c 'import firedup'"
+         /tmp/venv/bin/python -c \"$API_CHECK\""
     );
-    let r = host.inside(&dir, &["/bin/sh", "-c", &script]);
+    let r = host.inside(
+        &dir,
+        &[
+            "/usr/bin/env",
+            &format!("API_CHECK={API_CHECK}"),
+            "/bin/sh",
+            "-c",
+            &script,
+        ],
+    );
     assert_eq!(r.code, 0, "{}", r.explain());
+    assert!(r.stderr.contains("api ok on 3.9"), "{}", r.explain());
 }
+
+/// What `pip_installs_the_wheel_there_and_the_firedup_it_installs_runs` asks of the installed API.
+const API_CHECK: &str = r#"
+import sys, urllib.request
+import firedup
+assert sys.version_info[:2] == (3, 9), sys.version
+server = ["python3", "-m", "http.server", "--bind", "127.0.0.1", "{port}"]
+with firedup.launch(server, port="auto", timeout="60s", grace=5) as s:
+    assert urllib.request.urlopen(s.url, timeout=10).status == 200
+assert s.teardown is not None and s.teardown.left_nothing, s.teardown
+try:
+    firedup.start(["sh", "-c", "echo working; exit 3"], until="exit", timeout=60.0)
+    raise SystemExit("a failing job raised nothing")
+except firedup.JobFailed as e:
+    assert e.verdict["exit"]["code"] == 3, e.verdict
+print("api ok on 3.9", file=sys.stderr)
+"#;
