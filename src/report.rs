@@ -153,19 +153,18 @@ impl TerminalProgress {
 
 impl Progress for TerminalProgress {
     fn phase(&mut self, phase: &str, at: Duration) {
-        // The finished phase keeps its line, with how long it took.
-        if let Some((_, since)) = self.phase.take() {
-            self.bar.set_style(
-                ProgressStyle::with_template("  {prefix:.bold} {wide_msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            );
-            self.bar.finish_with_message(format!(
-                "done in {} (from {})",
-                format_duration(at.saturating_sub(since)),
-                format_duration(since)
-            ));
-            self.bar = self.multi.add(ProgressBar::new(100));
-            self.bar.enable_steady_tick(Duration::from_millis(200));
+        // The finished phase keeps its line, with how long it took: printed above the bar as a
+        // note is. A finished bar left in the MultiProgress was erased by the next note (indicatif
+        // cleared the lines it had drawn, the finished one among them, and drew it no more).
+        if let Some((name, since)) = self.phase.take() {
+            self.multi
+                .println(format!(
+                    "  {name:<20} done in {} (from {})",
+                    format_duration(at.saturating_sub(since)),
+                    format_duration(since)
+                ))
+                .ok();
+            self.bar.reset();
         }
         self.bar.set_style(spinner_style());
         self.bar.set_prefix(format!("{phase:<20}"));
