@@ -174,6 +174,9 @@ pub(crate) fn ps(json: bool, all: bool, wide: bool) -> Result<i32> {
     Ok(0)
 }
 
+/// The most blank lines `logs` prints in a row (a log of a million empty lines is not useful as such).
+const MAX_BLANK_RUN: u64 = 10_000;
+
 pub(crate) fn logs(run_id: &str, meaningful: bool, follow: bool) -> Result<i32> {
     let run = RunDir::open(run_id)?;
     let meta = run.meta()?;
@@ -216,6 +219,10 @@ pub(crate) fn logs(run_id: &str, meaningful: bool, follow: bool) -> Result<i32> 
     let mut out = std::io::stdout().lock();
     let mut last_shape = String::new();
     let mut buf = Vec::new();
+    // The number of the last line printed without --meaningful (its newline is still to come).
+    let mut printed_through: Option<u64> = None;
+    // With --meaningful: the last segment of the line being read (number, text).
+    let mut pending: Option<(u64, String)> = None;
     loop {
         while follower.poll(&mut buf) {}
         let ended = run.exit().is_some()
@@ -228,22 +235,41 @@ pub(crate) fn logs(run_id: &str, meaningful: bool, follow: bool) -> Result<i32> 
         for ev in buf.drain(..) {
             if let crate::follow::FollowEvent::Line(raw) = ev {
                 if meaningful {
-                    let text = crate::lines::clean_text(&raw.bytes);
-                    if plan.judge.classifier.classify(&text).noise || text.trim().is_empty() {
-                        continue;
+                    // A line redrawn with `\r` (a progress bar) counts in its last state: its
+                    // segments share a number, and the last one replaces the others.
+                    if let Some((_, text)) = pending.take_if(|(n, _)| *n != raw.number) {
+                        write_meaningful(&mut out, &text, &plan, &mut last_shape)?;
                     }
-                    // A progress bar redraw of the same line: keep only the last state.
-                    let shape = crate::line_shape::line_shape(&text);
-                    if shape == last_shape {
-                        continue;
-                    }
-                    last_shape = shape;
-                    writeln!(out, "{text}")?;
+                    pending = Some((
+                        raw.number,
+                        crate::lines::clean_text(&raw.bytes).into_owned(),
+                    ));
                 } else {
+                    // The log as it is, line for line: the blank lines the splitter does not
+                    // emit are put back, and a line redrawn with `\r` stays one line, so the
+                    // N-th line printed is the verdict's line N.
+                    match printed_through {
+                        Some(n) if raw.number == n => out.write_all(b"\r")?,
+                        Some(n) => {
+                            let blanks = raw.number.saturating_sub(n + 1).min(MAX_BLANK_RUN);
+                            out.write_all(b"\n")?;
+                            for _ in 0..blanks {
+                                out.write_all(b"\n")?;
+                            }
+                        }
+                        None => {}
+                    }
                     out.write_all(&raw.bytes)?;
-                    out.write_all(b"\n")?;
+                    printed_through = Some(raw.number);
                 }
             }
+        }
+        // Following, a redraw split across two reads may show one of its earlier states.
+        if let Some((_, text)) = pending.take() {
+            write_meaningful(&mut out, &text, &plan, &mut last_shape)?;
+        }
+        if (!follow || ended) && printed_through.is_some() {
+            out.write_all(b"\n")?;
         }
         out.flush()?;
         if !follow || ended {
@@ -251,4 +277,24 @@ pub(crate) fn logs(run_id: &str, meaningful: bool, follow: bool) -> Result<i32> 
         }
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// Writes `text` for `logs --meaningful` unless it is noise, blank, or the same shape as the
+/// line written before it (a progress bar redrawn on new lines).
+fn write_meaningful(
+    out: &mut impl Write,
+    text: &str,
+    plan: &plan::Plan,
+    last_shape: &mut String,
+) -> Result<()> {
+    if plan.judge.classifier.classify(text).noise || text.trim().is_empty() {
+        return Ok(());
+    }
+    let shape = crate::line_shape::line_shape(text);
+    if shape == *last_shape {
+        return Ok(());
+    }
+    *last_shape = shape;
+    writeln!(out, "{text}")?;
+    Ok(())
 }

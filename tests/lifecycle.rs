@@ -213,16 +213,18 @@ fn logs_prints_the_log_and_meaningful_drops_noise_and_redraws() {
         "echo start; echo; printf 'shards 10%%\\rshards 50%%\\rshards 100%%\\n'; echo done",
     ]);
     assert_eq!(r.verdict(), "succeeded", "{}", r.explain());
+    // The log as it is: its blank line kept and the redrawn line one line, so that line N here
+    // is the verdict's line N (issue 29: blank lines were dropped, the numbers shifted).
     let all = env.firedup(&["logs", r.run_id()]);
     assert_eq!(all.code, 0);
-    assert!(
-        all.stdout.contains("shards 10%") && all.stdout.contains("shards 100%"),
-        "{}",
-        all.stdout
+    assert_eq!(
+        all.stdout,
+        "start\n\nshards 10%\rshards 50%\rshards 100%\ndone\n"
     );
+    // The progress bar in its last state (it was its first, 10%), no blank lines.
     let m = env.firedup(&["logs", "--meaningful", r.run_id()]);
     assert_eq!(
-        m.stdout, "start\nshards 10%\ndone\n",
+        m.stdout, "start\nshards 100%\ndone\n",
         "one line per progress bar, no blank lines"
     );
 }
