@@ -303,13 +303,16 @@ pub fn main() -> i32 {
 
 /// The host a command about run `run_id` acts on: `--host`, else Slurm for a run submitted with
 /// `run --slurm` (its record names the job), else this machine.
-fn run_host(remote: &RemoteArgs, run_id: Option<&str>) -> Result<Arc<dyn Host>> {
+fn run_host(remote: &RemoteArgs, run_id: Option<&str>, command: &str) -> Result<Arc<dyn Host>> {
     if remote.host.is_some() {
         // The host's firedup finds a Slurm run there by its record.
         return remote.host();
     }
     Ok(match run_id {
-        Some(id) => Arc::from(firedup::host::of_run_here(id)),
+        Some(id) => {
+            crate::run_elsewhere::check_here(id, command)?;
+            Arc::from(firedup::host::of_run_here(id))
+        }
         None => Arc::new(LocalHost),
     })
 }
@@ -387,7 +390,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 None => None,
             };
             crate::watch_cmd::watch(
-                run_host(&remote, run_id.as_deref())?,
+                run_host(&remote, run_id.as_deref(), "watch")?,
                 &judge,
                 job,
                 crate::watch_cmd::WatchArgs {
@@ -409,7 +412,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
             json,
             remote,
         } => crate::runs_cmd::stop(
-            run_host(&remote, Some(&run_id))?.as_ref(),
+            run_host(&remote, Some(&run_id), "stop")?.as_ref(),
             &run_id,
             &grace,
             json,

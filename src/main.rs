@@ -20,6 +20,7 @@ mod prune;
 mod remote_args;
 mod report;
 mod run_cmd;
+mod run_elsewhere;
 mod runs_cmd;
 mod stop_json;
 mod watch_cmd;

@@ -178,6 +178,7 @@ pub(crate) fn ps(json: bool, all: bool, wide: bool) -> Result<i32> {
 const MAX_BLANK_RUN: u64 = 10_000;
 
 pub(crate) fn logs(run_id: &str, meaningful: bool, follow: bool) -> Result<i32> {
+    crate::run_elsewhere::check_here(run_id, "logs")?;
     let run = RunDir::open(run_id)?;
     let meta = run.meta()?;
     let plan = plan::resolve(

@@ -72,6 +72,18 @@ fn run_over_ssh_is_ready_and_stop_ps_logs_work_there() {
     let ps = fd(&env, &sshd, &["ps", "--json", "--host", "fdtest"]);
     assert_eq!(ps.code, 0, "{}", ps.explain());
     assert!(ps.stdout.contains(&id), "{}", ps.stdout);
+    // Without --host, the run is not here: the history knows where it ran and says what works.
+    for command in ["stop", "logs"] {
+        let here = fd(&env, &sshd, &[command, &id]);
+        assert_eq!(here.code, 2, "{}", here.explain());
+        assert!(
+            here.stderr
+                .contains(&format!("firedup {command} --host fdtest {id}")),
+            "{}",
+            here.explain()
+        );
+    }
+    assert!(common::alive(pid), "a refused stop stopped the server");
     let logs = fd(&env, &sshd, &["logs", "--host", "fdtest", &id]);
     assert!(
         logs.stdout.contains("fired up and ready to roll"),
