@@ -68,6 +68,8 @@ pub(crate) fn watch(
     let mut note = |text: String| eprintln!("firedup: {text}");
     // `--slurm-job`: the host that attached knows the job.
     let mut attached_job: Option<Arc<dyn Host>> = None;
+    // How long an attach by log waited for the log to appear (the log grace, within `--for`).
+    let mut log_wait = Duration::ZERO;
     let (mut target, found, command, from_end) = match (&run_id, &log) {
         _ if slurm_job.is_some() => {
             let job = slurm_job.expect("checked");
@@ -110,8 +112,9 @@ pub(crate) fn watch(
             // A log not there yet is waited for (the log grace, within `--for`), to find its
             // writer.
             let grace = plan::log_grace(&judge.options(false))?;
+            log_wait = bound.map_or(grace, |b| b.min(grace));
             let from = LogFrom {
-                wait_for_log: Some(bound.map_or(grace, |b| b.min(grace))),
+                wait_for_log: Some(log_wait),
                 ..from
             };
             let a = host.attach_log(log, pid, from, &mut note)?;
@@ -173,6 +176,7 @@ pub(crate) fn watch(
     if attached && pid.is_none() && target.pid.is_none() && host.name().is_none() {
         if log.as_ref().is_some_and(|l| !l.exists()) {
             plan.judge.log_grace = Duration::ZERO;
+            plan.judge.log_waited = log_wait;
         }
     }
     let on_host = host.name().map(|h| format!(" on {h}")).unwrap_or_default();

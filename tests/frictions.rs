@@ -188,6 +188,13 @@ fn next_says_no_log_was_written_instead_of_less_on_a_missing_log() {
         "READY",
     ]);
     assert_eq!(r.code, 5, "{}", r.explain());
+    // The reason says how long the log was waited for: the attach's wait (it said "within 0ms").
+    assert!(
+        r.stdout
+            .contains("was never created (its directory does not exist either) within 1.0s"),
+        "{}",
+        r.explain()
+    );
     // The verdict goes to stdout when it is not a terminal.
     let next = r
         .stdout

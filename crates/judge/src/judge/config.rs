@@ -26,6 +26,9 @@ pub struct JudgeConfig {
     pub queue_timeout: Option<Duration>,
     /// How long a missing log may stay missing while no process is known.
     pub log_grace: Duration,
+    /// How long the log was already waited for before this watch began (an attach waits for
+    /// the log before judging): said in the `never_started` reason with `log_grace`.
+    pub log_waited: Duration,
     /// How long the log may stay unreadable before `monitor_error`.
     pub unreadable_grace: Duration,
     /// After the first fatal line, how long to collect the rest of the failure.
@@ -76,6 +79,7 @@ impl JudgeConfig {
             timeout: None,
             queue_timeout: None,
             log_grace: Duration::from_secs(30),
+            log_waited: Duration::ZERO,
             unreadable_grace: Duration::from_secs(2),
             fail_settle: Duration::from_millis(1500),
             hold: None,

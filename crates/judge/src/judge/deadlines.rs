@@ -153,13 +153,13 @@ impl Judge {
             format!(
                 "nothing started: the process never appeared and the log {} was never created{dir_note} within {}",
                 self.cfg.log_path,
-                format_duration(self.cfg.log_grace)
+                format_duration(self.cfg.log_waited + self.cfg.log_grace)
             )
         } else {
             format!(
                 "the log {} was never created{dir_note} within {} and no process was given to watch",
                 self.cfg.log_path,
-                format_duration(self.cfg.log_grace)
+                format_duration(self.cfg.log_waited + self.cfg.log_grace)
             )
         };
         self.decide(at, Decision::new(Verdict::NeverStarted, reason), events);
