@@ -443,21 +443,30 @@ fn a_log_that_belongs_to_someone_else_is_refused() {
     );
 }
 
+/// A log in a directory that does not exist is refused (issue 29: the directories were made
+/// silently, so a typo in the path went unnoticed); in a directory that exists it is created.
 #[test]
-fn a_log_in_a_missing_directory_is_created() {
+fn a_log_is_created_in_its_directory_and_a_missing_directory_is_refused() {
     let env = Env::new();
     let log = env.path("new/dir/server.log");
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--until",
-        "exit",
-        "--log",
-        log.to_str().unwrap(),
-        "--",
-        "echo",
-        "hello",
-    ]);
+    let run = |env: &Env| {
+        env.firedup(&[
+            "run",
+            "--json",
+            "--until",
+            "exit",
+            "--log",
+            log.to_str().unwrap(),
+            "--",
+            "echo",
+            "hello",
+        ])
+    };
+    let refused = run(&env);
+    assert_eq!(refused.code, 2, "{}", refused.explain());
+    assert!(!env.path("new").exists(), "{}", refused.explain());
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    let r = run(&env);
     assert_eq!(r.verdict(), "succeeded", "{}", r.explain());
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "hello\n");
     assert_eq!(r.json["log"], log.to_str().unwrap());
