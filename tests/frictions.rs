@@ -212,3 +212,51 @@ fn next_says_no_log_was_written_instead_of_less_on_a_missing_log() {
         r.explain()
     );
 }
+
+/// A real redis-server started through wrappers (`env A=B nice`) is still recognised as Redis:
+/// its profile's port probe decides `ready`. Before, the anchored detection saw `env` and chose
+/// `generic`, which has no readiness condition (exit 2, nothing launched).
+#[test]
+fn redis_under_env_and_nice_is_recognised() {
+    let env = Env::new();
+    let port = common::free_port().to_string();
+    let dir = env.path("redis-dir");
+    std::fs::create_dir(&dir).unwrap();
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--timeout",
+        "60s",
+        "--",
+        "env",
+        "FRICTIONS_29=1",
+        "nice",
+        "-n",
+        "1",
+        "redis-server",
+        "--port",
+        &port,
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
+    let stop = env.firedup(&["stop", r.run_id()]);
+    assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
+    assert_eq!(stop.code, 0, "{}", stop.explain());
+    assert_eq!(
+        r.json["port"].as_u64(),
+        port.parse().ok(),
+        "{}",
+        r.explain()
+    );
+    assert!(
+        r.json["line"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Ready to accept connections")),
+        "{}",
+        r.explain()
+    );
+}

@@ -21,6 +21,7 @@ use crate::classify::SignatureSpec;
 use crate::mode::Mode;
 
 mod check;
+mod wrappers;
 
 pub use check::parse_checked;
 
@@ -268,12 +269,14 @@ impl ProfileSet {
     /// The first profile whose `detect` patterns match the command line, or `generic`.
     pub fn detect(&self, command: &[String]) -> Result<Profile, ProfileError> {
         let line = command.join(" ");
+        // `runuser -u redis -- redis-server ...`: the server under its wrappers is recognised too.
+        let inner = wrappers::unwrapped(command).join(" ");
         for (p, _) in &self.profiles {
             for d in &p.detect {
                 let re = Regex::new(d).map_err(|e| {
                     ProfileError(format!("profile {} has a bad detect pattern: {e}", p.name))
                 })?;
-                if re.is_match(&line) {
+                if re.is_match(&line) || re.is_match(&inner) {
                     return Ok(p.clone());
                 }
             }

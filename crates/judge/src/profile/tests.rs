@@ -53,6 +53,13 @@ fn detects_servers_from_their_command_lines() {
         ),
         ("python3 -m http.server", "generic"),
         ("redis-cli ping", "generic"),
+        // Under the wrappers that start a server as another user, niced or pinned (issue 29).
+        ("runuser -u redis -- redis-server /etc/redis.conf", "redis"),
+        ("sudo -u redis redis-server --port 7000", "redis"),
+        ("env A=B nice -n 5 redis-server --port 7000", "redis"),
+        ("taskset -c 0-3 redis-server", "redis"),
+        ("numactl --cpunodebind=0 --membind=0 redis-server", "redis"),
+        ("sudo -u redis redis-cli ping", "generic"),
         ("python train.py", "generic"),
         ("python3 train.py --epochs 3", "generic"),
         ("psql -U postgres -c select", "generic"),
