@@ -458,6 +458,19 @@ pub fn transport_verdict(json: bool, host: Option<&str>, reason: String) -> i32 
     o.verdict.exit_code()
 }
 
+/// The `then:` line: CMD's status, and, when it failed, that firedup's exit code stays the
+/// verdict's.
+pub fn then_line(cmd: &str, code: i32, verdict_code: i32) -> String {
+    let cmd = crate::secrets::redact_text(cmd);
+    if code == 0 {
+        format!("  then:    '{cmd}' exited 0")
+    } else {
+        format!(
+            "  then:    '{cmd}' FAILED: exit code {code} (firedup exits {verdict_code}, the verdict's code; CMD's is the JSON's then.exit_code)"
+        )
+    }
+}
+
 /// Prints the verdict: the final block, or the JSON verdict under `--json` (with the `--then`
 /// command's exit when one ran).
 pub fn print_outcome(json: bool, o: &Outcome, teardown: Option<&str>, then: Option<(&str, i32)>) {
@@ -468,15 +481,19 @@ pub fn print_outcome(json: bool, o: &Outcome, teardown: Option<&str>, then: Opti
                 "then".into(),
                 serde_json::json!({"command": crate::secrets::redact_text(cmd), "exit_code": code}),
             );
+            if code != 0 {
+                eprintln!(
+                    "firedup: --then '{}' failed with exit code {code}; firedup exits {}, the verdict's code",
+                    crate::secrets::redact_text(cmd),
+                    o.verdict.exit_code()
+                );
+            }
         }
         println!("{v}");
     } else {
         print!("{}", render_final(o, teardown));
         if let Some((cmd, code)) = then {
-            println!(
-                "  then:    '{}' exited {code}",
-                crate::secrets::redact_text(cmd)
-            );
+            println!("{}", then_line(cmd, code, o.verdict.exit_code()));
         }
     }
 }
