@@ -22,6 +22,7 @@ mod report;
 mod run_cmd;
 mod run_elsewhere;
 mod runs_cmd;
+mod said_while_waiting;
 mod stop_json;
 mod watch_cmd;
 
