@@ -15,6 +15,7 @@ mod interrupted;
 mod judge_args;
 mod matrix;
 mod pending;
+mod printed_verdict;
 mod profiles_cmd;
 mod prune;
 mod remote_args;
