@@ -411,6 +411,12 @@ pub fn render_final(o: &Outcome, teardown: Option<&str>) -> String {
         )),
         None => s.push_str(&format!("  log:     {}\n", o.log)),
     }
+    // A remote server's URL names its host: say that it is that host's address, not this one's.
+    if let (Some(url), Some(host)) = (&o.url, &o.host) {
+        s.push_str(&format!(
+            "  url:     {url} (on {host}, as given to --host)\n"
+        ));
+    }
     if !o.run_id.is_empty() {
         s.push_str(&format!("  run:     {}\n", o.run_id));
     }

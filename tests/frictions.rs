@@ -252,6 +252,13 @@ fn redis_under_env_and_nice_is_recognised() {
         "{}",
         r.explain()
     );
+    // Redis's URL is redis://, not http:// (issue 29).
+    assert_eq!(
+        r.json["url"],
+        format!("redis://127.0.0.1:{port}").as_str(),
+        "{}",
+        r.explain()
+    );
     assert!(
         r.json["line"]["text"]
             .as_str()

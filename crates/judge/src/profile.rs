@@ -20,9 +20,11 @@ use serde::{Deserialize, Serialize};
 use crate::classify::SignatureSpec;
 use crate::mode::Mode;
 
+mod address_url;
 mod check;
 mod wrappers;
 
+pub use address_url::url;
 pub use check::parse_checked;
 
 /// One startup phase: the line that begins it.
@@ -99,6 +101,9 @@ pub struct EndpointSpec {
     /// The real-request shape this server understands, for `--ready-request`.
     #[serde(default)]
     pub request: Option<RequestKind>,
+    /// The scheme of its URL when it is not `http` (`redis`, `postgresql`).
+    #[serde(default)]
+    pub scheme: Option<String>,
 }
 
 fn default_host() -> String {
@@ -314,6 +319,8 @@ pub struct Address {
     pub host: String,
     /// The port.
     pub port: u16,
+    /// The URL's scheme when it is not `http` (the profile's `endpoint.scheme`: `redis`).
+    pub scheme: Option<String>,
 }
 
 impl Address {
@@ -326,14 +333,10 @@ impl Address {
         }
     }
 
-    /// `http://host:port` for the connect host.
+    /// `http://host:port` for the connect host (`redis://...` for a profile whose scheme is
+    /// not http), as reached from the machine the server runs on.
     pub fn base_url(&self) -> String {
-        let h = self.connect_host();
-        if h.contains(':') && !h.starts_with('[') {
-            format!("http://[{h}]:{}", self.port)
-        } else {
-            format!("http://{h}:{}", self.port)
-        }
+        url(self.scheme.as_deref(), self.connect_host(), self.port)
     }
 }
 
@@ -347,6 +350,7 @@ pub fn derive_address(
     let mut addr = Address {
         host: e.default_host.clone(),
         port: e.default_port,
+        scheme: e.scheme.clone(),
     };
     if let Some(var) = &e.addr_env {
         if let Some(v) = env(var).filter(|v| !v.is_empty()) {

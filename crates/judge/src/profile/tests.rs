@@ -179,6 +179,7 @@ fn addresses_come_from_flags_env_and_defaults() {
         default_port: 30000,
         health: Some("/health".into()),
         request: None,
+        scheme: None,
     };
     let none = |_: &str| None;
     let table: &[(&str, Option<&str>, &str, u16)] = &[
@@ -203,7 +204,8 @@ fn addresses_come_from_flags_env_and_defaults() {
             got,
             Address {
                 host: host.to_string(),
-                port: *port
+                port: *port,
+                scheme: None,
             },
             "{c} {envv:?}"
         );
@@ -211,6 +213,7 @@ fn addresses_come_from_flags_env_and_defaults() {
     let a = Address {
         host: "0.0.0.0".into(),
         port: 8000,
+        scheme: None,
     };
     assert_eq!(a.base_url(), "http://127.0.0.1:8000");
 }
