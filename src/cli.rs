@@ -55,7 +55,8 @@ pub enum Command {
         /// Working directory of the command.
         #[arg(long, value_name = "DIR")]
         cwd: Option<PathBuf>,
-        /// After ready, run CMD (sh -c), then stop the server and exit with CMD's status. CMD's
+        /// After ready, run CMD (sh -c), then stop the server. The exit code stays the verdict's
+        /// (0); CMD's status is on the `then:` line and the JSON's `then.exit_code`. CMD's
         /// environment has FIREDUP_LOG, FIREDUP_RUN_ID, FIREDUP_PID and, for a server on this
         /// machine whose address is known, FIREDUP_HOST, FIREDUP_PORT and FIREDUP_URL.
         #[arg(long, value_name = "CMD")]

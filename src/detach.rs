@@ -53,7 +53,7 @@ pub fn detach(host: Arc<dyn Host>, spec: &LaunchSpec, json: bool) -> Result<i32>
         o.host = host.name().map(String::from);
         o.name = spec.name.clone();
         o.server_running = true;
-        o.url = address.as_ref().map(|a| a.base_url());
+        o.url = address.as_ref().map(|a| a.url_on(host.name()));
         o.port = address.as_ref().map(|a| a.port);
         let mut v = serde_json::to_value(&o)?;
         if let Some(map) = v.as_object_mut() {

@@ -15,6 +15,7 @@ mod interrupted;
 mod judge_args;
 mod matrix;
 mod pending;
+mod printed_verdict;
 mod profiles_cmd;
 mod prune;
 mod remote_args;
@@ -22,6 +23,7 @@ mod report;
 mod run_cmd;
 mod run_elsewhere;
 mod runs_cmd;
+mod said_while_waiting;
 mod stop_json;
 mod watch_cmd;
 

@@ -7,11 +7,12 @@
 //! `axis.rs` (one axis checked, `--axis` parsed), `template.rs` (`{name}` templates) and
 //! `cells.rs` (the expansion into cells).
 //!
-//! Templates: `{name}` in the command, env values, cwd and the bench command is replaced by a
-//! variable: an axis value (by axis name), a `vars` entry of the base or of the cell's slot,
-//! `{slot}` (the slot number) and `{cell}` (the cell number). Only `{identifier}` is a template,
-//! so JSON in an argument is left alone, and so is the shell's `${VAR}`; an unknown name is an
-//! error before anything launches.
+//! Templates: `{name}` in the command, env values, cwd, `http`, `port`, `ready_request` and the
+//! bench command is replaced by a variable: an axis value (by axis name), a `vars` entry of the
+//! base or of the cell's slot, `{slot}` (the slot number) and `{cell}` (the cell number). Only
+//! `{identifier}` is a template, so JSON in an argument is left alone, and so is the shell's
+//! `${VAR}`; an unknown name, or a `{name}` in a field that is not templated, is an error before
+//! anything launches (`templated_base.rs`).
 
 pub mod args;
 mod axis;
@@ -19,12 +20,14 @@ mod cell;
 mod cells;
 mod context;
 mod display;
+mod dry_run;
 pub mod host_side;
 pub mod ports;
 pub mod runner;
 pub mod schedule;
 pub mod table;
 mod template;
+mod templated_base;
 
 use crate::judge::Mode;
 use std::collections::{BTreeMap, HashMap};
@@ -38,6 +41,7 @@ pub use axis::parse_axis_flag;
 use axis::secret_axis;
 use cells::expand_cells;
 pub use template::expand;
+pub use templated_base::{CellProbes, PortField};
 
 /// The matrix file, as written.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -82,7 +86,8 @@ pub struct Base {
     pub stall: Option<String>,
     pub hold: Option<String>,
     pub http: Option<String>,
-    pub port: Option<u16>,
+    /// A number, or a template (`"{port}"`).
+    pub port: Option<PortField>,
     pub ready_request: Option<String>,
     #[serde(default)]
     pub no_probe: bool,
@@ -211,6 +216,8 @@ pub struct CellLaunch {
     pub bench: Option<String>,
     /// Every template variable, for the record.
     pub vars: BTreeMap<String, String>,
+    /// Where its readiness is asked (`http`, `port`, `ready_request`), templated.
+    pub probes: CellProbes,
 }
 
 /// Reads a matrix file; errors name the file, and the line for TOML mistakes.
@@ -282,6 +289,7 @@ impl Matrix {
                     .map_err(|e| anyhow::anyhow!("bench.timeout: {e}"))?;
             }
         }
+        templated_base::refuse_untemplated(&file.base)?;
         if let Some(g) = &file.base.grace {
             crate::duration::parse_duration(g).map_err(|e| anyhow::anyhow!("base.grace: {e}"))?;
         }
@@ -427,12 +435,14 @@ impl Matrix {
             Some(b) => Some(expand(&b.command, &vars, "bench.command")?),
             None => None,
         };
+        let probes = templated_base::probes_of(&self.base, &vars)?;
         Ok(CellLaunch {
             command,
             env,
             cwd,
             bench,
             vars,
+            probes,
         })
     }
 

@@ -228,6 +228,8 @@ impl Progress for TerminalProgress {
 pub struct HeartbeatProgress {
     label: String,
     last: Option<Duration>,
+    /// The last `--notify` STATUS= said, so each new one gets its line.
+    said_status: Option<String>,
     phase_since: Duration,
     last_time: Option<LastTime>,
 }
@@ -237,6 +239,7 @@ impl HeartbeatProgress {
         HeartbeatProgress {
             label: label.to_string(),
             last: None,
+            said_status: None,
             phase_since: Duration::ZERO,
             last_time,
         }
@@ -279,6 +282,14 @@ impl Progress for HeartbeatProgress {
         }
     }
     fn status(&mut self, s: &Status, at: Duration) {
+        // A server's own words about what it is doing (sd_notify STATUS=) are said when they
+        // change, as a phase is, not only at the next heartbeat.
+        if s.notify_status.is_some() && s.notify_status != self.said_status {
+            self.said_status = s.notify_status.clone();
+            let text = s.notify_status.as_deref().unwrap_or_default();
+            self.say(&format!("status: {}", truncate(text, 200)), at);
+            return;
+        }
         if self.last.is_none_or(|l| at.saturating_sub(l) >= HEARTBEAT) {
             let since = if s.phase.is_some() {
                 self.phase_since
@@ -316,7 +327,7 @@ pub fn render_final(o: &Outcome, teardown: Option<&str>) -> String {
     };
     s.push_str(&format!(
         "firedup: {}{sig} after {}\n",
-        o.verdict.as_str().to_uppercase(),
+        crate::printed_verdict::verdict_word(o.verdict),
         format_duration(Duration::from_secs_f64(o.elapsed_s))
     ));
     s.push_str(&format!("  reason:  {}\n", o.reason));
@@ -400,6 +411,12 @@ pub fn render_final(o: &Outcome, teardown: Option<&str>) -> String {
         )),
         None => s.push_str(&format!("  log:     {}\n", o.log)),
     }
+    // A remote server's URL names its host: say that it is that host's address, not this one's.
+    if let (Some(url), Some(host)) = (&o.url, &o.host) {
+        s.push_str(&format!(
+            "  url:     {url} (on {host}, as given to --host)\n"
+        ));
+    }
     if !o.run_id.is_empty() {
         s.push_str(&format!("  run:     {}\n", o.run_id));
     }
@@ -458,25 +475,4 @@ pub fn transport_verdict(json: bool, host: Option<&str>, reason: String) -> i32 
     o.verdict.exit_code()
 }
 
-/// Prints the verdict: the final block, or the JSON verdict under `--json` (with the `--then`
-/// command's exit when one ran).
-pub fn print_outcome(json: bool, o: &Outcome, teardown: Option<&str>, then: Option<(&str, i32)>) {
-    if json {
-        let mut v = serde_json::to_value(o).unwrap_or_default();
-        if let (Some((cmd, code)), Some(map)) = (then, v.as_object_mut()) {
-            map.insert(
-                "then".into(),
-                serde_json::json!({"command": crate::secrets::redact_text(cmd), "exit_code": code}),
-            );
-        }
-        println!("{v}");
-    } else {
-        print!("{}", render_final(o, teardown));
-        if let Some((cmd, code)) = then {
-            println!(
-                "  then:    '{}' exited {code}",
-                crate::secrets::redact_text(cmd)
-            );
-        }
-    }
-}
+pub use crate::printed_verdict::print_outcome;

@@ -205,7 +205,10 @@ pub(crate) fn run(host: Arc<dyn Host>, judge: &JudgeArgs, mut a: RunArgs) -> Res
         );
         // The verdict first: recording it must not delay what the user waits for.
         crate::history::record_launch("run", &spec, &spec_hash, &outcome, teardown.as_deref());
-        return Ok(status);
+        // The exit code is the verdict's, as for every run (docs/contract.md): CMD's own status
+        // is said on its `then:` line and in the JSON's `then`, never mistaken for a verdict's
+        // code (`exit 3` would read as `exited`).
+        return Ok(outcome.verdict.exit_code());
     }
     interrupts.finish();
     let teardown = session

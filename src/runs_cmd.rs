@@ -28,6 +28,19 @@ pub(crate) fn stop(host: &dyn Host, run_id: &str, grace: &str, json: bool) -> Re
     } else {
         None
     };
+    if !json {
+        // A batch job here is cancelled through its scheduler, not signalled.
+        let job = RunDir::open(run_id)
+            .ok()
+            .filter(|_| here)
+            .and_then(|r| r.meta().ok())
+            .and_then(|m| m.job)
+            .map(|j| j.id);
+        let line = crate::said_while_waiting::stopping_line(run_id, host.name(), grace, job);
+        if let Some(line) = line {
+            eprintln!("{line}");
+        }
+    }
     match host.stop(run_id, grace) {
         Ok(stopped) => {
             if json {

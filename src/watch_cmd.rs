@@ -65,6 +65,8 @@ pub(crate) fn watch(
             "--port auto is for `firedup run`: give watch the port the server listens on (--port N); a run launched with --port auto is watched on its port by `firedup watch RUN_ID`"
         );
     }
+    // Ctrl-C detaches: the run goes on, and the line says how to stop it.
+    let (detach, _interrupts) = crate::said_while_waiting::Detach::install()?;
     let mut note = |text: String| eprintln!("firedup: {text}");
     // `--slurm-job`: the host that attached knows the job.
     let mut attached_job: Option<Arc<dyn Host>> = None;
@@ -215,6 +217,13 @@ pub(crate) fn watch(
     };
     let last = crate::history::last_time(&spec_hash);
     let mut progress = report::progress_for_stderr(&label, last.clone());
+    if !attached && found.as_ref().is_some_and(|f| !f.ended) {
+        let on = host
+            .name()
+            .map(|h| format!("--host {h} "))
+            .unwrap_or_default();
+        detach.watching(format!("firedup stop {on}{}", target.run_id));
+    }
     let name = found.as_ref().and_then(|f| f.meta.name.clone());
     let mut session = Session::resumed(host, target, plan, attached);
     let watched = session.watch(

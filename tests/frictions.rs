@@ -212,3 +212,154 @@ fn next_says_no_log_was_written_instead_of_less_on_a_missing_log() {
         r.explain()
     );
 }
+
+/// A real redis-server started through wrappers (`env A=B nice`) is still recognised as Redis:
+/// its profile's port probe decides `ready`. Before, the anchored detection saw `env` and chose
+/// `generic`, which has no readiness condition (exit 2, nothing launched).
+#[test]
+fn redis_under_env_and_nice_is_recognised() {
+    let env = Env::new();
+    let port = common::free_port().to_string();
+    let dir = env.path("redis-dir");
+    std::fs::create_dir(&dir).unwrap();
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--timeout",
+        "60s",
+        "--",
+        "env",
+        "FRICTIONS_29=1",
+        "nice",
+        "-n",
+        "1",
+        "redis-server",
+        "--port",
+        &port,
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
+    let stop = env.firedup(&["stop", r.run_id()]);
+    assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
+    assert_eq!(stop.code, 0, "{}", stop.explain());
+    assert_eq!(
+        r.json["port"].as_u64(),
+        port.parse().ok(),
+        "{}",
+        r.explain()
+    );
+    // Redis's URL is redis://, not http:// (issue 29).
+    assert_eq!(
+        r.json["url"],
+        format!("redis://127.0.0.1:{port}").as_str(),
+        "{}",
+        r.explain()
+    );
+    assert!(
+        r.json["line"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Ready to accept connections")),
+        "{}",
+        r.explain()
+    );
+}
+
+/// `--notify` STATUS= messages are said in the plain progress lines (not a terminal) as they
+/// change; before, only the next 15 s heartbeat carried the latest one, so a run shorter than
+/// that showed one status at most.
+#[test]
+fn notify_status_messages_appear_in_the_plain_progress_lines() {
+    let env = Env::new();
+    let server = env.path("notifier.py");
+    std::fs::write(
+        &server,
+        r#"import os, socket, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+addr = os.environ["NOTIFY_SOCKET"]
+s.sendto(b"STATUS=loading weights 1/2", addr)
+time.sleep(1)
+s.sendto(b"STATUS=loading weights 2/2", addr)
+time.sleep(1)
+s.sendto(b"READY=1\nSTATUS=serving", addr)
+time.sleep(30)
+"#,
+    )
+    .unwrap();
+    let r = env.firedup(&[
+        "run",
+        "--json",
+        "--notify",
+        "--timeout",
+        "60s",
+        "--then",
+        "true",
+        "--",
+        "python3",
+        server.to_str().unwrap(),
+    ]);
+    assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
+    for status in ["loading weights 1/2", "loading weights 2/2"] {
+        assert!(
+            r.stderr
+                .lines()
+                .any(|l| l.starts_with("firedup [") && l.ends_with(&format!(": status: {status}"))),
+            "no line for {status}: {}",
+            r.explain()
+        );
+    }
+}
+
+/// The verdict word is coloured on a colour terminal (under script(1)'s pseudo-terminal), and
+/// never with NO_COLOR set or on a pipe.
+#[test]
+fn the_verdict_word_is_coloured_on_a_terminal_only() {
+    let env = Env::new();
+    let args = ["run", "--until", "exit", "--", "true"];
+    let piped = env.firedup(&args);
+    assert_eq!(piped.code, 0, "{}", piped.explain());
+    assert!(
+        piped.stdout.contains("firedup: SUCCEEDED"),
+        "{}",
+        piped.explain()
+    );
+    assert!(!piped.stdout.contains('\x1b'), "{}", piped.explain());
+    let installed = std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !installed {
+        eprintln!("script (util-linux) is not installed: no pseudo-terminal to test under");
+        return;
+    }
+    for (no_color, coloured) in [(None, true), (Some("1"), false)] {
+        let typescript = env.path("typescript");
+        let mut c = std::process::Command::new("script");
+        c.args(["-qfec"])
+            .arg(format!(
+                "exec '{}' {}",
+                env!("CARGO_BIN_EXE_firedup"),
+                args.join(" ")
+            ))
+            .arg(&typescript)
+            .env("FIREDUP_STATE_DIR", env.state.path())
+            .env("TERM", "xterm")
+            .env_remove("NO_COLOR")
+            .current_dir(env.work.path());
+        if let Some(v) = no_color {
+            c.env("NO_COLOR", v);
+        }
+        let out = c.output().unwrap();
+        let raw = String::from_utf8_lossy(&std::fs::read(&typescript).unwrap()).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{raw}");
+        assert_eq!(
+            raw.contains("firedup: \x1b[1;32mSUCCEEDED\x1b[0m after"),
+            coloured,
+            "NO_COLOR={no_color:?}: {raw:?}"
+        );
+        assert!(raw.contains("SUCCEEDED"), "{raw:?}");
+    }
+}

@@ -106,11 +106,34 @@ fn then_runs_after_ready_with_the_run_in_its_env_and_stops_the_server() {
         "-c",
         "echo READY; exec sleep 300",
     ]);
-    assert_eq!(
-        r.code,
-        7,
-        "exit with the --then command's status: {}",
+    // The exit code is the verdict's (issue 29: `exit 3` read as `exited`); CMD's status is
+    // said beside it.
+    assert_eq!(r.code, 0, "exit with the verdict's code: {}", r.explain());
+    assert!(
+        r.stdout.contains("FAILED: exit code 7"),
+        "the then: line says CMD's status: {}",
         r.explain()
+    );
+    // Under --json: CMD's status is `then.exit_code`, and stderr says it failed.
+    let j = env.firedup(&[
+        "run",
+        "--json",
+        "--ready-line",
+        "READY",
+        "--then",
+        "exit 3",
+        "--",
+        "sh",
+        "-c",
+        "echo READY; exec sleep 300",
+    ]);
+    assert_eq!((j.code, j.verdict()), (0, "ready"), "{}", j.explain());
+    assert_eq!(j.json["then"]["exit_code"], 3, "{}", j.explain());
+    assert!(
+        j.stderr
+            .contains("--then 'exit 3' failed with exit code 3; firedup exits 0"),
+        "{}",
+        j.explain()
     );
     let out = std::fs::read_to_string(env.path("then.out")).unwrap();
     let pid: u64 = out

@@ -554,6 +554,14 @@ fn probes_run_on_the_host_and_the_report_says_so() {
         ],
     );
     assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
+    // The URL names the host as given, never the host's own loopback (issue 29).
+    assert_eq!(r.json["host"], "fdtest", "{}", r.explain());
+    assert_eq!(
+        r.json["url"],
+        format!("http://fdtest:{port}").as_str(),
+        "{}",
+        r.explain()
+    );
     let probes = r.json["probes"].as_array().unwrap();
     assert_eq!(probes.len(), 2, "{}", r.explain());
     for p in probes {

@@ -26,7 +26,7 @@ use firedup::session::{Session, Watched};
 const DEFAULT_BENCH_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The judging options of every cell.
-fn watch_options(m: &Matrix, env: &[(String, String)]) -> WatchOptions {
+fn watch_options(m: &Matrix, l: &super::CellLaunch) -> WatchOptions {
     let b = &m.base;
     WatchOptions {
         until_exit: b.until.as_deref().and_then(Mode::from_name) == Some(Mode::UntilExit),
@@ -39,14 +39,14 @@ fn watch_options(m: &Matrix, env: &[(String, String)]) -> WatchOptions {
         hold: b.hold.clone(),
         from_end: false,
         profile_files: b.profile_files.clone(),
-        http: b.http.clone(),
-        port: b.port,
-        ready_request: b.ready_request.clone(),
+        http: l.probes.http.clone(),
+        port: l.probes.port,
+        ready_request: l.probes.ready_request.clone(),
         notify: false,
         no_probe: b.no_probe,
         phase_timeouts: b.phase_timeouts.clone(),
         queue_timeout: None,
-        env: env.to_vec(),
+        env: l.env.clone(),
     }
 }
 
@@ -57,7 +57,7 @@ pub(super) fn cell_spec(
     slot: usize,
 ) -> Result<(LaunchSpec, WatchOptions, Option<String>)> {
     let l = m.launch_of(cell, slot)?;
-    let opts = watch_options(m, &l.env);
+    let opts = watch_options(m, &l);
     let checked = plan::resolve(&opts, &l.command, "", true)?;
     let spec = LaunchSpec {
         command: l.command,

@@ -29,10 +29,9 @@ use super::context::Ctx;
 use super::display::Display;
 use super::schedule::{Next, pick};
 use super::table::{CellRow, CellState, Format, RunResult, render};
-use crate::duration::{format_duration, parse_duration};
+use crate::duration::parse_duration;
 use crate::history::{History, MatrixRecord, RunRecord};
-use crate::launch::LaunchSpec;
-use crate::plan::{self, WatchOptions};
+use crate::plan;
 use crate::verdict::Verdict;
 use firedup::host::SshHost;
 use firedup::session::interrupts::{AfterSignal, Heard, Interrupts, exit_code, signal_name};
@@ -87,13 +86,19 @@ pub fn matrix(a: &MatrixArgs) -> Result<i32> {
         (None, 0) => 1,
         (None, s) => s,
     };
-    // Check every cell's launch (profile, readiness, templates) before anything runs.
-    let mut specs = Vec::new();
+    // Check every cell's launch (profile, readiness, templates) in every slot it may run in
+    // before anything runs.
     for c in &m.cells {
-        specs.push(
-            cell_spec(&m, c, 0)
-                .map_err(|e| anyhow::anyhow!("cell {} ({}): {e:#}", c.index + 1, c.label))?,
-        );
+        for slot in 0..slots {
+            cell_spec(&m, c, slot).map_err(|e| {
+                let in_slot = if slots > 1 {
+                    format!(" in slot {slot}")
+                } else {
+                    String::new()
+                };
+                anyhow::anyhow!("cell {} ({}){in_slot}: {e:#}", c.index + 1, c.label)
+            })?;
+        }
     }
     if slots > 1 {
         refuse_shared_ports(&m, slots)?;
@@ -107,7 +112,7 @@ pub fn matrix(a: &MatrixArgs) -> Result<i32> {
         Err(e) => return Err(e),
     };
     if a.dry_run {
-        print_dry_run(&m, &specs, slots, history.as_ref());
+        super::dry_run::print_dry_run(&m, slots, history.as_ref())?;
         return Ok(0);
     }
     let def_hash = m.def_hash();
@@ -302,62 +307,6 @@ fn result_of(r: &RunRecord) -> RunResult {
         teardown,
         resumed: false,
         job: o.job.as_ref().map(|j| j.id.clone()),
-    }
-}
-
-fn print_dry_run(
-    m: &Matrix,
-    specs: &[(LaunchSpec, WatchOptions, Option<String>)],
-    slots: usize,
-    history: Option<&History>,
-) {
-    let runs = m.cells.len() * m.repeat as usize;
-    println!(
-        "{} cells × {} repeat{} = {runs} runs, {slots} at a time",
-        m.cells.len(),
-        m.repeat,
-        if m.repeat == 1 { "" } else { "s" }
-    );
-    let mut known = 0.0;
-    let mut unknown = 0;
-    for (c, (spec, _, bench)) in m.cells.iter().zip(specs) {
-        println!("\n[{}] {}", c.index + 1, c.label);
-        println!(
-            "    command  {}",
-            crate::secrets::shown_command(&spec.command)
-        );
-        for (k, v) in &spec.env {
-            println!("    env      {k}={}", crate::secrets::shown_value(k, v));
-        }
-        println!("    profile  {}", spec.profile);
-        if let Some(b) = bench {
-            println!("    bench    {}", crate::secrets::redact_text(b));
-        }
-        let hash = crate::history::launch_hash(spec, m.base.host.as_deref());
-        match history.and_then(|h| h.last_of_spec(&hash).ok().flatten()) {
-            Some(r) => {
-                known += r.outcome.elapsed_s;
-                println!(
-                    "    last     {} after {} ({})",
-                    r.outcome.verdict,
-                    format_duration(Duration::from_secs_f64(r.outcome.elapsed_s)),
-                    r.run_id
-                );
-            }
-            None => unknown += 1,
-        }
-    }
-    if known > 0.0 {
-        let est = known * m.repeat as f64 / slots as f64;
-        println!(
-            "\nfrom earlier runs: about {} of watching{}",
-            format_duration(Duration::from_secs_f64(est)),
-            if unknown > 0 {
-                format!(", plus {unknown} cells never run before")
-            } else {
-                String::new()
-            }
-        );
     }
 }
 

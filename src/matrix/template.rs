@@ -37,3 +37,11 @@ pub fn expand(text: &str, vars: &BTreeMap<String, String>, what: &str) -> Result
     }
     Ok(out.into_owned())
 }
+
+/// The `{name}`s written in `text` (the shell's `${VAR}` left out).
+pub fn template_names(text: &str) -> impl Iterator<Item = &str> {
+    template_re()
+        .captures_iter(text)
+        .filter(|c| c[1].is_empty())
+        .filter_map(|c| c.get(2).map(|m| m.as_str()))
+}

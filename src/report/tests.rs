@@ -157,3 +157,20 @@ fn last_time_hints_name_the_phase_or_ready() {
         );
     }
 }
+
+/// A remote run's URL is said with what it is relative to (issue 29); a local run's is not
+/// repeated in the block (the JSON has it).
+#[test]
+fn a_remote_url_says_which_host_it_is_on() {
+    let mut o = Outcome::without_watch(Verdict::Ready, "r".into(), "sh-1", "/var/l", None);
+    o.host = Some("gpu-box".into());
+    o.url = Some("http://gpu-box:30000".into());
+    let text = render_final(&o, None);
+    assert!(
+        text.contains("  url:     http://gpu-box:30000 (on gpu-box, as given to --host)\n"),
+        "{text}"
+    );
+    o.host = None;
+    o.url = Some("http://127.0.0.1:30000".into());
+    assert!(!render_final(&o, None).contains("url:"));
+}

@@ -337,6 +337,7 @@ fn resolve_probes(
                 address = Some(Address {
                     host: "127.0.0.1".into(),
                     port: p,
+                    scheme: None,
                 })
             }
         }
@@ -358,14 +359,14 @@ fn resolve_probes(
     let health_path = prof.endpoint.as_ref().and_then(|e| e.health.clone());
     let http = match &opts.http {
         Some(u) if u.starts_with('/') => match &address {
-            Some(a) => Some(format!("{}{u}", a.base_url())),
+            Some(a) => Some(format!("{}{u}", a.http_base_url())),
             None => usage!(
                 "--http {u}: a path needs the server's address; give a full URL (http://host:port{u}) or --port"
             ),
         },
         Some(u) => Some(u.clone()),
         None if defaults.contains(&ProbeKind::Http) => match (&address, &health_path) {
-            (Some(a), Some(h)) => Some(format!("{}{h}", a.base_url())),
+            (Some(a), Some(h)) => Some(format!("{}{h}", a.http_base_url())),
             _ => None,
         },
         None => None,
@@ -384,6 +385,7 @@ fn resolve_probes(
             address = Some(Address {
                 host: t.host,
                 port: t.port,
+                scheme: None,
             });
         }
     }
@@ -404,7 +406,7 @@ fn resolve_probes(
         };
         let base = match (&plan.http, &address) {
             (Some(u), _) => origin_of(u),
-            (None, Some(a)) => a.base_url(),
+            (None, Some(a)) => a.http_base_url(),
             (None, None) => usage!(
                 "--ready-request needs the server's address: give --http URL or --port N, or a profile that knows it"
             ),

@@ -188,6 +188,10 @@ impl Session {
                 let mut outcome = engine::outcome(j, &self.plan, &self.target);
                 outcome.attached = self.attached;
                 outcome.host = self.host.name().map(String::from);
+                // On another host, the URL names that host, not its loopback (docs/contract.md).
+                if let (Some(h), Some(a)) = (self.host.name(), &self.plan.address) {
+                    outcome.url = Some(a.url_on(Some(h)));
+                }
                 Watched::Verdict(Box::new(outcome))
             }
             Err(stood) => {

@@ -20,8 +20,11 @@ use serde::{Deserialize, Serialize};
 use crate::classify::SignatureSpec;
 use crate::mode::Mode;
 
+mod address_url;
 mod check;
+mod wrappers;
 
+pub use address_url::url;
 pub use check::parse_checked;
 
 /// One startup phase: the line that begins it.
@@ -98,6 +101,9 @@ pub struct EndpointSpec {
     /// The real-request shape this server understands, for `--ready-request`.
     #[serde(default)]
     pub request: Option<RequestKind>,
+    /// The scheme of its URL when it is not `http` (`redis`, `postgresql`).
+    #[serde(default)]
+    pub scheme: Option<String>,
 }
 
 fn default_host() -> String {
@@ -268,12 +274,14 @@ impl ProfileSet {
     /// The first profile whose `detect` patterns match the command line, or `generic`.
     pub fn detect(&self, command: &[String]) -> Result<Profile, ProfileError> {
         let line = command.join(" ");
+        // `runuser -u redis -- redis-server ...`: the server under its wrappers is recognised too.
+        let inner = wrappers::unwrapped(command).join(" ");
         for (p, _) in &self.profiles {
             for d in &p.detect {
                 let re = Regex::new(d).map_err(|e| {
                     ProfileError(format!("profile {} has a bad detect pattern: {e}", p.name))
                 })?;
-                if re.is_match(&line) {
+                if re.is_match(&line) || re.is_match(&inner) {
                     return Ok(p.clone());
                 }
             }
@@ -311,6 +319,8 @@ pub struct Address {
     pub host: String,
     /// The port.
     pub port: u16,
+    /// The URL's scheme when it is not `http` (the profile's `endpoint.scheme`: `redis`).
+    pub scheme: Option<String>,
 }
 
 impl Address {
@@ -323,14 +333,10 @@ impl Address {
         }
     }
 
-    /// `http://host:port` for the connect host.
+    /// `http://host:port` for the connect host (`redis://...` for a profile whose scheme is
+    /// not http), as reached from the machine the server runs on.
     pub fn base_url(&self) -> String {
-        let h = self.connect_host();
-        if h.contains(':') && !h.starts_with('[') {
-            format!("http://[{h}]:{}", self.port)
-        } else {
-            format!("http://{h}:{}", self.port)
-        }
+        url(self.scheme.as_deref(), self.connect_host(), self.port)
     }
 }
 
@@ -344,6 +350,7 @@ pub fn derive_address(
     let mut addr = Address {
         host: e.default_host.clone(),
         port: e.default_port,
+        scheme: e.scheme.clone(),
     };
     if let Some(var) = &e.addr_env {
         if let Some(v) = env(var).filter(|v| !v.is_empty()) {

@@ -117,6 +117,22 @@ impl Target {
             .host()
             .filter(|h| !h.is_empty())
             .ok_or_else(|| format!("invalid URL '{}': it has no host", redact_url(url)))?;
+        // `http://h:{port}/` left untemplated, or `h:x`: a port that is written but is not a
+        // number is refused, never taken for port 80.
+        let written_port = uri
+            .authority()
+            .map(|a| a.as_str().rsplit_once('@').map_or(a.as_str(), |(_, h)| h))
+            .and_then(|h| {
+                h.rsplit_once(':')
+                    .filter(|(_, p)| !p.is_empty() && !p.contains(']'))
+            })
+            .map(|(_, p)| p);
+        if uri.port_u16().is_none() && written_port.is_some() {
+            return Err(format!(
+                "invalid URL '{}': its port is not a number",
+                redact_url(url)
+            ));
+        }
         let port = uri.port_u16().unwrap_or(80);
         let host = host
             .trim_start_matches('[')

@@ -1,6 +1,8 @@
 //! `--then CMD`: after ready, a command runs next to the server (`sh -c CMD`) with where to find
 //! it in its environment (`FIREDUP_LOG`, `FIREDUP_RUN_ID`, `FIREDUP_PID`, and for a server on
-//! this machine `FIREDUP_HOST`, `FIREDUP_PORT`, `FIREDUP_URL`); its exit status is the run's.
+//! this machine `FIREDUP_HOST`, `FIREDUP_PORT`, `FIREDUP_URL`); its exit status is reported
+//! beside the verdict (the `then` of the JSON verdict), while firedup's exit code stays the
+//! verdict's.
 
 use std::os::unix::process::ExitStatusExt;
 

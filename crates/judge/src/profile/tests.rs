@@ -53,6 +53,13 @@ fn detects_servers_from_their_command_lines() {
         ),
         ("python3 -m http.server", "generic"),
         ("redis-cli ping", "generic"),
+        // Under the wrappers that start a server as another user, niced or pinned (issue 29).
+        ("runuser -u redis -- redis-server /etc/redis.conf", "redis"),
+        ("sudo -u redis redis-server --port 7000", "redis"),
+        ("env A=B nice -n 5 redis-server --port 7000", "redis"),
+        ("taskset -c 0-3 redis-server", "redis"),
+        ("numactl --cpunodebind=0 --membind=0 redis-server", "redis"),
+        ("sudo -u redis redis-cli ping", "generic"),
         ("python train.py", "generic"),
         ("python3 train.py --epochs 3", "generic"),
         ("psql -U postgres -c select", "generic"),
@@ -172,6 +179,7 @@ fn addresses_come_from_flags_env_and_defaults() {
         default_port: 30000,
         health: Some("/health".into()),
         request: None,
+        scheme: None,
     };
     let none = |_: &str| None;
     let table: &[(&str, Option<&str>, &str, u16)] = &[
@@ -196,7 +204,8 @@ fn addresses_come_from_flags_env_and_defaults() {
             got,
             Address {
                 host: host.to_string(),
-                port: *port
+                port: *port,
+                scheme: None,
             },
             "{c} {envv:?}"
         );
@@ -204,6 +213,7 @@ fn addresses_come_from_flags_env_and_defaults() {
     let a = Address {
         host: "0.0.0.0".into(),
         port: 8000,
+        scheme: None,
     };
     assert_eq!(a.base_url(), "http://127.0.0.1:8000");
 }

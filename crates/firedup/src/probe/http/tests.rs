@@ -205,6 +205,28 @@ fn urls_are_shown_without_credentials_or_query() {
     assert_eq!((t.port, t.shown.as_str()), (80, "http://gpu-box/health"));
 }
 
+/// A port written but not a number (a template left in, `h:x`) is refused, never port 80.
+#[test]
+fn a_port_that_is_not_a_number_is_refused() {
+    for url in [
+        "http://127.0.0.1:x/health",
+        "http://me:pw@h:port/",
+        "http://[::1]:p/",
+    ] {
+        let e = Target::parse(url)
+            .err()
+            .unwrap_or_else(|| panic!("{url} parsed"));
+        assert!(e.contains("its port is not a number"), "{url}: {e}");
+    }
+    for (url, port) in [
+        ("http://h:8000/", 8000),
+        ("http://[::1]/", 80),
+        ("http://me:pw@h/", 80),
+    ] {
+        assert_eq!(Target::parse(url).unwrap().port, port, "{url}");
+    }
+}
+
 /// Proxy variables in the environment must not be used. The test cannot set them in its own
 /// process (mutating the environment of a threaded test process is unsound), so it runs this
 /// test binary again as a child with `HTTP_PROXY` pointing at a fake proxy: there, a default
