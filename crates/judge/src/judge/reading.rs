@@ -13,10 +13,11 @@
 use std::time::Duration;
 
 use super::Judge;
+use super::inner_cause::keep_inner_cause;
 use super::line::LineOrigin;
 use super::output::Event;
 use super::quoted::calm_hits;
-use super::ranks::prefix_rank;
+use super::ranks::{message_rank, prefix_rank};
 use super::traceback::{LineRole, is_raise_statement};
 use crate::classify::{Hit, LineClass, Strength};
 use crate::normalize::{next_rank_print, normalize};
@@ -102,6 +103,7 @@ impl Judge {
     ) -> (LineClass, LineOrigin, LineRole) {
         let mut class = self.cfg.classifier.classify(part);
         calm_hits(&self.cfg.classifier, part, calm, &mut class);
+        keep_inner_cause(&self.cfg.classifier, part, &mut class);
         let mut role = self
             .tracebacks
             .on_line(number, rank, part, original, &class);
@@ -116,8 +118,17 @@ impl Judge {
         if note.oom {
             self.oom.get_or_insert_with(|| original.to_string());
         }
+        // A failure line with no prefix may name its printer in its own words.
+        let named = || {
+            class
+                .hits
+                .iter()
+                .any(|h| h.strength != Strength::Echo)
+                .then(|| message_rank(part))
+                .flatten()
+        };
         let origin = LineOrigin {
-            rank,
+            rank: rank.or_else(named),
             chain: role.chain,
         };
         (class, origin, role)

@@ -82,10 +82,19 @@ impl Judge {
         // a launcher does (torchrun stamps failures in whole seconds and names the lowest rank of
         // those within one). Without one, the first rank the launcher reported failed, unless its
         // own error was an echo (a peer ended first): then any rank's printed cause may be it.
-        let printed_first = self
-            .first_printed_failure_rank()
-            .and_then(|r| self.ranks.ending_of(r))
-            .cloned();
+        // A rank that printed a cause is the root even when no launcher reported its own end
+        // (torchrun names the first process that exited, which can be a peer that rank's error
+        // took down: two ranks on one GPU, the NCCL error printed by rank 0, "local_rank: 1"
+        // reported): its ending is then not known, and the process's exit stands for it.
+        let printed_first = self.first_printed_failure_rank().map(|r| {
+            self.ranks.ending_of(r).cloned().unwrap_or(RankEnding {
+                rank: r,
+                exit: None,
+                line: None,
+                at,
+                source: EndingSource::Launcher,
+            })
+        });
         let reported = failed.as_ref().filter(|f| self.echo_of(f.rank).is_none());
         let root = printed_first.as_ref().or(reported);
         let signal = self.ranks.launcher_signal.clone();
