@@ -70,7 +70,11 @@ impl Judge {
             let exception = role.exception_of.map(|header| (header, text.clone()));
             self.on_line(at, number, text, origin, &class, events);
             if let Some((header, text)) = exception {
-                self.exception_line_shown(header, LineRef { number, text }, at);
+                let line = LineRef { number, text };
+                if role.handled_before {
+                    self.handled_exception_replaced(origin.chain, origin.rank, line.clone(), at);
+                }
+                self.exception_line_shown(header, line, at);
             }
             self.last_class = Some(class);
             return;
