@@ -103,6 +103,25 @@ mod tests {
             keep_inner_cause(&c, text, &mut class);
             assert_eq!(class.strongest().and_then(|h| h.signature), want, "{text}");
         }
+        // No catalog example changes its signature: the rule only ever picks, among a line's
+        // causes, one its innermost text shows, and the catalog's examples are whole causes.
+        let mut changed = Vec::new();
+        for spec in builtin_catalog().signatures {
+            for text in &spec.examples {
+                let before = c.classify(text);
+                let mut after = before.clone();
+                keep_inner_cause(&c, text, &mut after);
+                let name = |cl: &LineClass| cl.strongest().and_then(|h| h.signature);
+                if name(&before) != name(&after) {
+                    changed.push(format!(
+                        "{text:?}: {:?} -> {:?}",
+                        name(&before),
+                        name(&after)
+                    ));
+                }
+            }
+        }
+        assert!(changed.is_empty(), "{}", changed.join("\n"));
         // The wrapper's own signature is gone from the watchdog's line.
         let text = cases[0].0;
         let mut class = c.classify(text);
