@@ -427,6 +427,30 @@ Failures:
         rank: None,
         line: Some(11),
     }]);
+    // A real torchrun run (tests/fixtures/torchrun/sigkill.log: rank 1 SIGKILLed, rank 0's gloo
+    // echo, rank 0 then SIGTERMed by torchrun) as a log that kept neither torchrun's
+    // `failed (exitcode: -9) local_rank: 1` line nor its summary's root-cause entry: rank 0's
+    // SIGTERM, listed among the other failures, is not the run's end.
+    let real = include_str!("../../../../tests/fixtures/torchrun/sigkill.log");
+    let cut: String = real
+        .lines()
+        .take(46)
+        .filter(|l| !l.contains("failed (exitcode:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let got = judge_log(JOB, &[], &cut, code(1)).expect("an exit decides");
+    assert_eq!(
+        (got.verdict, got.signature, got.rank),
+        (Failed, Some(RankExited), None),
+        "{}",
+        got.reason
+    );
+    assert!(
+        got.reason.contains("rank 0 ended with signal 15")
+            && got.reason.contains("root-cause entry is missing"),
+        "{}",
+        got.reason
+    );
 }
 
 /// Class 7: the server's own access log answering `GET /health` with 200 is proof it is up,
