@@ -24,10 +24,12 @@ fn recorded_gpu_failures_get_their_signature_and_decisive_line() {
             "graph_capture",
             "operation not permitted when stream is capturing",
         ),
+        // The kernel's own per-thread assertion line comes first: it is the cause (issue 26);
+        // "device-side assert triggered" is how the next CUDA call reported it.
         (
             "device_assert.log",
             "cuda_error",
-            "device-side assert triggered",
+            "block: [0,0,0], thread: [0,0,0] Assertion `",
         ),
         (
             "no_gpu.log",

@@ -86,7 +86,9 @@ const CASES: &[(&str, &str, &str, Option<u64>)] = &[
     (
         "torchrun_rank1_device_assert",
         "cuda_error",
-        "[rank1]: torch.AcceleratorError: CUDA error: device-side assert triggered",
+        // The kernel's per-thread assertion (printed unprefixed, before rank 1's traceback) is
+        // the cause; "device-side assert triggered" is how the next CUDA call reported it.
+        "block: [0,0,0], thread: [0,0,0] Assertion `",
         Some(1),
     ),
 ];

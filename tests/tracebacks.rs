@@ -32,12 +32,15 @@ fn replayed_tracebacks_name_their_cause_on_the_right_line() {
             6,
             "ValueError: batch of 3 rows has no labels",
         ),
+        // The FileNotFoundError was caught; the RuntimeError its handler raised is what ended the
+        // script: after "During handling of the above exception" the last exception is the
+        // error (issue 26; before, the first one was shown).
         (
             "during_handling.log",
             "1",
             "python_exception",
-            16,
-            "FileNotFoundError: [Errno 2] No such file or directory",
+            24,
+            "RuntimeError: mm: mat1 and mat2 shapes cannot be multiplied",
         ),
         (
             "compiled_raise.log",

@@ -38,6 +38,9 @@ mod daemon;
 mod deadlines;
 mod decide;
 mod exit;
+#[cfg(test)]
+mod fresh_log_tests;
+mod inner_cause;
 mod job_end;
 mod job_state;
 #[cfg(test)]

@@ -137,6 +137,33 @@ impl Judge {
         }
     }
 
+    /// Line `line`, read at `at`, is the exception raised while the one before it in its chain
+    /// (`chain`, printed by `rank`) was being handled ("During handling of the above exception, another
+    /// exception occurred"): it is the chain's error, so the generic python_exception evidence
+    /// the chain showed is shown by it. A specific cause anywhere in the chain still wins by
+    /// precedence.
+    pub(super) fn handled_exception_replaced(
+        &mut self,
+        chain: Option<u32>,
+        rank: Option<u32>,
+        line: LineRef,
+        at: Duration,
+    ) {
+        if chain.is_none() {
+            return;
+        }
+        for e in &mut self.evidence {
+            if e.chain == chain
+                && e.rank == rank
+                && e.hit.signature == Some(Signature::PythonException)
+                && e.hit.strength == Strength::Evidence
+            {
+                e.line = line.clone();
+                e.at = at;
+            }
+        }
+    }
+
     /// "failed with SIGNATURE: hint (line N); THEN".
     pub(super) fn failure_reason(&self, ev: &Evidence, then: &str) -> String {
         let what = match ev.hit.signature {

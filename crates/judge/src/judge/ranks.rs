@@ -321,3 +321,29 @@ pub(super) fn prefix_rank(text: &str) -> Option<u32> {
     }
     rest[..end].parse().ok()
 }
+
+/// The rank a failure line names as its printer in its own words, when no prefix said: a
+/// TensorRT-LLM logger's `[RANK N]` tag (`[TRT-LLM] [RANK 0] [E] ...`, wherever the time and
+/// tool tags before it leave it) or "... on rank N" ("Failed to initialize executor on rank 0",
+/// "NCCL communicator was aborted on rank 1"). Not torch's "[Rank 0]: Rank 1 failed to pass
+/// monitoredBarrier", which names the printer and the rank at fault.
+pub(super) fn message_rank(text: &str) -> Option<u32> {
+    let number_after = |marker: &str, close: Option<char>| {
+        let at = text.find(marker)? + marker.len();
+        let rest = &text[at..];
+        let end = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let closed = match close {
+            Some(c) => rest[end..].starts_with(c),
+            None => !rest[end..].starts_with(|c: char| c.is_alphanumeric()),
+        };
+        if end == 0 || end > 6 || !closed {
+            return None;
+        }
+        rest[..end].parse().ok()
+    };
+    number_after("[RANK ", Some(']'))
+        .or_else(|| number_after(" on rank ", None))
+        .or_else(|| number_after(" on Rank ", None))
+}

@@ -13,10 +13,11 @@
 use std::time::Duration;
 
 use super::Judge;
+use super::inner_cause::keep_inner_cause;
 use super::line::LineOrigin;
 use super::output::Event;
 use super::quoted::calm_hits;
-use super::ranks::prefix_rank;
+use super::ranks::{message_rank, prefix_rank};
 use super::traceback::{LineRole, is_raise_statement};
 use crate::classify::{Hit, LineClass, Strength};
 use crate::normalize::{next_rank_print, normalize};
@@ -69,7 +70,11 @@ impl Judge {
             let exception = role.exception_of.map(|header| (header, text.clone()));
             self.on_line(at, number, text, origin, &class, events);
             if let Some((header, text)) = exception {
-                self.exception_line_shown(header, LineRef { number, text }, at);
+                let line = LineRef { number, text };
+                if role.handled_before {
+                    self.handled_exception_replaced(origin.chain, origin.rank, line.clone(), at);
+                }
+                self.exception_line_shown(header, line, at);
             }
             self.last_class = Some(class);
             return;
@@ -102,6 +107,7 @@ impl Judge {
     ) -> (LineClass, LineOrigin, LineRole) {
         let mut class = self.cfg.classifier.classify(part);
         calm_hits(&self.cfg.classifier, part, calm, &mut class);
+        keep_inner_cause(&self.cfg.classifier, part, &mut class);
         let mut role = self
             .tracebacks
             .on_line(number, rank, part, original, &class);
@@ -116,8 +122,17 @@ impl Judge {
         if note.oom {
             self.oom.get_or_insert_with(|| original.to_string());
         }
+        // A failure line with no prefix may name its printer in its own words.
+        let named = || {
+            class
+                .hits
+                .iter()
+                .any(|h| h.strength != Strength::Echo)
+                .then(|| message_rank(part))
+                .flatten()
+        };
         let origin = LineOrigin {
-            rank,
+            rank: rank.or_else(named),
             chain: role.chain,
         };
         (class, origin, role)

@@ -82,10 +82,19 @@ impl Judge {
         // a launcher does (torchrun stamps failures in whole seconds and names the lowest rank of
         // those within one). Without one, the first rank the launcher reported failed, unless its
         // own error was an echo (a peer ended first): then any rank's printed cause may be it.
-        let printed_first = self
-            .first_printed_failure_rank()
-            .and_then(|r| self.ranks.ending_of(r))
-            .cloned();
+        // A rank that printed a cause is the root even when no launcher reported its own end
+        // (torchrun names the first process that exited, which can be a peer that rank's error
+        // took down: two ranks on one GPU, the NCCL error printed by rank 0, "local_rank: 1"
+        // reported): its ending is then not known, and the process's exit stands for it.
+        let printed_first = self.first_printed_failure_rank().map(|r| {
+            self.ranks.ending_of(r).cloned().unwrap_or(RankEnding {
+                rank: r,
+                exit: None,
+                line: None,
+                at,
+                source: EndingSource::Launcher,
+            })
+        });
         let reported = failed.as_ref().filter(|f| self.echo_of(f.rank).is_none());
         let root = printed_first.as_ref().or(reported);
         let signal = self.ranks.launcher_signal.clone();
@@ -136,7 +145,47 @@ impl Judge {
             }
             return true;
         }
-        false
+        self.decide_cut_summary(at, exit, launcher, events)
+    }
+
+    /// Only torchrun's list of the other failures is known (its summary was cut before the
+    /// root-cause entry, and no rank printed a cause): those are the ranks the launcher stopped
+    /// or lost after the first failure, so none of their signals is the run's own. `failed`
+    /// with `rank_exited`, no rank, saying which ranks ended how and that the root-cause entry
+    /// is missing.
+    fn decide_cut_summary(
+        &mut self,
+        at: Duration,
+        exit: Option<ExitInfo>,
+        launcher: &str,
+        events: &mut Vec<Event>,
+    ) -> bool {
+        let others: Vec<&RankEnding> = self
+            .ranks
+            .endings
+            .iter()
+            .filter(|e| e.source == EndingSource::OtherFailure)
+            .collect();
+        let Some(last) = others.iter().rev().find_map(|e| e.line.clone()) else {
+            return false;
+        };
+        let listed: Vec<String> = others
+            .iter()
+            .map(|e| format!("rank {} ended with {}", e.rank, describe(e.exit)))
+            .collect();
+        let s = Signature::RankExited;
+        let reason = format!(
+            "failed with {s}: the launcher's failure summary lists {} among the failures other than the first (line {}), and its root-cause entry is missing (the summary was cut): which rank failed first, and how, is not known: {}; {launcher}",
+            listed.join(", "),
+            last.number,
+            s.hint()
+        );
+        let d = Decision::new(Verdict::Failed, reason)
+            .signatures(Some(s), Vec::new())
+            .line(Some(last))
+            .exit(exit);
+        self.decide(at, d, events);
+        true
     }
 
     /// The cause the root-cause rank printed: the most specific evidence that is not an echo nor

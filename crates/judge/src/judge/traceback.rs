@@ -36,6 +36,11 @@ pub(super) struct LineRole {
     pub(super) chain: Option<u32>,
     /// The line is the exception line of the traceback whose header was this line number.
     pub(super) exception_of: Option<u64>,
+    /// The line is the exception line of a traceback that followed "During handling of the
+    /// above exception, another exception occurred": the exception raised while the one before
+    /// was handled, the chain's error (the one before was being handled: a StopIteration inside
+    /// importlib). After "The above exception was the direct cause" the first stays the cause.
+    pub(super) handled_before: bool,
 }
 
 impl LineRole {
@@ -68,6 +73,7 @@ enum State {
         header: u64,
         indent: u8,
         foreign: u8,
+        handling: bool,
     },
     /// After the exception line: its message may go on. `lines` so far; `record` whether the
     /// exception line itself started with a log record's prefix.
@@ -75,8 +81,9 @@ enum State {
     /// The traceback ended on a blank line: a chain marker may follow, after a few lines of the
     /// message's tail (dynamo's "You can suppress this exception ..."); `lines` seen so far.
     Ended { chain: u32, lines: u8 },
-    /// A chain marker was read: the next traceback is in `chain`.
-    Linked { chain: u32 },
+    /// A chain marker was read: the next traceback is in `chain`; `handling`: the marker was
+    /// "During handling of the above exception".
+    Linked { chain: u32, handling: bool },
 }
 
 /// At most this many foreign lines inside the frames before the traceback is given up as cut.
@@ -91,8 +98,9 @@ const MAX_OPEN: usize = 1024;
 const HEADER: &str = "Traceback (most recent call last):";
 const MARKERS: [&str; 2] = [
     "The above exception was the direct cause of the following exception:",
-    "During handling of the above exception, another exception occurred:",
+    HANDLING,
 ];
+const HANDLING: &str = "During handling of the above exception, another exception occurred:";
 
 /// The tracebacks being read, per rank.
 #[derive(Debug, Default)]
@@ -150,34 +158,42 @@ impl Tracebacks {
         if maybe_header {
             // A new traceback: linked to the chain before it by a marker, or as a sub-exception
             // of a group; else a new chain.
-            let chain = match state {
-                State::Linked { chain } => chain,
-                State::Frames { chain, .. } | State::Message { chain, .. } if gutter => chain,
-                _ => self.new_chain(),
+            let (chain, handling) = match state {
+                State::Linked { chain, handling } => (chain, handling),
+                State::Frames { chain, .. } | State::Message { chain, .. } if gutter => {
+                    (chain, false)
+                }
+                _ => (self.new_chain(), false),
             };
-            self.set(rank, Some(slot), frames(chain, number, indent_of(content)));
+            let mut next = frames(chain, number, indent_of(content));
+            if let State::Frames { handling: h, .. } = &mut next {
+                *h = handling;
+            }
+            self.set(rank, Some(slot), next);
             return in_chain(chain);
         }
         // A gutter line with nothing after it (`+-+---- 1 ----`) is part of the group, not a
         // blank line.
         let blank = content.trim().is_empty() && !gutter;
         let marker = !blank && MARKERS.iter().any(|m| content.contains(m));
+        let handling = marker && content.contains(HANDLING);
         let next = match state {
             State::Frames {
                 chain,
                 header,
                 indent,
                 foreign,
+                handling: handled,
             } => {
                 if marker {
-                    (Some(State::Linked { chain }), in_chain(chain))
+                    (Some(State::Linked { chain, handling }), in_chain(chain))
                 } else if blank {
                     (Some(state), LineRole::default())
                 } else if content.trim().is_empty() || indent_of(content) > indent {
                     let role = LineRole {
                         source: true,
                         chain: Some(chain),
-                        exception_of: None,
+                        ..LineRole::default()
                     };
                     (Some(state), role)
                 } else if is_exception_line(content.trim_start()) {
@@ -190,6 +206,7 @@ impl Tracebacks {
                         source: false,
                         chain: Some(chain),
                         exception_of: Some(header),
+                        handled_before: handled,
                     };
                     (Some(message), role)
                 } else if foreign >= MAX_FOREIGN {
@@ -200,6 +217,7 @@ impl Tracebacks {
                         header,
                         indent,
                         foreign: foreign + 1,
+                        handling: handled,
                     };
                     (Some(state), LineRole::default())
                 }
@@ -210,7 +228,7 @@ impl Tracebacks {
                 record,
             } => {
                 if marker {
-                    (Some(State::Linked { chain }), in_chain(chain))
+                    (Some(State::Linked { chain, handling }), in_chain(chain))
                 } else if blank {
                     (Some(State::Ended { chain, lines: 0 }), LineRole::default())
                 } else if lines >= MAX_MESSAGE
@@ -229,7 +247,7 @@ impl Tracebacks {
             }
             State::Ended { chain, lines } => {
                 if marker {
-                    (Some(State::Linked { chain }), in_chain(chain))
+                    (Some(State::Linked { chain, handling }), in_chain(chain))
                 } else if blank {
                     (Some(state), LineRole::default())
                 } else if lines < MAX_TAIL {
@@ -242,9 +260,9 @@ impl Tracebacks {
                     (None, LineRole::default())
                 }
             }
-            State::Linked { chain } => {
+            State::Linked { chain, .. } => {
                 if marker {
-                    (Some(State::Linked { chain }), in_chain(chain))
+                    (Some(State::Linked { chain, handling }), in_chain(chain))
                 } else if blank {
                     (Some(state), LineRole::default())
                 } else {
@@ -288,6 +306,7 @@ fn frames(chain: u32, header: u64, indent: u8) -> State {
         header,
         indent,
         foreign: 0,
+        handling: false,
     }
 }
 
@@ -299,9 +318,8 @@ fn indent_of(text: &str) -> u8 {
 
 fn in_chain(chain: u32) -> LineRole {
     LineRole {
-        source: false,
         chain: Some(chain),
-        exception_of: None,
+        ..LineRole::default()
     }
 }
 

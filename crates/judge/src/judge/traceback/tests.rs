@@ -253,6 +253,7 @@ fn a_source_line_names_nothing_and_an_exception_line_names_a_python_exception() 
         source: true,
         chain: Some(0),
         exception_of: None,
+        handled_before: false,
     };
     role.apply(&mut class);
     assert!(class.hits.is_empty());
@@ -262,6 +263,7 @@ fn a_source_line_names_nothing_and_an_exception_line_names_a_python_exception() 
         source: false,
         chain: Some(0),
         exception_of: Some(1),
+        handled_before: false,
     };
     role.apply(&mut class);
     assert_eq!(
@@ -562,12 +564,13 @@ fn the_cause_of_a_traceback_chain_is_its_most_specific_hit_on_its_first_line() {
             "ValueError: batch of 3 rows",
         ),
         (
-            "During handling: the first exception line is decisive, not the header",
+            // Issue 26: the exception raised while the first was handled ended the script.
+            "During handling: the last exception line is decisive, not the header nor the first",
             DURING_HANDLING,
             1,
             Signature::PythonException,
-            7,
-            "FileNotFoundError: [Errno 2]",
+            15,
+            "RuntimeError: mm: mat1 and mat2",
         ),
         (
             "a fatal header that names what failed stays decisive",
