@@ -15,7 +15,6 @@ mod interrupted;
 mod judge_args;
 mod matrix;
 mod pending;
-mod printed_verdict;
 mod profiles_cmd;
 mod prune;
 mod remote_args;

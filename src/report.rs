@@ -327,7 +327,7 @@ pub fn render_final(o: &Outcome, teardown: Option<&str>) -> String {
     };
     s.push_str(&format!(
         "firedup: {}{sig} after {}\n",
-        crate::printed_verdict::verdict_word(o.verdict),
+        printed_verdict::verdict_word(o.verdict),
         format_duration(Duration::from_secs_f64(o.elapsed_s))
     ));
     s.push_str(&format!("  reason:  {}\n", o.reason));
@@ -475,4 +475,5 @@ pub fn transport_verdict(json: bool, host: Option<&str>, reason: String) -> i32 
     o.verdict.exit_code()
 }
 
-pub use crate::printed_verdict::print_outcome;
+mod printed_verdict;
+pub use printed_verdict::print_outcome;

@@ -8,7 +8,7 @@
 
 use std::io::IsTerminal;
 
-use crate::report::render_final;
+use super::render_final;
 use crate::verdict::{Outcome, Verdict};
 
 /// Whether stdout takes colour: a terminal, NO_COLOR unset or empty (no-color.org: a non-empty
