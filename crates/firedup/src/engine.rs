@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::Result;
 
-use crate::classify::LineClass;
+use crate::classify::{LineClass, Strength};
 use crate::judge::{Event, Judge, Judgement, Observation, Status};
 use crate::line_shape::line_shape;
 use crate::observe::describe_state;
@@ -150,7 +150,11 @@ pub fn judge_loop_bounded(
                 judge.watch_began(at);
                 began = true;
             }
+            let line = matches!(obs, Observation::Line { .. });
             feed(&mut judge, obs, at, &mut events, &mut out);
+            if line && judge.last_line_class().is_some_and(names_a_failure) {
+                source.decisive_moment();
+            }
         }
         // Behind a backlog, the judge is ticked only up to when all the log held was read.
         let tick_at = match source.caught_up() {
@@ -196,6 +200,18 @@ pub fn judge_loop_bounded(
         lapse.before_wait(collected_at, wake_at);
         source.wait(wake_at);
     }
+}
+
+#[cfg(test)]
+mod decisive_moment_tests;
+
+/// Whether a line's class names a failure of its own (fatal, or evidence with a signature): the
+/// moment to read what the process holds before it ends. Echoes of another rank's failure are not.
+fn names_a_failure(class: &LineClass) -> bool {
+    class
+        .hits
+        .iter()
+        .any(|h| h.strength != Strength::Echo && h.signature.is_some())
 }
 
 /// A look this much later than planned means firedup itself did not run (its process stopped,

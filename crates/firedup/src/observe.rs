@@ -106,6 +106,8 @@ pub(crate) struct LocalObserver {
     ending: Option<Ending>,
     /// The pid whose tree the prober checks (the launched one, then the followed daemon).
     watched: Arc<AtomicU32>,
+    /// Asks the prober for a GPU sample now (a line named a failure), when it samples at all.
+    gpu_nudge: Option<crate::prober::GpuNudge>,
     oom: OomWitness,
     pending: Vec<Observation>,
     process_gone_at: Option<Instant>,
@@ -166,14 +168,17 @@ impl LocalObserver {
             spawn_exit_report(pipe, tx.clone(), stop.clone());
         }
         let watched = Arc::new(AtomicU32::new(target.pid.unwrap_or(0)));
+        let mut gpu_nudge = None;
         if !settings.probes.is_empty() || (settings.probes.gpu && target.pid.is_some()) {
             let tx = tx.clone();
             let mut probes = settings.probes.clone();
             // A listener held by a process of this run (a daemon that left the tree) is its own.
             probes.run_id = Some(target.run_id.clone()).filter(|id| !id.is_empty());
-            crate::prober::spawn(probes, watched.clone(), stop.clone(), move |o| {
-                tx.send(Wake::Obs(o)).is_ok()
-            });
+            let (_, nudge) =
+                crate::prober::spawn(probes, watched.clone(), stop.clone(), move |o| {
+                    tx.send(Wake::Obs(o)).is_ok()
+                });
+            gpu_nudge = Some(nudge);
         }
         if let Some(sock) = target.notify.clone() {
             spawn_notify(sock, tx.clone(), stop.clone());
@@ -197,6 +202,7 @@ impl LocalObserver {
                 .filter(|_| target.run.is_none())
                 .and_then(|(pid, ticks)| Ending::open(pid, ticks)),
             watched,
+            gpu_nudge,
             pending,
             process_gone_at: None,
             exit_record: None,
@@ -226,6 +232,14 @@ impl LocalObserver {
     /// While not caught up: the time by which everything the log held has been read.
     pub(crate) fn read_through(&self) -> Option<Duration> {
         self.log.read_through()
+    }
+
+    /// A line just named a failure: GPU memory is read now, while the process still holds it (by
+    /// its exit the driver has freed it), not at the prober's next tick.
+    pub(crate) fn decisive_moment(&self) {
+        if let Some(n) = &self.gpu_nudge {
+            n.now();
+        }
     }
 
     /// Whether the process's end has been observed (nothing more will come but log lines).

@@ -8,9 +8,15 @@
 //! would delay reading the log. The real request is only sent once the health probe answers (it
 //! is the expensive one), and once it has returned tokens it is not sent again. The thread stops
 //! at the engine's stop flag, or when the engine's channel is gone.
+//!
+//! GPU memory is sampled on a timer ([`GPU_INTERVAL`]) and also at once when nudged (see
+//! [`GpuNudge`]): a server that held 79 GiB and died between two timer samples would otherwise
+//! report a peak of 0. The moment that decides, a line naming a failure, comes while the process
+//! still holds its memory; its exit comes after the driver freed it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::{Duration, Instant};
 
 use crate::judge::Observation;
@@ -24,6 +30,20 @@ pub(crate) const PROBE_INTERVAL: Duration = Duration::from_millis(250);
 /// How often GPU memory is sampled (nvidia-smi takes tens of milliseconds).
 pub(crate) const GPU_INTERVAL: Duration = Duration::from_secs(2);
 
+/// The closest two GPU samples may be, nudges included (nvidia-smi is a process of its own).
+const GPU_NUDGE_SPACING: Duration = Duration::from_millis(200);
+
+/// Asks the prober for a GPU sample now rather than at its next timer tick; nudges that come
+/// faster than one sample is taken are one.
+#[derive(Debug, Clone)]
+pub(crate) struct GpuNudge(Sender<()>);
+
+impl GpuNudge {
+    pub(crate) fn now(&self) {
+        let _ = self.0.send(());
+    }
+}
+
 /// Starts the prober. `watched` is the pid whose tree owns the server's port (0: none); it
 /// changes when the launcher daemonizes. `send` returns false once nobody listens any more.
 pub(crate) fn spawn(
@@ -31,17 +51,45 @@ pub(crate) fn spawn(
     watched: Arc<AtomicU32>,
     stop: Arc<AtomicBool>,
     send: impl Fn(Observation) -> bool + Send + 'static,
-) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || run(&plan, &watched, &stop, &send))
+) -> (std::thread::JoinHandle<()>, GpuNudge) {
+    let gpu = GpuSampler {
+        every: GPU_INTERVAL,
+        sample: Box::new(|pids: &[u32]| probe::gpu::tree_memory_mib(pids)),
+    };
+    spawn_with(plan, gpu, watched, stop, send)
+}
+
+/// How GPU memory is sampled: `sample` (the tree's pids in, MiB out: `nvidia-smi`, or a stand-in
+/// in tests) every `every`, and when nudged.
+pub(crate) struct GpuSampler {
+    pub every: Duration,
+    #[allow(clippy::type_complexity)]
+    pub sample: Box<dyn Fn(&[u32]) -> Result<Option<u64>, String> + Send>,
+}
+
+/// [`spawn`] with the GPU sampler given.
+pub(crate) fn spawn_with(
+    plan: ProbePlan,
+    gpu: GpuSampler,
+    watched: Arc<AtomicU32>,
+    stop: Arc<AtomicBool>,
+    send: impl Fn(Observation) -> bool + Send + 'static,
+) -> (std::thread::JoinHandle<()>, GpuNudge) {
+    let (tx, rx) = channel();
+    let handle = std::thread::spawn(move || run(&plan, &gpu, &watched, &stop, &send, Some(rx)));
+    (handle, GpuNudge(tx))
 }
 
 fn run(
     plan: &ProbePlan,
+    gpu: &GpuSampler,
     watched: &AtomicU32,
     stop: &AtomicBool,
     send: &dyn Fn(Observation) -> bool,
+    mut nudges: Option<Receiver<()>>,
 ) {
     let mut next_gpu = Instant::now();
+    let mut last_gpu: Option<Instant> = None;
     let mut gpu_on = plan.gpu;
     let mut http_up = false;
     let mut request_up = false;
@@ -114,9 +162,10 @@ fn run(
             }
         }
         if gpu_due {
-            next_gpu = Instant::now() + GPU_INTERVAL;
+            last_gpu = Some(Instant::now());
+            next_gpu = Instant::now() + gpu.every;
             let pids = tree.clone().unwrap_or_default();
-            let obs = match probe::gpu::tree_memory_mib(&pids) {
+            let obs = match (gpu.sample)(&pids) {
                 Ok(Some(mib)) => Some(Observation::GpuMemory(mib)),
                 Ok(None) => {
                     gpu_on = false; // no nvidia-smi here
@@ -144,7 +193,23 @@ fn run(
         } else {
             round + PROBE_INTERVAL
         };
-        std::thread::sleep(wake.saturating_duration_since(Instant::now()));
+        let timeout = wake.saturating_duration_since(Instant::now());
+        match nudges.as_ref().map(|n| n.recv_timeout(timeout)) {
+            Some(Ok(())) => {
+                while nudges.as_ref().is_some_and(|n| n.try_recv().is_ok()) {}
+                if gpu_on {
+                    let spaced = last_gpu.map_or(Instant::now(), |l| l + GPU_NUDGE_SPACING);
+                    next_gpu = next_gpu.min(spaced.max(Instant::now()));
+                    std::thread::sleep(next_gpu.saturating_duration_since(Instant::now()));
+                }
+            }
+            Some(Err(RecvTimeoutError::Timeout)) => {}
+            Some(Err(RecvTimeoutError::Disconnected)) => {
+                nudges = None;
+                std::thread::sleep(wake.saturating_duration_since(Instant::now()));
+            }
+            None => std::thread::sleep(timeout),
+        }
     }
 }
 
@@ -165,7 +230,7 @@ mod tests {
             gpu: true,
             ..Default::default()
         };
-        let handle = spawn(
+        let (handle, _nudge) = spawn(
             plan,
             Arc::new(AtomicU32::new(std::process::id())),
             Arc::new(AtomicBool::new(false)),
@@ -180,5 +245,46 @@ mod tests {
             rx.recv_timeout(Duration::from_secs(10)).is_ok(),
             "the prober kept running with nothing to probe"
         );
+    }
+
+    /// Issue 26, class 9: with the timer's next sample an hour away, a nudge alone brings one;
+    /// so does each later nudge.
+    #[test]
+    fn a_nudge_samples_gpu_memory_at_once() {
+        let samples = Arc::new(AtomicU32::new(0));
+        let counted = samples.clone();
+        let gpu = GpuSampler {
+            every: Duration::from_secs(3600),
+            sample: Box::new(move |_: &[u32]| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                Ok(Some(79_000))
+            }),
+        };
+        let plan = ProbePlan {
+            gpu: true,
+            ..Default::default()
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (_handle, nudge) = spawn_with(
+            plan,
+            gpu,
+            Arc::new(AtomicU32::new(std::process::id())),
+            stop.clone(),
+            move |o| tx.send(o).is_ok(),
+        );
+        let wait = Duration::from_secs(60);
+        // The first sample comes at once, the timer's next in an hour.
+        assert_eq!(rx.recv_timeout(wait), Ok(Observation::GpuMemory(79_000)));
+        for _ in 0..20 {
+            nudge.now(); // a burst (the lines of one traceback)
+        }
+        assert_eq!(rx.recv_timeout(wait), Ok(Observation::GpuMemory(79_000)));
+        while rx.try_recv().is_ok() {} // the burst's last nudges may have made a second
+        nudge.now();
+        assert_eq!(rx.recv_timeout(wait), Ok(Observation::GpuMemory(79_000)));
+        stop.store(true, Ordering::SeqCst);
+        nudge.now();
+        assert!(samples.load(Ordering::SeqCst) >= 3);
     }
 }

@@ -41,6 +41,10 @@ pub trait Source {
     fn read_through(&self) -> Option<Duration> {
         None
     }
+    /// A line just named a failure: read now what lasts only while the process lives (its GPU
+    /// memory), rather than at the next timer. Sources that cannot (a remote agent's prober runs
+    /// on its own timer) ignore it.
+    fn decisive_moment(&mut self) {}
 }
 
 /// How often CPU time and reads are sampled for a stall window (a tenth of it, 1 to 10 s).

@@ -379,6 +379,9 @@ impl Source for LocalSource {
     fn read_through(&self) -> Option<Duration> {
         self.observer.read_through()
     }
+    fn decisive_moment(&mut self) {
+        self.observer.decisive_moment()
+    }
 }
 
 /// Time zero of a watch: the launch recorded in the run directory, when firedup launched the run
