@@ -168,18 +168,15 @@ impl LocalObserver {
             spawn_exit_report(pipe, tx.clone(), stop.clone());
         }
         let watched = Arc::new(AtomicU32::new(target.pid.unwrap_or(0)));
-        let mut gpu_nudge = None;
-        if !settings.probes.is_empty() || (settings.probes.gpu && target.pid.is_some()) {
+        let probing = !settings.probes.is_empty() || (settings.probes.gpu && target.pid.is_some());
+        let gpu_nudge = probing.then(|| {
             let tx = tx.clone();
             let mut probes = settings.probes.clone();
             // A listener held by a process of this run (a daemon that left the tree) is its own.
             probes.run_id = Some(target.run_id.clone()).filter(|id| !id.is_empty());
-            let (_, nudge) =
-                crate::prober::spawn(probes, watched.clone(), stop.clone(), move |o| {
-                    tx.send(Wake::Obs(o)).is_ok()
-                });
-            gpu_nudge = Some(nudge);
-        }
+            let send = move |o| tx.send(Wake::Obs(o)).is_ok();
+            crate::prober::spawn(probes, watched.clone(), stop.clone(), send).1
+        });
         if let Some(sock) = target.notify.clone() {
             spawn_notify(sock, tx.clone(), stop.clone());
         }
@@ -234,12 +231,9 @@ impl LocalObserver {
         self.log.read_through()
     }
 
-    /// A line just named a failure: GPU memory is read now, while the process still holds it (by
-    /// its exit the driver has freed it), not at the prober's next tick.
+    /// A line just named a failure: GPU memory is read now, while the process still holds it.
     pub(crate) fn decisive_moment(&self) {
-        if let Some(n) = &self.gpu_nudge {
-            n.now();
-        }
+        self.gpu_nudge.iter().for_each(|n| n.now());
     }
 
     /// Whether the process's end has been observed (nothing more will come but log lines).
