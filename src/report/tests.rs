@@ -34,6 +34,9 @@ fn next_names_the_host_and_only_known_fields_are_shown() {
         port: None,
         job: None,
         owner: None,
+        node: None,
+        nodes: None,
+        cause: None,
     };
     let (r, f, m) = (Verdict::Ready, Verdict::Failed, Verdict::MonitorError);
     let table = [
@@ -113,6 +116,9 @@ fn the_verdict_line_names_the_rank_of_the_root_cause() {
         port: None,
         job: None,
         owner: None,
+        node: None,
+        nodes: None,
+        cause: None,
     };
     let table = [
         (
