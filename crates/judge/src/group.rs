@@ -48,11 +48,14 @@ enum Standing {
     Fine,
 }
 
-fn standing(n: &NodeEnd) -> Standing {
+fn standing(n: &NodeEnd, server: bool) -> Standing {
     if n.stopped_by_group {
         return Standing::StoppedByGroup;
     }
     match n.outcome.verdict {
+        // A server's other nodes serve as long as it does: one whose processes ended, even
+        // with 0, has left the group.
+        Verdict::Succeeded if server && n.node_rank > 0 => Standing::SilentEnd,
         Verdict::Failed if n.outcome.cause.is_some_and(|c| c.echo) => Standing::Echo,
         Verdict::Failed | Verdict::Killed | Verdict::NeverStarted => Standing::Cause,
         Verdict::Exited => Standing::SilentEnd,
@@ -72,26 +75,27 @@ fn when(n: &NodeEnd) -> Duration {
 }
 
 /// Whether this node's verdict alone makes the group fail (the caller then gives the other
-/// nodes a moment to say theirs, and stops the rest).
-pub fn fails_the_group(n: &NodeEnd) -> bool {
-    standing(n) != Standing::Fine
+/// nodes a moment to say theirs, and stops the rest). `server`: the group serves (`--until
+/// ready`), and its nodes past node 0 are watched to their end.
+pub fn fails_the_group(n: &NodeEnd, server: bool) -> bool {
+    standing(n, server) != Standing::Fine
 }
 
 /// The group's one verdict from every node's (`nodes` in node-rank order, each with a verdict:
 /// the caller stops a node that has none and passes its verdict with `stopped_by_group`).
 /// `group_id` names the run; the verdict keeps the deciding node's line, rank, reason (with the
-/// node named first) and log.
-pub fn group_verdict(group_id: &str, nodes: &[NodeEnd]) -> Outcome {
+/// node named first) and log. `server` as for [`fails_the_group`].
+pub fn group_verdict(group_id: &str, nodes: &[NodeEnd], server: bool) -> Outcome {
     let deciding = nodes
         .iter()
         .min_by_key(|n| {
-            let s = standing(n);
+            let s = standing(n, server);
             // Among nodes that waited, one whose stacks named a rank outside the collective.
             let unnamed = s == Standing::Waiting && n.outcome.rank.is_none();
             (s, unnamed, when(n), n.node_rank)
         })
         .expect("a group has at least one node");
-    let fine = standing(deciding) == Standing::Fine;
+    let fine = standing(deciding, server) == Standing::Fine;
     // A fine group speaks through node 0 (its server, its address).
     let speaker = if fine { &nodes[0] } else { deciding };
     let mut o = speaker.outcome.clone();
@@ -113,6 +117,9 @@ pub fn group_verdict(group_id: &str, nodes: &[NodeEnd]) -> Outcome {
         };
         o.node = None;
     } else {
+        if o.verdict == Verdict::Succeeded {
+            o.verdict = Verdict::Exited;
+        }
         o.node = Some(speaker.node.clone());
         o.reason = format!(
             "node {} ({}): {}",

@@ -56,7 +56,7 @@ fn the_group_verdict_follows_the_cross_node_rule() {
             "node 0 ready, node 1 still serving (its dummy health endpoint)",
             vec![
                 N(Ready, None, 5.0, 0.0, false, None),
-                N(Succeeded, None, 5.0, 0.2, false, None),
+                N(Ready, None, 5.0, 0.2, false, None),
             ],
             Ready,
             None,
@@ -134,6 +134,15 @@ fn the_group_verdict_follows_the_cross_node_rule() {
             Some("host1"),
         ),
         (
+            "a server's node 1 whose processes ended with 0 has left the group",
+            vec![
+                N(Ready, None, 1.0, 0.0, false, None),
+                N(Succeeded, None, 4.0, 0.0, false, None),
+            ],
+            Exited,
+            Some("host1"),
+        ),
+        (
             "lost contact alone is the group's monitor_error, naming that node",
             vec![
                 N(Ready, None, 1.0, 0.0, false, None),
@@ -171,7 +180,8 @@ fn the_group_verdict_follows_the_cross_node_rule() {
         ),
     ];
     for (what, spec, verdict, node) in cases {
-        let o = group_verdict("grp-1", &nodes(&spec));
+        let server = spec[0].0 == Ready;
+        let o = group_verdict("grp-1", &nodes(&spec), server);
         assert_eq!((o.verdict, o.node.as_deref()), (verdict, node), "{what}");
         assert_eq!(o.run_id, "grp-1", "{what}");
         let listed: Vec<u32> = o
@@ -198,7 +208,7 @@ fn the_deciding_nodes_line_rank_and_log_are_the_groups() {
         N(Failed, Some(true), 9.0, 0.0, false, Some(0)),
         N(Failed, Some(false), 8.5, 1.0, false, Some(1)),
     ];
-    let o = group_verdict("grp-2", &nodes(&spec));
+    let o = group_verdict("grp-2", &nodes(&spec), false);
     assert_eq!(o.rank, Some(1));
     assert_eq!(o.log, "/logs/1.log");
     assert_eq!(o.reason, "node 1 (host1): node 1 said failed");
@@ -225,6 +235,6 @@ fn only_a_fine_node_leaves_the_group_fine() {
         (NeverStarted, true),
     ] {
         let n = &nodes(&[N(v, None, 1.0, 0.0, false, None)])[0];
-        assert_eq!(fails_the_group(n), fails, "{v}");
+        assert_eq!(fails_the_group(n, false), fails, "{v}");
     }
 }

@@ -1,0 +1,133 @@
+//! Multi-node runs over SSH through the real binary (issue 27): two real sshd on this machine
+//! are the nodes (tests/common/nodes.rs). Here: placeholders and variables, the refusal of an
+//! unknown placeholder, one verdict naming the node, `stop GROUP_ID`. The torch jobs across
+//! nodes are in tests/multinode_torch.rs.
+
+mod common;
+
+use common::Env;
+use common::nodes::Nodes;
+
+fn args(a: &[&str]) -> Vec<String> {
+    a.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn an_unknown_placeholder_is_refused_before_anything_is_launched() {
+    let env = Env::new();
+    let r = env.firedup(&[
+        "run",
+        "--until",
+        "exit",
+        "--host",
+        "node0",
+        "--host",
+        "node1",
+        "--",
+        "sh",
+        "-c",
+        "echo {node_rank} {rank}",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.explain());
+    assert!(r.stderr.contains("{rank}"), "{}", r.explain());
+    assert!(!env.state.path().join("groups").exists(), "{}", r.explain());
+}
+
+#[test]
+fn every_node_gets_its_rank_and_node_0s_address_and_port() {
+    let env = Env::new();
+    let nodes = Nodes::start(&env, 2);
+    let mut a = args(&["run", "--json", "--until", "exit"]);
+    a.extend(nodes.host_args());
+    a.extend(args(&[
+        "--",
+        "sh",
+        "-c",
+        "echo node {node_rank} of {nnodes} at {master_addr}:{master_port} env $FIREDUP_NODE_RANK $FIREDUP_NNODES $FIREDUP_MASTER_ADDR $FIREDUP_MASTER_PORT",
+    ]));
+    let r = nodes.fd(&env, &a);
+    assert_eq!((r.code, r.verdict()), (0, "succeeded"), "{}", r.explain());
+    assert!(r.json["node"].is_null(), "{}", r.explain());
+    let listed = r.json["nodes"].as_array().expect("nodes").clone();
+    assert_eq!(listed.len(), 2, "{}", r.explain());
+    let mut ports = Vec::new();
+    for (i, n) in listed.iter().enumerate() {
+        assert_eq!(n["node_rank"], i as u64, "{n}");
+        assert_eq!(n["node"], format!("node{i}"), "{n}");
+        assert_eq!(n["exit"]["code"], 0, "{n}");
+        let log = std::fs::read_to_string(n["log"].as_str().unwrap()).unwrap();
+        let words: Vec<&str> = log.split_whitespace().collect();
+        // node I of 2 at ADDR:PORT env I 2 ADDR PORT
+        assert_eq!(&words[..4], ["node", &i.to_string(), "of", "2"], "{log}");
+        let (addr, port) = words[5].split_once(':').unwrap();
+        assert_eq!(addr, "127.0.0.1", "{log}");
+        assert_eq!(
+            &words[6..],
+            ["env", &i.to_string(), "2", addr, port],
+            "{log}"
+        );
+        ports.push(port.to_string());
+    }
+    assert_eq!(ports[0], ports[1], "one rendezvous port for all nodes");
+    // Overridden, both reach the command as given.
+    let mut a = args(&[
+        "run",
+        "--json",
+        "--until",
+        "exit",
+        "--master-addr",
+        "10.9.8.7",
+        "--master-port",
+        "4242",
+    ]);
+    a.extend(nodes.host_args());
+    a.extend(args(&[
+        "--",
+        "sh",
+        "-c",
+        "echo at {master_addr}:{master_port}",
+    ]));
+    let r = nodes.fd(&env, &a);
+    assert_eq!((r.code, r.verdict()), (0, "succeeded"), "{}", r.explain());
+    let log = std::fs::read_to_string(r.json["nodes"][1]["log"].as_str().unwrap()).unwrap();
+    assert_eq!(log.trim(), "at 10.9.8.7:4242");
+}
+
+#[test]
+fn a_failure_on_node_1_is_the_groups_verdict_and_node_0_is_torn_down() {
+    let env = Env::new();
+    let nodes = Nodes::start(&env, 2);
+    let marker = env.path("node0-alive");
+    let script = env.script(
+        "job.sh",
+        &format!(
+            "if [ \"$FIREDUP_NODE_RANK\" = 1 ]; then sleep 1; echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB'; exit 1; fi\n\
+             touch {m}; sleep 300",
+            m = marker.display()
+        ),
+    );
+    let mut a = args(&["run", "--json", "--until", "exit", "--grace", "2s"]);
+    a.extend(nodes.host_args());
+    a.extend(args(&["--", &script]));
+    let r = nodes.fd(&env, &a);
+    assert_eq!((r.code, r.verdict()), (1, "failed"), "{}", r.explain());
+    assert_eq!(r.json["node"], "node1", "{}", r.explain());
+    assert_eq!(r.json["signature"], "cuda_oom", "{}", r.explain());
+    assert!(
+        r.json["reason"]
+            .as_str()
+            .unwrap()
+            .contains("node 1 (node1)"),
+        "{}",
+        r.explain()
+    );
+    assert!(r.stdout.contains("CUDA out of memory"), "{}", r.explain());
+    // Node 0 was stopped by the group, and its stop verified: nothing of it is left.
+    let pid0 = r.json["nodes"][0]["pid"].as_u64().expect("node 0's pid");
+    assert!(
+        !common::alive(pid0),
+        "node 0's process is still running\n{}",
+        r.explain()
+    );
+    assert_eq!(r.json["server_running"], false, "{}", r.explain());
+}
