@@ -131,3 +131,82 @@ fn a_failure_on_node_1_is_the_groups_verdict_and_node_0_is_torn_down() {
     );
     assert_eq!(r.json["server_running"], false, "{}", r.explain());
 }
+
+/// Node 0 says it is ready and serves; node 1 only lives (as sglang's other nodes, which serve
+/// a dummy health endpoint), or crashes after `node1_crash_after` seconds.
+fn server_script(env: &Env, node1_crash_after: Option<u32>) -> String {
+    let node1 = match node1_crash_after {
+        Some(s) => format!(
+            "sleep {s}; echo 'RuntimeError: CUDA error: an illegal memory access was encountered'; exit 1"
+        ),
+        None => "echo 'node 1: dummy health endpoint'; sleep 300".to_string(),
+    };
+    env.script(
+        "server.sh",
+        &format!(
+            "if [ \"$FIREDUP_NODE_RANK\" = 1 ]; then {node1}; fi\n\
+             echo 'Load weight begin'; sleep 0.5; echo 'fired up and ready to roll'; sleep 300"
+        ),
+    )
+}
+
+#[test]
+fn a_two_node_server_is_ready_with_node_0_and_stop_group_id_stops_every_node() {
+    let env = Env::new();
+    let nodes = Nodes::start(&env, 2);
+    let server = server_script(&env, None);
+    let mut a = args(&["run", "--json", "--ready-line", "ready to roll"]);
+    a.extend(nodes.host_args());
+    a.extend(args(&["--", &server]));
+    let r = nodes.fd(&env, &a);
+    assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
+    assert_eq!(r.json["server_running"], true, "{}", r.explain());
+    let group = r.run_id().to_string();
+    assert!(group.starts_with("group-"), "{}", r.explain());
+    let pids: Vec<u64> = (0..2)
+        .map(|i| r.json["nodes"][i]["pid"].as_u64().expect("a pid per node"))
+        .collect();
+    assert!(pids.iter().all(|p| common::alive(*p)), "{}", r.explain());
+    let s = nodes.fd(&env, &args(&["stop", &group, "--grace", "2s"]));
+    assert_eq!(s.code, 0, "{}", s.explain());
+    assert!(s.stdout.contains("node 1 (node1)"), "{}", s.explain());
+    for p in pids {
+        assert!(
+            !common::alive(p),
+            "pid {p} still runs after stop {group}\n{}",
+            s.explain()
+        );
+    }
+}
+
+#[test]
+fn node_1_crashing_within_hold_fails_the_group_naming_node_1() {
+    let env = Env::new();
+    let nodes = Nodes::start(&env, 2);
+    let server = server_script(&env, Some(2));
+    let mut a = args(&[
+        "run",
+        "--json",
+        "--ready-line",
+        "ready to roll",
+        "--hold",
+        "6s",
+        "--grace",
+        "2s",
+    ]);
+    a.extend(nodes.host_args());
+    a.extend(args(&["--", &server]));
+    let r = nodes.fd(&env, &a);
+    assert_eq!((r.code, r.verdict()), (1, "failed"), "{}", r.explain());
+    assert_eq!(r.json["node"], "node1", "{}", r.explain());
+    assert!(
+        r.json["line"]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("illegal memory access"),
+        "{}",
+        r.explain()
+    );
+    let pid0 = r.json["nodes"][0]["pid"].as_u64().expect("node 0's pid");
+    assert!(!common::alive(pid0), "node 0 still serves\n{}", r.explain());
+}

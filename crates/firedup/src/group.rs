@@ -79,6 +79,9 @@ pub fn node_spec(spec: &GroupSpec, node_rank: u32, nnodes: u32, server: bool) ->
         s.judging.until_exit = true;
         s.judging.no_probe = true;
         s.judging.ready_lines.clear();
+        s.judging.hold = None;
+        s.judging.ready_request = None;
+        s.judging.http = None;
         s.mode = crate::judge::Mode::UntilExit;
     }
     s
@@ -93,12 +96,19 @@ pub fn launch(
     server: bool,
     registered: &mut dyn FnMut(&Arc<dyn Host>, &Target),
 ) -> Result<Vec<NodeSession>, (HostError, Vec<String>)> {
-    let began = Instant::now();
     let nnodes = nodes.len() as u32;
+    let specs: Vec<LaunchSpec> = (0..nnodes)
+        .map(|i| node_spec(spec, i, nnodes, server))
+        .collect();
+    // Every node's plan first: a flag one node's plan refuses launches nothing anywhere.
+    for s in &specs {
+        crate::plan::resolve(&s.judging, &s.command, "", true)
+            .map_err(|e| (HostError::failed(e), Vec::new()))?;
+    }
+    let began = Instant::now();
     let mut launched: Vec<NodeSession> = Vec::new();
-    for (i, node) in nodes.iter().enumerate() {
+    for ((i, node), s) in nodes.iter().enumerate().zip(specs) {
         let node_rank = i as u32;
-        let s = node_spec(spec, node_rank, nnodes, server);
         let launched_at = began.elapsed();
         match Session::launch(Arc::clone(&node.host), &s, &mut |t| {
             registered(&node.host, t)
