@@ -210,3 +210,33 @@ fn node_1_crashing_within_hold_fails_the_group_naming_node_1() {
     let pid0 = r.json["nodes"][0]["pid"].as_u64().expect("node 0's pid");
     assert!(!common::alive(pid0), "node 0 still serves\n{}", r.explain());
 }
+
+#[test]
+fn ready_on_all_waits_for_every_nodes_own_condition() {
+    let env = Env::new();
+    let nodes = Nodes::start(&env, 2);
+    // Node 1 lives but never says it is ready: enough for `first`, not for `all`.
+    let server = server_script(&env, None);
+    let mut a = args(&[
+        "run",
+        "--json",
+        "--ready-line",
+        "ready to roll",
+        "--grace",
+        "2s",
+    ]);
+    a.extend(args(&["--ready-on", "all", "--timeout", "5s"]));
+    a.extend(nodes.host_args());
+    a.extend(args(&["--", &server]));
+    let r = nodes.fd(&env, &a);
+    assert_eq!((r.code, r.verdict()), (124, "timed_out"), "{}", r.explain());
+    assert_eq!(r.json["node"], "node1", "{}", r.explain());
+    for i in 0..2 {
+        let pid = r.json["nodes"][i]["pid"].as_u64().expect("a pid per node");
+        assert!(
+            !common::alive(pid),
+            "node {i} left running\n{}",
+            r.explain()
+        );
+    }
+}

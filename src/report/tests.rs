@@ -138,6 +138,14 @@ fn the_verdict_line_names_the_rank_of_the_root_cause() {
         let text = render_final(&o(signature, rank), None);
         assert!(text.starts_with(first), "{text}");
     }
+    // A multi-node run's verdict names the node before the rank.
+    let mut grouped = o(Some(Signature::Sigkill), Some(1));
+    grouped.node = Some("gpu-b".into());
+    let text = render_final(&grouped, None);
+    assert!(
+        text.starts_with("firedup: KILLED (sigkill, node gpu-b, rank 1) after 12.0s\n"),
+        "{text}"
+    );
 }
 
 #[test]
