@@ -32,18 +32,20 @@ fn torch_python() -> Option<PathBuf> {
     python
 }
 
-/// The job: both ranks join a gloo group (each says so in a file under `dir`); then rank 1
-/// does `rank1` while rank 0 waits in an all_reduce.
-fn script(dir: &Path, rank1: &str) -> String {
+/// The job: every rank joins a gloo group (each says so in a file under `dir`); then rank
+/// `odd` does `code` while the others wait in an all_reduce.
+fn script(dir: &Path, odd: u32, code: &str) -> String {
     format!(
         "import datetime, os, signal, sys, time
 import torch, torch.distributed as dist
 dist.init_process_group('gloo', timeout=datetime.timedelta(seconds=900))
 rank = dist.get_rank()
 print(f'rank {{rank}} joined', flush=True)
-open(os.path.join('{dir}', f'joined-{{rank}}'), 'w').write(f'{{os.getpid()}} {{os.getppid()}}')
-if rank == 1:
-    {rank1}
+mark = os.path.join('{dir}', f'joined-{{rank}}')
+open(mark + '.tmp', 'w').write(f'{{os.getpid()}} {{os.getppid()}}')
+os.rename(mark + '.tmp', mark)  # whole, never read half-written
+if rank == {odd}:
+    {code}
 t = torch.ones(4)
 dist.all_reduce(t)
 print('all_reduce done', flush=True)
@@ -52,8 +54,14 @@ print('all_reduce done', flush=True)
     )
 }
 
-/// `firedup run --json --until exit --host node0 --host node1 -- torchrun ... job.py`.
+/// `firedup run --json --until exit --host node0 --host node1 -- torchrun ... job.py`, one
+/// rank per node.
 fn run_args(nodes: &Nodes, python: &Path, job: &Path) -> Vec<String> {
+    run_args_ranks(nodes, python, job, 1)
+}
+
+/// As [`run_args`], with `per_node` ranks on each node.
+fn run_args_ranks(nodes: &Nodes, python: &Path, job: &Path, per_node: u32) -> Vec<String> {
     let torchrun = python.with_file_name("torchrun");
     let mut a: Vec<String> = ["run", "--json", "--until", "exit", "--grace", "3s"]
         .map(String::from)
@@ -65,7 +73,7 @@ fn run_args(nodes: &Nodes, python: &Path, job: &Path) -> Vec<String> {
         "--nnodes",
         "2",
         "--nproc-per-node",
-        "1",
+        &per_node.to_string(),
         "--node_rank",
         "{node_rank}",
         "--master_addr",
@@ -80,8 +88,13 @@ fn run_args(nodes: &Nodes, python: &Path, job: &Path) -> Vec<String> {
 }
 
 fn job(env: &Env, rank1: &str) -> PathBuf {
+    job_with(env, 1, rank1)
+}
+
+/// The job with rank `odd` doing `code`.
+fn job_with(env: &Env, odd: u32, code: &str) -> PathBuf {
     let p = env.path("job.py");
-    std::fs::write(&p, script(env.work.path(), rank1)).unwrap();
+    std::fs::write(&p, script(env.work.path(), odd, code)).unwrap();
     p
 }
 
@@ -245,4 +258,33 @@ fn ctrl_c_tears_down_every_node() {
     for node in ["node 0 (node0)", "node 1 (node1)"] {
         assert!(stderr.contains(node), "{explain}");
     }
+}
+
+#[test]
+fn node_1_hanging_before_the_collective_is_stalled_naming_node_1() {
+    let Some(python) = torch_python() else { return };
+    let env = Env::new();
+    let nodes = Nodes::start(&env, 2);
+    // Two ranks a node: node 1's rank 2 sleeps outside the collective its peers wait in (its
+    // node's stacks tell it from rank 3, inside); node 0's ranks both wait inside.
+    let job = job_with(&env, 2, "time.sleep(300)");
+    let mut a = run_args_ranks(&nodes, &python, &job, 2);
+    a.splice(2..2, ["--stall".to_string(), "20s".to_string()]);
+    let r = nodes.fd(&env, &a);
+    eprintln!(
+        "verdict: node {} rank {} reason {}",
+        r.json["node"], r.json["rank"], r.json["reason"]
+    );
+    assert_eq!((r.code, r.verdict()), (6, "stalled"), "{}", r.explain());
+    assert_eq!(
+        (&r.json["node"], &r.json["rank"]),
+        (&serde_json::json!("node1"), &serde_json::json!(2)),
+        "{}",
+        r.explain()
+    );
+    assert!(
+        processes_naming(&job.display().to_string()).is_empty(),
+        "{}",
+        r.explain()
+    );
 }
