@@ -153,12 +153,19 @@ pub(crate) fn run(
         server,
         spec.ready_on_all,
         keep,
-        &mut |node| {
-            let o = &node.outcome;
-            eprintln!(
-                "firedup: node {} ({}): {} after {:.1}s: {}",
-                node.node_rank, node.node, o.verdict, o.elapsed_s, o.reason
-            );
+        &mut |news| match news {
+            watch::NodeNews::Note {
+                node_rank,
+                node,
+                text,
+            } => eprintln!("firedup: node {node_rank} ({node}): {text}"),
+            watch::NodeNews::Verdict(node) => {
+                let o = &node.outcome;
+                eprintln!(
+                    "firedup: node {} ({}): {} after {:.1}s: {}",
+                    node.node_rank, node.node, o.verdict, o.elapsed_s, o.reason
+                );
+            }
         },
     );
     interrupts.finish();

@@ -240,3 +240,89 @@ fn ready_on_all_waits_for_every_nodes_own_condition() {
         );
     }
 }
+
+/// The log (on this machine: every node is) that holds `needle`, once one does.
+fn log_holding(remote_state: &std::path::Path, needle: &str) -> bool {
+    let Ok(runs) = std::fs::read_dir(remote_state.join("runs")) else {
+        return false;
+    };
+    runs.flatten().any(|r| {
+        std::fs::read_to_string(r.path().join("output.log")).is_ok_and(|t| t.contains(needle))
+    })
+}
+
+#[test]
+fn the_link_to_node_1_dropped_and_restored_leaves_the_groups_verdict_unchanged() {
+    let env = Env::new();
+    let mut nodes = Nodes::start(&env, 2);
+    let job = env.script(
+        "count.sh",
+        "for i in $(seq 1 200); do echo \"node $FIREDUP_NODE_RANK line $i\"; sleep 0.1; done",
+    );
+    let mut a = args(&["run", "--json", "--until", "exit"]);
+    a.extend(nodes.host_args());
+    a.extend(args(&["--", &job]));
+    let mut child = nodes.spawn(&env, &a);
+    // firedup's stderr, line by line: the link is dropped once node 1's watch follows its log.
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        for l in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(l);
+        }
+    });
+    let mut said = Vec::new();
+    while !said
+        .iter()
+        .any(|l: &String| l.contains("node 1 (node1): connected to node1"))
+    {
+        match rx.recv_timeout(std::time::Duration::from_secs(120)) {
+            Ok(l) => said.push(l),
+            Err(e) => panic!("node 1's watch never connected ({e}): {said:?}"),
+        }
+    }
+    assert!(
+        log_holding(&nodes.remote_state, "node 1 line 1\n"),
+        "{said:?}"
+    );
+    // Node 1's sshd stopped, its established connections killed (the link breaks), not the job,
+    // which runs in a session of its own there; then node 1 is reachable again.
+    let sshd = &mut nodes.sshd[1];
+    sshd.stop();
+    for pid in sshd.pids() {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if comm.starts_with("sshd") {
+            // SAFETY: kill(2) on this test's own sshd.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    sshd.restart();
+    let status = common::sshd::wait_bounded(&mut child, std::time::Duration::from_secs(300))
+        .expect("firedup ends");
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    reader.join().unwrap();
+    said.extend(rx.try_iter());
+    let explain = format!("{status}\n{stdout}\n{}", said.join("\n"));
+    let json: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_default();
+    assert_eq!(
+        (status.code(), &json["verdict"]),
+        (Some(0), &serde_json::json!("succeeded")),
+        "{explain}"
+    );
+    assert_eq!(json["nodes"][1]["exit"]["code"], 0, "{explain}");
+    // The link did drop: node 1's watch lost contact and reconnected, as a single run's does.
+    assert!(
+        explain.contains("node 1 (node1): lost contact with node1"),
+        "{explain}"
+    );
+    assert!(
+        explain.contains("node 1 (node1): reconnected to node1"),
+        "{explain}"
+    );
+}

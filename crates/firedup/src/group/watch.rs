@@ -19,7 +19,6 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::NodeSession;
-use crate::engine::NoProgress;
 use crate::host::Host;
 use crate::session::{EndPolicy, Session, Watched, stop_in_words};
 use crate::verdict::{Outcome, Verdict};
@@ -54,17 +53,55 @@ struct Watching {
     stopped: Option<String>,
 }
 
+/// What the group hears of its nodes while they are watched.
+#[derive(Debug)]
+pub enum NodeNews<'a> {
+    /// A note about one node's watch (`lost contact with HOST: ...`, `reconnected to HOST`).
+    Note {
+        /// The node's rank.
+        node_rank: u32,
+        /// The host as given.
+        node: &'a str,
+        /// The note.
+        text: &'a str,
+    },
+    /// A node's own verdict.
+    Verdict(&'a NodeEnd),
+}
+
+/// A node's watch thread's messages.
+enum Message {
+    Note(usize, String),
+    Ended(usize, Box<Session>, Box<Outcome>),
+}
+
+/// A node's progress: only its notes go on, to the group.
+struct Notes {
+    node: usize,
+    tx: mpsc::Sender<Message>,
+}
+
+impl crate::engine::Progress for Notes {
+    fn phase(&mut self, _: &str, _: Duration) {}
+    fn ready(&mut self, _: Duration, _: Option<Duration>) {}
+    fn status(&mut self, _: &crate::judge::Status, _: Duration) {}
+    fn note(&mut self, text: &str, _: Duration) {
+        let _ = self.tx.send(Message::Note(self.node, text.to_string()));
+    }
+    fn finish(&mut self) {}
+}
+
 /// Watches `nodes` to the group's one verdict and ends them (see the module doc). `heard` is
-/// told of each node's own verdict as it comes.
+/// told of each node's notes and own verdict as they come.
 pub fn watch(
     group_id: &str,
     nodes: Vec<NodeSession>,
     server: bool,
     ready_on_all: bool,
     keep: bool,
-    heard: &mut dyn FnMut(&NodeEnd),
+    heard: &mut dyn FnMut(NodeNews<'_>),
 ) -> GroupEnding {
-    let (tx, rx) = mpsc::channel::<(usize, Box<Session>, Outcome)>();
+    let (tx, rx) = mpsc::channel::<Message>();
     let mut watching: Vec<Watching> = Vec::new();
     for (i, n) in nodes.into_iter().enumerate() {
         let t = n.session.target();
@@ -82,12 +119,16 @@ pub fn watch(
         let tx = tx.clone();
         let mut session = Box::new(n.session);
         std::thread::spawn(move || {
-            let watched = session.watch(&mut NoProgress, None, None);
+            let mut notes = Notes {
+                node: i,
+                tx: tx.clone(),
+            };
+            let watched = session.watch(&mut notes, None, None);
             let Watched::Verdict(outcome) = watched else {
                 return;
             };
             session.record_verdict(&outcome);
-            let _ = tx.send((i, session, *outcome));
+            let _ = tx.send(Message::Ended(i, session, outcome));
         });
     }
     drop(tx);
@@ -115,15 +156,23 @@ pub fn watch(
             },
             None => rx.recv().ok(),
         };
-        let Some((i, session, outcome)) = got else {
-            if failed_at.is_none() {
-                // Every watch thread is gone without a verdict: nothing more will come.
-                break;
+        let (i, session, outcome) = match got {
+            Some(Message::Ended(i, session, outcome)) => (i, session, *outcome),
+            Some(Message::Note(i, text)) => {
+                let w = &watching[i];
+                heard(NodeNews::Note {
+                    node_rank: w.node_rank,
+                    node: &w.name,
+                    text: &text,
+                });
+                continue;
             }
-            continue;
+            // Every watch thread is gone without a verdict: nothing more will come.
+            None if failed_at.is_none() => break,
+            None => continue,
         };
         let end = node_end(&watching[i], outcome.clone(), false);
-        heard(&end);
+        heard(NodeNews::Verdict(&end));
         if fails_the_group(&end, server) && failed_at.is_none() {
             failed_at = Some(Instant::now());
         }
@@ -137,7 +186,7 @@ pub fn watch(
 fn finish(
     group_id: &str,
     mut watching: Vec<Watching>,
-    rx: mpsc::Receiver<(usize, Box<Session>, Outcome)>,
+    rx: mpsc::Receiver<Message>,
     server: bool,
     keep: bool,
     failed: bool,
@@ -165,7 +214,10 @@ fn finish(
                 break;
             };
             match rx.recv_timeout(left) {
-                Ok((i, session, outcome)) => watching[i].ended = Some((session, outcome)),
+                Ok(Message::Ended(i, session, outcome)) => {
+                    watching[i].ended = Some((session, *outcome))
+                }
+                Ok(Message::Note(..)) => {}
                 Err(_) => break,
             }
         }
