@@ -238,3 +238,78 @@ fn only_a_fine_node_leaves_the_group_fine() {
         assert_eq!(fails_the_group(n, false), fails, "{v}");
     }
 }
+
+/// A real judge over `log` (one line a second from `t0` s), then an exit 1: its verdict as an
+/// outcome with the cause mark the judge set.
+fn judged(log: &[&str], t0: u64) -> Outcome {
+    use crate::classify::{ClassifierSpec, builtin_catalog};
+    use crate::judge::{Judge, JudgeConfig, Observation};
+    use crate::{Classifier, ExitInfo, Mode};
+    let classifier = Classifier::new(&ClassifierSpec {
+        signatures: builtin_catalog().signatures,
+        fail_lines: Vec::new(),
+        ready_lines: Vec::new(),
+        noise: Vec::new(),
+        phases: Vec::new(),
+    })
+    .unwrap();
+    let mut j = Judge::new(JudgeConfig::new(Mode::UntilExit, "/l", classifier));
+    j.observe(Duration::ZERO, Observation::Started { pid: 42 });
+    let mut at = t0;
+    for (i, text) in log.iter().enumerate() {
+        at += 1;
+        let line = Observation::Line {
+            number: i as u64 + 1,
+            text: text.to_string(),
+        };
+        j.observe(Duration::from_secs(at), line);
+    }
+    j.observe(
+        Duration::from_secs(at + 1),
+        Observation::Exited(Some(ExitInfo::code(1))),
+    );
+    let v = j.verdict().expect("an exit decides").clone();
+    let mut o = Outcome::without_watch(v.verdict, v.reason, "r", "/l", Some(42));
+    o.cause = v.cause;
+    o.elapsed_s = v.at.as_secs_f64();
+    o
+}
+
+#[test]
+fn the_judge_marks_its_cause_an_echo_or_not_and_the_group_chooses_by_it() {
+    // Node 0's collective times out first on the group's clock; node 1's OOM is its cause.
+    let echo = judged(
+        &[
+            "[rank0]: RuntimeError: [gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 10000ms for recv operation to complete",
+        ],
+        0,
+    );
+    let cause = judged(
+        &["[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB"],
+        5,
+    );
+    assert_eq!(
+        echo.cause.map(|c| (c.echo, c.at)),
+        Some((true, Duration::from_secs(1)))
+    );
+    assert_eq!(
+        cause.cause.map(|c| (c.echo, c.at)),
+        Some((false, Duration::from_secs(6)))
+    );
+    let ends: Vec<NodeEnd> = [echo, cause]
+        .into_iter()
+        .enumerate()
+        .map(|(i, outcome)| NodeEnd {
+            node_rank: i as u32,
+            node: format!("host{i}"),
+            outcome,
+            launched_at: Duration::ZERO,
+            stopped_by_group: false,
+        })
+        .collect();
+    let o = group_verdict("grp-3", &ends, false);
+    assert_eq!(
+        (o.verdict, o.node.as_deref()),
+        (Verdict::Failed, Some("host1"))
+    );
+}
