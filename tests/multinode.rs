@@ -326,3 +326,32 @@ fn the_link_to_node_1_dropped_and_restored_leaves_the_groups_verdict_unchanged()
         "{explain}"
     );
 }
+
+#[test]
+fn keep_leaves_the_other_nodes_running_after_a_failure_until_stop_group_id() {
+    let env = Env::new();
+    let nodes = Nodes::start(&env, 2);
+    let script = env.script(
+        "job.sh",
+        "if [ \"$FIREDUP_NODE_RANK\" = 1 ]; then sleep 1; echo 'Segmentation fault (core dumped)'; exit 139; fi\nsleep 300",
+    );
+    let mut a = args(&["run", "--json", "--until", "exit", "--keep"]);
+    a.extend(nodes.host_args());
+    a.extend(args(&["--", &script]));
+    let r = nodes.fd(&env, &a);
+    assert_eq!(r.json["node"], "node1", "{}", r.explain());
+    assert_eq!(r.json["server_running"], true, "{}", r.explain());
+    let pid0 = r.json["nodes"][0]["pid"].as_u64().expect("node 0's pid");
+    assert!(
+        common::alive(pid0),
+        "--keep stopped node 0\n{}",
+        r.explain()
+    );
+    let s = nodes.fd(&env, &args(&["stop", r.run_id(), "--grace", "2s"]));
+    assert_eq!(s.code, 0, "{}", s.explain());
+    assert!(
+        !common::alive(pid0),
+        "node 0 runs after stop\n{}",
+        s.explain()
+    );
+}

@@ -242,7 +242,7 @@ fn finish(
                 if let Some(said) = &w.stopped {
                     teardown.push(format!("node {} ({}): {said}", w.node_rank, w.name));
                 }
-                still_running(w, failed)
+                still_running(w, stopped_by_group)
             }
         };
         ends.push(node_end(w, outcome, stopped_by_group));
@@ -257,10 +257,10 @@ fn finish(
     }
 }
 
-/// A node with no verdict of its own: serving while the group is ready, or stopped by the group
-/// with its watch not over.
-fn still_running(w: &Watching, failed: bool) -> Outcome {
-    let (verdict, reason) = match failed {
+/// A node with no verdict of its own: serving while the group is ready (or kept, `--keep`), or
+/// stopped by the group with its watch not over.
+fn still_running(w: &Watching, stopped: bool) -> Outcome {
+    let (verdict, reason) = match stopped {
         false => (Verdict::Ready, "its processes live".to_string()),
         true => (
             Verdict::MonitorError,
@@ -268,7 +268,7 @@ fn still_running(w: &Watching, failed: bool) -> Outcome {
         ),
     };
     let mut o = Outcome::without_watch(verdict, reason, &w.run_id, &w.log, w.pid);
-    o.server_running = !failed;
+    o.server_running = !stopped;
     o.host = w.host.name().map(String::from);
     o
 }
