@@ -4,7 +4,6 @@
 //! reach the user as one sentence and exit 2.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use anyhow::Result;
 use clap::{CommandFactory, Parser, Subcommand};
@@ -14,7 +13,7 @@ use crate::judge_args::JudgeArgs;
 use crate::profiles_cmd::ProfilesAction;
 pub use crate::remote_args::RemoteArgs;
 use crate::verdict::USAGE_EXIT_CODE;
-use firedup::host::{Host, LocalHost, LogFrom};
+use firedup::host::LogFrom;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -102,6 +101,8 @@ pub enum Command {
         owner: Option<u32>,
         #[command(flatten)]
         remote: RemoteArgs,
+        #[command(flatten)]
+        group: crate::group_args::GroupArgs,
         /// The command and its arguments.
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<String>,
@@ -273,6 +274,9 @@ pub enum Command {
     /// `stop` for the SSH host: the stop's report as JSON.
     #[command(name = "__stop", hide = true)]
     StopForHost { run_id: String, grace_ms: u64 },
+    /// A multi-node run's `{master_port}`: a port free on this host.
+    #[command(name = "__free-port", hide = true)]
+    FreePort,
 }
 
 /// Entry point: returns the process exit code.
@@ -302,22 +306,6 @@ pub fn main() -> i32 {
     }
 }
 
-/// The host a command about run `run_id` acts on: `--host`, else Slurm for a run submitted with
-/// `run --slurm` (its record names the job), else this machine.
-fn run_host(remote: &RemoteArgs, run_id: Option<&str>, command: &str) -> Result<Arc<dyn Host>> {
-    if remote.host.is_some() {
-        // The host's firedup finds a Slurm run there by its record.
-        return remote.host();
-    }
-    Ok(match run_id {
-        Some(id) => {
-            crate::run_elsewhere::check_here(id, command)?;
-            Arc::from(firedup::host::of_run_here(id))
-        }
-        None => Arc::new(LocalHost),
-    })
-}
-
 fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Run {
@@ -335,8 +323,16 @@ fn dispatch(cli: Cli) -> Result<i32> {
             name,
             owner,
             remote,
+            group,
             command,
         } => {
+            if remote.host.len() > 1 {
+                let multi = (slurm, name.is_some(), owner.is_some(), then.is_some());
+                group.refuse_with(multi, detach, notify)?;
+                let args = (log, env, cwd, keep, grace, command);
+                return crate::group_cmd::run(&remote, &judge, &group, args);
+            }
+            group.refuse_single()?;
             if let Some(n) = &name {
                 crate::rundir::check_name(n)?;
             }
@@ -391,7 +387,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 None => None,
             };
             crate::watch_cmd::watch(
-                run_host(&remote, run_id.as_deref(), "watch")?,
+                remote.run_host(run_id.as_deref(), "watch")?,
                 &judge,
                 job,
                 crate::watch_cmd::WatchArgs {
@@ -412,12 +408,15 @@ fn dispatch(cli: Cli) -> Result<i32> {
             grace,
             json,
             remote,
-        } => crate::runs_cmd::stop(
-            run_host(&remote, Some(&run_id), "stop")?.as_ref(),
-            &run_id,
-            &grace,
-            json,
-        ),
+        } => match crate::group_cmd::is_group(&remote, &run_id) {
+            true => crate::group_cmd::stop(&remote, &run_id, &grace, json),
+            false => crate::runs_cmd::stop(
+                remote.run_host(Some(&run_id), "stop")?.as_ref(),
+                &run_id,
+                &grace,
+                json,
+            ),
+        },
         Command::Ps {
             json,
             all,
@@ -491,5 +490,6 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::StopForHost { run_id, grace_ms } => {
             crate::matrix::host_side::stop_for_host(&run_id, grace_ms)
         }
+        Command::FreePort => crate::group_cmd::free_port(),
     }
 }

@@ -8,6 +8,8 @@ mod closed_pipe;
 mod detach;
 mod fitted_table;
 mod generated_docs;
+mod group_args;
+mod group_cmd;
 mod hidden_commands;
 mod history;
 mod history_cmd;

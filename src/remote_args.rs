@@ -15,9 +15,10 @@ pub struct RemoteArgs {
     /// Run or watch on this SSH host (as you write it for ssh: an alias of ~/.ssh/config,
     /// user@host). firedup copies itself to ~/.cache/firedup/bin there on first use. With
     /// --slurm or --slurm-job: the login node where Slurm's commands run and the job's log is
-    /// read (its run directory is there too).
+    /// read (its run directory is there too). `run` takes it more than once: a multi-node run,
+    /// COMMAND started on every host (node rank = position; see --master-addr).
     #[arg(long, value_name = "HOST")]
-    pub host: Option<String>,
+    pub host: Vec<String>,
     /// How long to wait for the first SSH connection.
     #[arg(
         long = "connect-timeout",
@@ -40,15 +41,39 @@ impl RemoteArgs {
         })
     }
 
-    /// The `--host`, when one is given.
+    /// The `--host`, when one is given (more than one is a multi-node `run`, refused here).
     pub(crate) fn ssh_host(&self) -> Result<Option<SshHost>> {
-        let Some(host) = &self.host else {
-            return Ok(None);
-        };
+        match self.host.as_slice() {
+            [] => Ok(None),
+            [host] => Ok(Some(self.ssh_host_named(host)?)),
+            [..] => anyhow::bail!(
+                "--host given more than once is a multi-node run, which only `firedup run` starts; give one --host"
+            ),
+        }
+    }
+
+    /// `host` over SSH with these connection settings.
+    pub(crate) fn ssh_host_named(&self, host: &str) -> Result<SshHost> {
         let connect = parse_duration(&self.connect_timeout)
             .map_err(|e| anyhow::anyhow!("--connect-timeout: {e}"))?;
         let reconnect = parse_duration(&self.reconnect_for)
             .map_err(|e| anyhow::anyhow!("--reconnect-for: {e}"))?;
-        Ok(Some(SshHost::new(HostSpec::new(host, connect), reconnect)))
+        Ok(SshHost::new(HostSpec::new(host, connect), reconnect))
+    }
+
+    /// The host a command about run `run_id` acts on: `--host`, else Slurm for a run submitted
+    /// with `run --slurm` (its record names the job), else this machine.
+    pub(crate) fn run_host(&self, run_id: Option<&str>, command: &str) -> Result<Arc<dyn Host>> {
+        if !self.host.is_empty() {
+            // The host's firedup finds a Slurm run there by its record.
+            return self.host();
+        }
+        Ok(match run_id {
+            Some(id) => {
+                crate::run_elsewhere::check_here(id, command)?;
+                Arc::from(firedup::host::of_run_here(id))
+            }
+            None => Arc::new(LocalHost),
+        })
     }
 }

@@ -313,11 +313,13 @@ impl Progress for HeartbeatProgress {
 
 pub fn render_final(o: &Outcome, teardown: Option<&str>) -> String {
     let mut s = String::new();
-    // The signature and, in a multi-process launch, the rank where the root cause happened.
+    // The signature and, in a multi-process launch, the node and rank where the root cause
+    // happened.
     let about: Vec<String> = o
         .signature
         .map(|x| x.to_string())
         .into_iter()
+        .chain(o.node.as_ref().map(|n| format!("node {n}")))
         .chain(o.rank.map(|r| format!("rank {r}")))
         .collect();
     let sig = if about.is_empty() {

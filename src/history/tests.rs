@@ -44,6 +44,9 @@ fn outcome(run_id: &str, verdict: Verdict, signature: Option<Signature>) -> Outc
         port: None,
         job: None,
         owner: None,
+        node: None,
+        nodes: None,
+        cause: None,
     }
 }
 

@@ -34,6 +34,9 @@ fn next_names_the_host_and_only_known_fields_are_shown() {
         port: None,
         job: None,
         owner: None,
+        node: None,
+        nodes: None,
+        cause: None,
     };
     let (r, f, m) = (Verdict::Ready, Verdict::Failed, Verdict::MonitorError);
     let table = [
@@ -113,6 +116,9 @@ fn the_verdict_line_names_the_rank_of_the_root_cause() {
         port: None,
         job: None,
         owner: None,
+        node: None,
+        nodes: None,
+        cause: None,
     };
     let table = [
         (
@@ -132,6 +138,14 @@ fn the_verdict_line_names_the_rank_of_the_root_cause() {
         let text = render_final(&o(signature, rank), None);
         assert!(text.starts_with(first), "{text}");
     }
+    // A multi-node run's verdict names the node before the rank.
+    let mut grouped = o(Some(Signature::Sigkill), Some(1));
+    grouped.node = Some("gpu-b".into());
+    let text = render_final(&grouped, None);
+    assert!(
+        text.starts_with("firedup: KILLED (sigkill, node gpu-b, rank 1) after 12.0s\n"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -6,6 +6,7 @@ pub mod cgroup;
 pub mod live;
 pub mod llama;
 pub mod llama_cpp_python;
+pub mod nodes;
 pub mod old_glibc;
 pub mod other_user;
 pub mod pg;

@@ -352,6 +352,9 @@ pub fn outcome(mut j: Judgement, plan: &Plan, target: &Target) -> Outcome {
         url: plan.address.as_ref().map(|a| a.base_url()),
         port: plan.address.as_ref().map(|a| a.port),
         job: j.job,
+        node: None,
+        nodes: None,
+        cause: j.cause,
     }
 }
 

@@ -23,6 +23,8 @@ pub mod local;
 pub mod slurm;
 #[cfg(feature = "ssh")]
 pub mod ssh;
+#[cfg(feature = "ssh")]
+mod ssh_node;
 pub mod teardown;
 
 use std::path::{Path, PathBuf};

@@ -105,6 +105,7 @@ pub mod engine;
 pub mod error;
 mod firedup_bin;
 pub mod follow;
+pub mod group;
 pub mod host;
 pub mod launch;
 mod launched_log;

@@ -155,6 +155,9 @@ mod tests {
             port: None,
             job: None,
             owner: None,
+            node: None,
+            nodes: None,
+            cause: None,
         }
     }
 

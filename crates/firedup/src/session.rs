@@ -143,6 +143,11 @@ impl Session {
         self
     }
 
+    /// The grace between SIGTERM and SIGKILL of this session's stops.
+    pub fn grace(&self) -> Duration {
+        self.grace
+    }
+
     /// The run.
     pub fn target(&self) -> &Target {
         &self.target

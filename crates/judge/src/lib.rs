@@ -10,6 +10,7 @@
 
 pub mod classify;
 pub mod duration;
+pub mod group;
 pub mod job;
 pub mod judge;
 pub mod line_shape;

@@ -5,8 +5,10 @@ use serde::{Deserialize, Serialize};
 
 mod cause_hint;
 mod job_summary;
+mod node;
 mod signature;
 pub use job_summary::JobSummary;
+pub use node::{CauseMark, NodeReport};
 pub use signature::Signature;
 
 /// How a watch ended. Exactly one per watch.
@@ -314,6 +316,16 @@ pub struct Outcome {
     /// The process whose end stops the run (`run --owner PID`), else null (additive field).
     #[serde(default)]
     pub owner: Option<u32>,
+    /// In a multi-node run, the node where the root cause happened, else null (additive field).
+    #[serde(default)]
+    pub node: Option<String>,
+    /// In a multi-node run, each node in node-rank order, else null (additive field).
+    #[serde(default)]
+    pub nodes: Option<Vec<NodeReport>>,
+    /// When the decisive line was seen and whether it was an echo (what a group of nodes
+    /// chooses by). Not part of the JSON.
+    #[serde(skip)]
+    pub cause: Option<CauseMark>,
 }
 
 /// The version of the JSON verdict's format: additive fields keep it, a change that breaks
@@ -364,6 +376,9 @@ impl Outcome {
             port: None,
             job: None,
             owner: None,
+            node: None,
+            nodes: None,
+            cause: None,
         }
     }
 }

@@ -136,6 +136,10 @@ impl SshHost {
         &self.spec.destination
     }
 
+    pub(crate) fn spec(&self) -> &HostSpec {
+        &self.spec
+    }
+
     /// The stream of a watch of Slurm job `job`, submitted some other way, whose output file on
     /// the host is `log`: the agent there follows it and polls the job's state.
     pub(crate) fn job_source(&self, plan: &Plan, log: &Path, job: &str) -> Box<dyn Source> {

@@ -95,6 +95,7 @@ impl Judge {
             ready_at: self.stage.ready_at(),
             rank: d.rank,
             job: self.job.last.as_ref().map(Into::into),
+            cause: None,
         };
         self.conclude(j, events);
     }
@@ -131,7 +132,12 @@ impl Judge {
         if !context.contains(&f.cause.line.text) {
             context.push(f.cause.line.text.clone());
         }
+        let mark = crate::verdict::CauseMark {
+            at: f.cause.at,
+            echo: f.cause.hit.strength == Strength::Echo,
+        };
         let j = Judgement {
+            cause: Some(mark),
             verdict: Verdict::Failed,
             signature: f.cause.hit.signature,
             rank: self.cause_rank(&f.cause),

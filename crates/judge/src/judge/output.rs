@@ -40,6 +40,8 @@ pub struct Judgement {
     pub rank: Option<u32>,
     /// For a batch scheduler's job, its last reading (the JSON verdict's `job`).
     pub job: Option<crate::verdict::JobSummary>,
+    /// For a failure named by a line: when that line was seen and whether it was an echo.
+    pub cause: Option<crate::verdict::CauseMark>,
 }
 
 /// Output of one step.

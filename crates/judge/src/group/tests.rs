@@ -1,0 +1,315 @@
+//! The group's rule on simulated time: each case is the nodes' own verdicts (when each node was
+//! launched on the group's clock, when its cause was seen on its own) and the group's verdict.
+
+use std::time::Duration;
+
+use super::*;
+use crate::verdict::CauseMark;
+
+/// One node: verdict, `Some(echo)` for a line-named cause, when it was seen (node clock, s),
+/// when the node was launched (group clock, s), stopped by the group, the rank its judge named.
+struct N(Verdict, Option<bool>, f64, f64, bool, Option<u32>);
+
+fn nodes(spec: &[N]) -> Vec<NodeEnd> {
+    spec.iter()
+        .enumerate()
+        .map(|(i, N(verdict, echo, at, launched, stopped, rank))| {
+            let mut o = Outcome::without_watch(
+                *verdict,
+                format!("node {i} said {verdict}"),
+                &format!("run-{i}"),
+                &format!("/logs/{i}.log"),
+                Some(100 + i as u32),
+            );
+            o.elapsed_s = at + 0.5;
+            o.rank = *rank;
+            o.cause = echo.map(|echo| CauseMark {
+                at: Duration::from_secs_f64(*at),
+                echo,
+            });
+            NodeEnd {
+                node_rank: i as u32,
+                node: format!("host{i}"),
+                outcome: o,
+                launched_at: Duration::from_secs_f64(*launched),
+                stopped_by_group: *stopped,
+            }
+        })
+        .collect()
+}
+
+use Verdict::*;
+
+#[test]
+fn the_group_verdict_follows_the_cross_node_rule() {
+    let cases: Vec<(&str, Vec<N>, Verdict, Option<&str>)> = vec![
+        (
+            "every node succeeded",
+            vec![
+                N(Succeeded, None, 5.0, 0.0, false, None),
+                N(Succeeded, None, 5.0, 0.2, false, None),
+            ],
+            Succeeded,
+            None,
+        ),
+        (
+            "node 0 ready, node 1 still serving (its dummy health endpoint)",
+            vec![
+                N(Ready, None, 5.0, 0.0, false, None),
+                N(Ready, None, 5.0, 0.2, false, None),
+            ],
+            Ready,
+            None,
+        ),
+        (
+            "node 1's OOM beats node 0's collective timeout seen before it on node 0's clock",
+            vec![
+                N(Failed, Some(true), 9.0, 0.0, false, Some(0)),
+                N(Failed, Some(false), 8.5, 1.0, false, Some(1)),
+            ],
+            Failed,
+            Some("host1"),
+        ),
+        (
+            "an echo never wins over a cause, even one seen much later",
+            vec![
+                N(Failed, Some(true), 1.0, 0.0, false, None),
+                N(Failed, Some(false), 30.0, 0.0, false, None),
+            ],
+            Failed,
+            Some("host1"),
+        ),
+        (
+            "two causes: the earliest on the group's clock (node 1 launched later, its 2 s is 5 s)",
+            vec![
+                N(Failed, Some(false), 4.0, 0.0, false, None),
+                N(Failed, Some(false), 2.0, 3.0, false, None),
+            ],
+            Failed,
+            Some("host0"),
+        ),
+        (
+            "a tie goes to the lower node rank",
+            vec![
+                N(Killed, None, 4.0, 0.0, false, None),
+                N(Killed, None, 4.0, 0.0, false, None),
+            ],
+            Killed,
+            Some("host0"),
+        ),
+        (
+            "node 1 SIGKILLed: killed, node 1, ahead of node 0's echo",
+            vec![
+                N(Failed, Some(true), 3.0, 0.0, false, None),
+                N(Killed, None, 3.5, 0.0, false, None),
+            ],
+            Killed,
+            Some("host1"),
+        ),
+        (
+            "a node that died printing nothing beats its peers' echoes",
+            vec![
+                N(Failed, Some(true), 3.0, 0.0, false, None),
+                N(Exited, None, 4.0, 0.0, false, None),
+            ],
+            Exited,
+            Some("host1"),
+        ),
+        (
+            "a node the group stopped never decides over the node that failed",
+            vec![
+                N(Killed, None, 1.0, 0.0, true, None),
+                N(Failed, Some(true), 4.0, 0.0, false, None),
+            ],
+            Failed,
+            Some("host1"),
+        ),
+        (
+            "lost contact with node 0 is not the group's verdict while node 1 names a cause",
+            vec![
+                N(MonitorError, None, 1.0, 0.0, false, None),
+                N(Failed, Some(false), 4.0, 0.0, false, None),
+            ],
+            Failed,
+            Some("host1"),
+        ),
+        (
+            "a server's node 1 whose processes ended with 0 has left the group",
+            vec![
+                N(Ready, None, 1.0, 0.0, false, None),
+                N(Succeeded, None, 4.0, 0.0, false, None),
+            ],
+            Exited,
+            Some("host1"),
+        ),
+        (
+            "lost contact alone is the group's monitor_error, naming that node",
+            vec![
+                N(Ready, None, 1.0, 0.0, false, None),
+                N(MonitorError, None, 4.0, 0.0, false, None),
+            ],
+            MonitorError,
+            Some("host1"),
+        ),
+        (
+            "all nodes only waiting: stalled, the node whose stacks named a rank outside the collective",
+            vec![
+                N(Stalled, None, 60.0, 0.0, false, None),
+                N(Stalled, None, 61.0, 0.0, false, Some(3)),
+            ],
+            Stalled,
+            Some("host1"),
+        ),
+        (
+            "all nodes only waiting, no stacks: the first to stall",
+            vec![
+                N(Stalled, None, 61.0, 0.0, false, None),
+                N(Stalled, None, 60.0, 0.0, false, None),
+            ],
+            Stalled,
+            Some("host1"),
+        ),
+        (
+            "an echo beats waiting",
+            vec![
+                N(Stalled, None, 10.0, 0.0, false, None),
+                N(Failed, Some(true), 50.0, 0.0, false, None),
+            ],
+            Failed,
+            Some("host1"),
+        ),
+    ];
+    for (what, spec, verdict, node) in cases {
+        let server = spec[0].0 == Ready;
+        let o = group_verdict("grp-1", &nodes(&spec), server);
+        assert_eq!((o.verdict, o.node.as_deref()), (verdict, node), "{what}");
+        assert_eq!(o.run_id, "grp-1", "{what}");
+        let listed: Vec<u32> = o
+            .nodes
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|n| n.node_rank)
+            .collect();
+        assert_eq!(listed, (0..spec.len() as u32).collect::<Vec<_>>(), "{what}");
+        if let Some(n) = node {
+            assert!(
+                o.reason.contains(n),
+                "{what}: the reason names the node: {}",
+                o.reason
+            );
+        }
+    }
+}
+
+#[test]
+fn the_deciding_nodes_line_rank_and_log_are_the_groups() {
+    let spec = vec![
+        N(Failed, Some(true), 9.0, 0.0, false, Some(0)),
+        N(Failed, Some(false), 8.5, 1.0, false, Some(1)),
+    ];
+    let o = group_verdict("grp-2", &nodes(&spec), false);
+    assert_eq!(o.rank, Some(1));
+    assert_eq!(o.log, "/logs/1.log");
+    assert_eq!(o.reason, "node 1 (host1): node 1 said failed");
+    let n1 = &o.nodes.as_ref().unwrap()[1];
+    assert_eq!(
+        (n1.node.as_str(), n1.pid, n1.log.as_str()),
+        ("host1", Some(101), "/logs/1.log")
+    );
+    // The group's time is its last node's verdict: node 1 launched at 1 s, decided at 9 s.
+    assert_eq!(o.elapsed_s, 10.0);
+}
+
+#[test]
+fn only_a_fine_node_leaves_the_group_fine() {
+    for (v, fails) in [
+        (Ready, false),
+        (Succeeded, false),
+        (Failed, true),
+        (Exited, true),
+        (Killed, true),
+        (Stalled, true),
+        (TimedOut, true),
+        (MonitorError, true),
+        (NeverStarted, true),
+    ] {
+        let n = &nodes(&[N(v, None, 1.0, 0.0, false, None)])[0];
+        assert_eq!(fails_the_group(n, false), fails, "{v}");
+    }
+}
+
+/// A real judge over `log` (one line a second from `t0` s), then an exit 1: its verdict as an
+/// outcome with the cause mark the judge set.
+fn judged(log: &[&str], t0: u64) -> Outcome {
+    use crate::classify::{ClassifierSpec, builtin_catalog};
+    use crate::judge::{Judge, JudgeConfig, Observation};
+    use crate::{Classifier, ExitInfo, Mode};
+    let classifier = Classifier::new(&ClassifierSpec {
+        signatures: builtin_catalog().signatures,
+        fail_lines: Vec::new(),
+        ready_lines: Vec::new(),
+        noise: Vec::new(),
+        phases: Vec::new(),
+    })
+    .unwrap();
+    let mut j = Judge::new(JudgeConfig::new(Mode::UntilExit, "/l", classifier));
+    j.observe(Duration::ZERO, Observation::Started { pid: 42 });
+    let mut at = t0;
+    for (i, text) in log.iter().enumerate() {
+        at += 1;
+        let line = Observation::Line {
+            number: i as u64 + 1,
+            text: text.to_string(),
+        };
+        j.observe(Duration::from_secs(at), line);
+    }
+    j.observe(
+        Duration::from_secs(at + 1),
+        Observation::Exited(Some(ExitInfo::code(1))),
+    );
+    let v = j.verdict().expect("an exit decides").clone();
+    let mut o = Outcome::without_watch(v.verdict, v.reason, "r", "/l", Some(42));
+    o.cause = v.cause;
+    o.elapsed_s = v.at.as_secs_f64();
+    o
+}
+
+#[test]
+fn the_judge_marks_its_cause_an_echo_or_not_and_the_group_chooses_by_it() {
+    // Node 0's collective times out first on the group's clock; node 1's OOM is its cause.
+    let echo = judged(
+        &[
+            "[rank0]: RuntimeError: [gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting 10000ms for recv operation to complete",
+        ],
+        0,
+    );
+    let cause = judged(
+        &["[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB"],
+        5,
+    );
+    assert_eq!(
+        echo.cause.map(|c| (c.echo, c.at)),
+        Some((true, Duration::from_secs(1)))
+    );
+    assert_eq!(
+        cause.cause.map(|c| (c.echo, c.at)),
+        Some((false, Duration::from_secs(6)))
+    );
+    let ends: Vec<NodeEnd> = [echo, cause]
+        .into_iter()
+        .enumerate()
+        .map(|(i, outcome)| NodeEnd {
+            node_rank: i as u32,
+            node: format!("host{i}"),
+            outcome,
+            launched_at: Duration::ZERO,
+            stopped_by_group: false,
+        })
+        .collect();
+    let o = group_verdict("grp-3", &ends, false);
+    assert_eq!(
+        (o.verdict, o.node.as_deref()),
+        (Verdict::Failed, Some("host1"))
+    );
+}

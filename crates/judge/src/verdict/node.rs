@@ -1,0 +1,35 @@
+//! What a multi-node run's verdict says of its nodes (CONTRACT: `node`, `nodes`), and what the
+//! group needs of each node's own verdict to choose between them: when its cause was seen and
+//! whether that cause was only an echo of another failure.
+
+use serde::{Deserialize, Serialize};
+
+use super::ExitInfo;
+
+/// One node of a multi-node run, in the JSON verdict's `nodes` (node-rank order).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeReport {
+    /// The node's rank (its position among the hosts given).
+    pub node_rank: u32,
+    /// The host as given (or the scheduler's node name).
+    pub node: String,
+    /// The node's watched process (its supervisor's command), when known.
+    pub pid: Option<u32>,
+    /// How that process ended, when it did.
+    pub exit: Option<ExitInfo>,
+    /// The last startup phase the node reached.
+    pub phase: Option<String>,
+    /// The node's log (a path on that node).
+    pub log: String,
+}
+
+/// When the line that decided a `failed` verdict was seen, and whether it was an echo (what a
+/// healthy peer prints after another process failed): a group chooses the earliest cause over
+/// every node, and an echo never over a cause. Not part of the JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CauseMark {
+    /// When the decisive line was seen, from the node's launch.
+    pub at: std::time::Duration,
+    /// Whether the decisive line is an echo.
+    pub echo: bool,
+}

@@ -1,0 +1,82 @@
+//! Nodes of a multi-node run on this machine: one real sshd per node (tests/common/sshd.rs),
+//! reached through one ssh config in which `node0`, `node1`, ... are their aliases, and one
+//! remote state directory (every node is this machine, as this user).
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use super::sshd::Sshd;
+use super::{Env, Run};
+
+/// The nodes, alive as long as this value.
+pub struct Nodes {
+    pub sshd: Vec<Sshd>,
+    pub config: PathBuf,
+    pub remote_state: PathBuf,
+}
+
+impl Nodes {
+    /// `n` sshd, aliased `node0` ... in one config under `env`.
+    pub fn start(env: &Env, n: usize) -> Nodes {
+        let sshd: Vec<Sshd> = (0..n).map(|_| Sshd::start()).collect();
+        let config = env.path("nodes_ssh_config");
+        let text: String = sshd
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let one = std::fs::read_to_string(s.config_path()).unwrap();
+                one.replacen(
+                    &format!("Host {}", s.host_alias()),
+                    &format!("Host node{i}"),
+                    1,
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        std::fs::write(&config, text).unwrap();
+        Nodes {
+            sshd,
+            config,
+            remote_state: env.path("remote-state"),
+        }
+    }
+
+    /// `--host node0 --host node1 ...`.
+    pub fn host_args(&self) -> Vec<String> {
+        (0..self.sshd.len())
+            .flat_map(|i| ["--host".to_string(), format!("node{i}")])
+            .collect()
+    }
+
+    fn vars(&self) -> [(&'static str, String); 2] {
+        [
+            ("FIREDUP_SSH_CONFIG", self.config.display().to_string()),
+            (
+                "FIREDUP_REMOTE_STATE_DIR",
+                self.remote_state.display().to_string(),
+            ),
+        ]
+    }
+
+    /// firedup with these nodes' settings, to its end.
+    pub fn fd(&self, env: &Env, args: &[String]) -> Run {
+        let vars = self.vars();
+        let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        env.cmd_json(&args, &refs)
+    }
+
+    /// firedup with these nodes' settings, started (stdout and stderr piped).
+    pub fn spawn(&self, env: &Env, args: &[String]) -> Child {
+        let mut c: Command = env.cmd();
+        for (k, v) in self.vars() {
+            c.env(k, v);
+        }
+        c.args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("firedup starts")
+    }
+}
