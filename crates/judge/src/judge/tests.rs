@@ -126,6 +126,7 @@ fn run(config: JudgeConfig, steps: &[Step]) -> Judgement {
                     'u' => ProbeOutcome::Up {
                         detail,
                         latency: ms(3),
+                        ours: false,
                     },
                     'n' => ProbeOutcome::NotYet { detail },
                     'x' => ProbeOutcome::Foreign { detail },
@@ -1340,6 +1341,7 @@ fn a_daemon_whose_output_is_not_the_log_is_judged_by_its_probes_or_at_once() {
         outcome: ProbeOutcome::Up {
             detail: "127.0.0.1:7001 accepts".into(),
             latency: ms(1),
+            ours: false,
         },
     };
     // With a port probe, the listener decides: ready, the line not waited for.
