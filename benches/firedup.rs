@@ -1182,6 +1182,9 @@ enum Stage {
     Classify,
     /// Classify without normalising: what the prototypes below are checked against.
     ClassifyRaw,
+    /// The engine path with `Classifier::classify_unfiltered` (no literal prefilter): the same
+    /// run's "before" of issue 28.
+    ClassifyUnfiltered,
 }
 
 /// The engine's path over a whole file: LogFollower (read + split) → clean_text → normalize →
@@ -1208,6 +1211,10 @@ fn engine_pass(path: &Path, stage: Stage, classifier: &Classifier) -> Counts {
                 Stage::Split => counts.lines += raw.bytes.len() as u64 & 1,
                 Stage::Clean => counts.lines += clean_text(raw.bytes).len() as u64 & 1,
                 Stage::ClassifyRaw => counts.add(&classifier.classify(&clean_text(raw.bytes))),
+                Stage::ClassifyUnfiltered => {
+                    let clean = clean_text(raw.bytes);
+                    counts.add(&classifier.classify_unfiltered(&normalize(&clean).text))
+                }
                 _ => {
                     // As the judge reads a line: normalised (escape text, prefixes), then
                     // classified.
@@ -1553,6 +1560,8 @@ fn bench_classify() {
         "rg -c -f",
         "rg --no-unicode -c -f",
         "Classifier::classify alone (cleaned lines already in memory)",
+        "Classifier::classify_unfiltered alone (no literal prefilter: before issue 28)",
+        "engine path with classify_unfiltered (before issue 28)",
     ];
     // The classifier alone: every cleaned line of the log in memory first.
     let cleaned: Vec<String> = {
@@ -1652,6 +1661,19 @@ fn bench_classify() {
             std::hint::black_box(c);
             None
         });
+        go(13, &mut || {
+            let mut c = Counts::default();
+            for l in &cleaned {
+                c.add(&classifier.classify_unfiltered(l));
+            }
+            std::hint::black_box(c);
+            None
+        });
+        go(14, &mut || {
+            let c = engine_pass(&log, Stage::ClassifyUnfiltered, &classifier);
+            std::hint::black_box(c);
+            None
+        });
         if has_rg {
             go(10, &mut || {
                 tool(
@@ -1724,6 +1746,24 @@ fn bench_classify() {
         );
     }
     if has_rg {
+        row(
+            "engine path, no literal prefilter (before issue 28)",
+            g(14) * 1e3,
+            "rg --no-unicode -c -f",
+            g(11) * 1e3,
+            "MB/s",
+            "≥ rg",
+            g(14) >= g(11),
+        );
+        row(
+            "Classifier::classify_unfiltered alone (before issue 28)",
+            g(13) * 1e3,
+            "rg --no-unicode -c -f",
+            g(11) * 1e3,
+            "MB/s",
+            "≥ rg",
+            g(13) >= g(11),
+        );
         row(
             "Classifier::classify alone (lines in memory)",
             g(12) * 1e3,
