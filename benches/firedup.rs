@@ -72,6 +72,9 @@ fn main() {
     if want("classify") {
         bench_classify();
     }
+    if only.split(',').any(|s| s.trim() == "fixtures") {
+        bench_fixture_log();
+    }
     if want("idle") {
         bench_idle();
     }
@@ -1842,9 +1845,133 @@ fn bench_classify() {
     println!(
         "(grep and rg count \\n-terminated lines with any match; firedup also splits at \\r and strips ANSI first, so its lines differ)"
     );
+    classify_fixture_log(&dir, &classifier, &pats_rs, runs, has_rg, false);
     if std::env::var_os("FIREDUP_BENCH_KEEP").is_none() {
         let _ = fs::remove_dir_all(&dir);
     }
+}
+
+/// Figure 4b alone (`FIREDUP_BENCH=fixtures`, not part of the default run): every line of every
+/// fixture log under tests/fixtures (the widest variety the repository has).
+fn bench_fixture_log() {
+    let runs = env_num("FIREDUP_BENCH_CLASSIFY_RUNS", 3.0) as usize;
+    let (classifier, pats) = sglang_classifier();
+    let dir = bench_dir().join(format!("firedup-bench-fixtures-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let pats_rs = dir.join("patterns.txt");
+    fs::write(&pats_rs, pats.join("\n") + "\n").unwrap();
+    let has_rg = Command::new("rg").arg("--version").output().is_ok();
+    classify_fixture_log(&dir, &classifier, &pats_rs, runs, has_rg, true);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// Every line of every `.log` under tests/fixtures.
+fn all_fixture_lines() -> Vec<String> {
+    let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")];
+    let mut files = Vec::new();
+    while let Some(d) = dirs.pop() {
+        for e in fs::read_dir(&d).unwrap().filter_map(|e| e.ok()) {
+            let path = e.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|x| x == "log") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    let mut lines = Vec::new();
+    for f in files {
+        let text = String::from_utf8_lossy(&fs::read(f).unwrap()).into_owned();
+        lines.extend(text.lines().map(str::to_string));
+    }
+    lines
+}
+
+/// Figure 4b (issue 28): a real log's variety. The sglang, vLLM and GPU fixture logs (`all`:
+/// every fixture log) repeated to `FIREDUP_BENCH_FIXTURE_MB` MB: the engine path against the
+/// same path without the literal prefilter (on the first `FIREDUP_BENCH_SLOW_MB` MB: the whole
+/// set's lazy DFA thrashes on varied lines) and `rg --no-unicode -c -f`, same patterns.
+fn classify_fixture_log(
+    dir: &Path,
+    classifier: &Classifier,
+    pats_rs: &Path,
+    runs: usize,
+    rg: bool,
+    all: bool,
+) {
+    let mb = env_num("FIREDUP_BENCH_FIXTURE_MB", 64.0);
+    let slow_mb = env_num("FIREDUP_BENCH_SLOW_MB", 4.0);
+    let lines: Vec<String> = if all {
+        all_fixture_lines()
+    } else {
+        let (calm, fatal) = fixture_lines(classifier);
+        calm.into_iter().chain(fatal).collect()
+    };
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let write = |path: &Path, bytes: f64| {
+        let mut w = BufWriter::new(File::create(path).unwrap());
+        let mut n = 0usize;
+        while (n as f64) < bytes {
+            w.write_all(text.as_bytes()).unwrap();
+            n += text.len();
+        }
+        w.flush().unwrap();
+        n as f64
+    };
+    let (log, head) = (dir.join("fixtures.log"), dir.join("fixtures-head.log"));
+    let size = write(&log, mb * 1e6);
+    let head_size = write(&head, slow_mb * 1e6);
+    let (mut e, mut u, mut r) = (vec![], vec![], vec![]);
+    for _ in 0..runs {
+        e.push(time(|| engine_pass(&log, Stage::Classify, classifier)).0);
+        u.push(time(|| engine_pass(&head, Stage::ClassifyUnfiltered, classifier)).0);
+        if rg {
+            let mut c = Command::new("rg");
+            c.args(["--no-unicode", "-c", "-f"]).arg(pats_rs).arg(&log);
+            r.push(run_tool(&mut c).0);
+        }
+    }
+    let (me, mu) = (
+        size / median(&mut e) / 1e6,
+        head_size / median(&mut u) / 1e6,
+    );
+    header(&format!(
+        "4b. classification of a log made from the fixtures ({:.0} MB: {} lines repeated; MB/s, median of {runs})",
+        size / 1e6,
+        lines.len()
+    ));
+    if rg {
+        let mr = size / median(&mut r) / 1e6;
+        row(
+            "engine path (literal prefilter)",
+            me,
+            "rg --no-unicode -c -f",
+            mr,
+            "MB/s",
+            "≥ rg",
+            me >= mr,
+        );
+        row(
+            "engine path, no prefilter (before issue 28)*",
+            mu,
+            "rg --no-unicode -c -f",
+            mr,
+            "MB/s",
+            "≥ rg",
+            mu >= mr,
+        );
+    }
+    row(
+        "engine path (literal prefilter)",
+        me,
+        "engine path, no prefilter*",
+        mu,
+        "MB/s",
+        "(speed-up)",
+        me >= mu,
+    );
+    println!("(* on the first {:.1} MB)", head_size / 1e6);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::*;
-use crate::classify::{Classifier, ClassifierSpec, ReadyLine, builtin_catalog};
+use crate::classify::{ClassifierSpec, ReadyLine};
 use crate::probe_outcome::ProbeOutcome;
 use crate::profile::ProbeKind;
 use crate::verdict::{Signature, Verdict};
@@ -19,8 +19,8 @@ const BIND_ERROR: &str = "ERROR:    [Errno 98] error while attempting to bind on
 
 /// A watch with the ready line `READY`, the catalog, a 500ms window, and these probes.
 fn config(probes: &[ProbeKind], hold: Option<u64>) -> JudgeConfig {
-    let classifier = Classifier::new(&ClassifierSpec {
-        signatures: builtin_catalog().signatures,
+    let classifier = crate::test_classifier::classifier(&ClassifierSpec {
+        signatures: crate::test_classifier::catalog().signatures.clone(),
         ready_lines: vec![ReadyLine::new("READY").unwrap()],
         ..Default::default()
     })
