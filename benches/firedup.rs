@@ -72,6 +72,9 @@ fn main() {
     if want("classify") {
         bench_classify();
     }
+    if only.split(',').any(|s| s.trim() == "fixtures") {
+        bench_fixture_log();
+    }
     if want("idle") {
         bench_idle();
     }
@@ -319,6 +322,10 @@ fn child_writer() {
     let fifo = std::env::var("FIREDUP_BENCH_FIFO").unwrap();
     let ts = std::env::var("FIREDUP_BENCH_TS").unwrap();
     let line = std::env::var("FIREDUP_BENCH_LINE").unwrap_or_default();
+    // A server that binds its port before its ready line (FIREDUP_BENCH_LISTEN=PORT).
+    let _listener = std::env::var("FIREDUP_BENCH_LISTEN")
+        .ok()
+        .map(|p| std::net::TcpListener::bind(("127.0.0.1", p.parse::<u16>().unwrap())).unwrap());
     let mut out = std::io::stdout().lock();
     writeln!(out, "bench server starting (pid {})", std::process::id()).unwrap();
     out.flush().unwrap();
@@ -509,6 +516,13 @@ fn trial_tail_grep(line: &str, pattern: &str) -> f64 {
 
 /// `firedup run -- writer`: the writer takes the timestamp right before its write (or exit).
 fn trial_run(line: &str, want_code: i32) -> f64 {
+    trial_run_probed(line, want_code, false)
+}
+
+/// [`trial_run`]; with `listening`, the writer listens on a port before its ready line and
+/// firedup probes it (`--port P`, no `--no-probe`): the run's own listener ends the confirmation
+/// window (issue 28). Without, `--no-probe`: the window runs its length.
+fn trial_run_probed(line: &str, want_code: i32, listening: bool) -> f64 {
     let d = tempdir("run");
     let fifo = d.join("go");
     let ts = d.join("ts");
@@ -516,25 +530,36 @@ fn trial_run(line: &str, want_code: i32) -> f64 {
     // SAFETY: mkfifo on a path we own.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     let bench = std::env::current_exe().unwrap();
-    let child = firedup()
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let probe: &[&str] = if listening {
+        &["--port", &port]
+    } else {
+        &["--no-probe"]
+    };
+    let mut cmd = firedup();
+    if listening {
+        cmd.env("FIREDUP_BENCH_LISTEN", &port);
+    }
+    let child = cmd
         .env("FIREDUP_STATE_DIR", d.join("state"))
         .env("FIREDUP_BENCH_CHILD", "writer")
         .env("FIREDUP_BENCH_FIFO", &fifo)
         .env("FIREDUP_BENCH_TS", &ts)
         .env("FIREDUP_BENCH_LINE", line)
-        .args([
-            "run",
-            "--profile",
-            "generic",
-            "--no-probe",
-            "--ready-line",
-            READY,
-            "--",
-        ])
+        .args(["run", "--profile", "generic"])
+        .args(probe)
+        .args(["--ready-line", READY, "--"])
         .arg(&bench)
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(400));
+    // Listening: time for the prober (every 250 ms) to have seen the listener.
+    let settle = if listening { 900 } else { 400 };
+    std::thread::sleep(Duration::from_millis(settle));
     File::options()
         .write(true)
         .open(&fifo)
@@ -576,7 +601,9 @@ fn bench_latency() {
     let (mut w, mut r, mut tg, mut wf, mut rf, mut tgf) =
         (vec![], vec![], vec![], vec![], vec![], vec![]);
     let mut wv = vec![];
+    let mut rl = vec![];
     for _ in 0..runs {
+        rl.push(trial_run_probed(&ready_line, 0, true));
         let (v, e) = trial_watch_line(&ready_line, 0);
         wv.push(v);
         w.push(e);
@@ -621,13 +648,29 @@ fn bench_latency() {
         mwv <= mtg.max(5.0) && mwv <= 5.0,
     );
     row(
-        "ready line → `run` exits",
+        "ready line → `run` exits (--no-probe: the 500 ms window stays)",
         mr,
         "tail -F | grep -m1",
         mtg,
         "ms",
         "≤ tail|grep and ≤ 5 ms",
         mr <= mtg.max(5.0) && mr <= 5.0,
+    );
+    let mrl = median(&mut rl);
+    println!("spreads: run, server listening {}", spread(&rl));
+    row(
+        "ready line → `run` exits, server listening (--port: its own listener ends the window)",
+        mrl,
+        "tail -F | grep -m1",
+        mtg,
+        "ms",
+        "≤ 2 × tail|grep",
+        mrl <= 2.0 * mtg,
+    );
+    println!(
+        "the window's cost where it stays (no port or probe known): {:.1} ms per start \
+         (run --no-probe {mr:.1} ms - run listening {mrl:.1} ms)",
+        mr - mrl
     );
     row(
         "fatal line → `watch` exits (1.5 s settle by design)",
@@ -1142,6 +1185,9 @@ enum Stage {
     Classify,
     /// Classify without normalising: what the prototypes below are checked against.
     ClassifyRaw,
+    /// The engine path with `Classifier::classify_unfiltered` (no literal prefilter): the same
+    /// run's "before" of issue 28.
+    ClassifyUnfiltered,
 }
 
 /// The engine's path over a whole file: LogFollower (read + split) → clean_text → normalize →
@@ -1168,6 +1214,10 @@ fn engine_pass(path: &Path, stage: Stage, classifier: &Classifier) -> Counts {
                 Stage::Split => counts.lines += raw.bytes.len() as u64 & 1,
                 Stage::Clean => counts.lines += clean_text(raw.bytes).len() as u64 & 1,
                 Stage::ClassifyRaw => counts.add(&classifier.classify(&clean_text(raw.bytes))),
+                Stage::ClassifyUnfiltered => {
+                    let clean = clean_text(raw.bytes);
+                    counts.add(&classifier.classify_unfiltered(&normalize(&clean).text))
+                }
                 _ => {
                     // As the judge reads a line: normalised (escape text, prefixes), then
                     // classified.
@@ -1513,6 +1563,8 @@ fn bench_classify() {
         "rg -c -f",
         "rg --no-unicode -c -f",
         "Classifier::classify alone (cleaned lines already in memory)",
+        "Classifier::classify_unfiltered alone (no literal prefilter: before issue 28)",
+        "engine path with classify_unfiltered (before issue 28)",
     ];
     // The classifier alone: every cleaned line of the log in memory first.
     let cleaned: Vec<String> = {
@@ -1612,6 +1664,19 @@ fn bench_classify() {
             std::hint::black_box(c);
             None
         });
+        go(13, &mut || {
+            let mut c = Counts::default();
+            for l in &cleaned {
+                c.add(&classifier.classify_unfiltered(l));
+            }
+            std::hint::black_box(c);
+            None
+        });
+        go(14, &mut || {
+            let c = engine_pass(&log, Stage::ClassifyUnfiltered, &classifier);
+            std::hint::black_box(c);
+            None
+        });
         if has_rg {
             go(10, &mut || {
                 tool(
@@ -1684,6 +1749,24 @@ fn bench_classify() {
         );
     }
     if has_rg {
+        row(
+            "engine path, no literal prefilter (before issue 28)",
+            g(14) * 1e3,
+            "rg --no-unicode -c -f",
+            g(11) * 1e3,
+            "MB/s",
+            "≥ rg",
+            g(14) >= g(11),
+        );
+        row(
+            "Classifier::classify_unfiltered alone (before issue 28)",
+            g(13) * 1e3,
+            "rg --no-unicode -c -f",
+            g(11) * 1e3,
+            "MB/s",
+            "≥ rg",
+            g(13) >= g(11),
+        );
         row(
             "Classifier::classify alone (lines in memory)",
             g(12) * 1e3,
@@ -1762,9 +1845,133 @@ fn bench_classify() {
     println!(
         "(grep and rg count \\n-terminated lines with any match; firedup also splits at \\r and strips ANSI first, so its lines differ)"
     );
+    classify_fixture_log(&dir, &classifier, &pats_rs, runs, has_rg, false);
     if std::env::var_os("FIREDUP_BENCH_KEEP").is_none() {
         let _ = fs::remove_dir_all(&dir);
     }
+}
+
+/// Figure 4b alone (`FIREDUP_BENCH=fixtures`, not part of the default run): every line of every
+/// fixture log under tests/fixtures (the widest variety the repository has).
+fn bench_fixture_log() {
+    let runs = env_num("FIREDUP_BENCH_CLASSIFY_RUNS", 3.0) as usize;
+    let (classifier, pats) = sglang_classifier();
+    let dir = bench_dir().join(format!("firedup-bench-fixtures-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let pats_rs = dir.join("patterns.txt");
+    fs::write(&pats_rs, pats.join("\n") + "\n").unwrap();
+    let has_rg = Command::new("rg").arg("--version").output().is_ok();
+    classify_fixture_log(&dir, &classifier, &pats_rs, runs, has_rg, true);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// Every line of every `.log` under tests/fixtures.
+fn all_fixture_lines() -> Vec<String> {
+    let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")];
+    let mut files = Vec::new();
+    while let Some(d) = dirs.pop() {
+        for e in fs::read_dir(&d).unwrap().filter_map(|e| e.ok()) {
+            let path = e.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|x| x == "log") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    let mut lines = Vec::new();
+    for f in files {
+        let text = String::from_utf8_lossy(&fs::read(f).unwrap()).into_owned();
+        lines.extend(text.lines().map(str::to_string));
+    }
+    lines
+}
+
+/// Figure 4b (issue 28): a real log's variety. The sglang, vLLM and GPU fixture logs (`all`:
+/// every fixture log) repeated to `FIREDUP_BENCH_FIXTURE_MB` MB: the engine path against the
+/// same path without the literal prefilter (on the first `FIREDUP_BENCH_SLOW_MB` MB: the whole
+/// set's lazy DFA thrashes on varied lines) and `rg --no-unicode -c -f`, same patterns.
+fn classify_fixture_log(
+    dir: &Path,
+    classifier: &Classifier,
+    pats_rs: &Path,
+    runs: usize,
+    rg: bool,
+    all: bool,
+) {
+    let mb = env_num("FIREDUP_BENCH_FIXTURE_MB", 64.0);
+    let slow_mb = env_num("FIREDUP_BENCH_SLOW_MB", 4.0);
+    let lines: Vec<String> = if all {
+        all_fixture_lines()
+    } else {
+        let (calm, fatal) = fixture_lines(classifier);
+        calm.into_iter().chain(fatal).collect()
+    };
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let write = |path: &Path, bytes: f64| {
+        let mut w = BufWriter::new(File::create(path).unwrap());
+        let mut n = 0usize;
+        while (n as f64) < bytes {
+            w.write_all(text.as_bytes()).unwrap();
+            n += text.len();
+        }
+        w.flush().unwrap();
+        n as f64
+    };
+    let (log, head) = (dir.join("fixtures.log"), dir.join("fixtures-head.log"));
+    let size = write(&log, mb * 1e6);
+    let head_size = write(&head, slow_mb * 1e6);
+    let (mut e, mut u, mut r) = (vec![], vec![], vec![]);
+    for _ in 0..runs {
+        e.push(time(|| engine_pass(&log, Stage::Classify, classifier)).0);
+        u.push(time(|| engine_pass(&head, Stage::ClassifyUnfiltered, classifier)).0);
+        if rg {
+            let mut c = Command::new("rg");
+            c.args(["--no-unicode", "-c", "-f"]).arg(pats_rs).arg(&log);
+            r.push(run_tool(&mut c).0);
+        }
+    }
+    let (me, mu) = (
+        size / median(&mut e) / 1e6,
+        head_size / median(&mut u) / 1e6,
+    );
+    header(&format!(
+        "4b. classification of a log made from the fixtures ({:.0} MB: {} lines repeated; MB/s, median of {runs})",
+        size / 1e6,
+        lines.len()
+    ));
+    if rg {
+        let mr = size / median(&mut r) / 1e6;
+        row(
+            "engine path (literal prefilter)",
+            me,
+            "rg --no-unicode -c -f",
+            mr,
+            "MB/s",
+            "≥ rg",
+            me >= mr,
+        );
+        row(
+            "engine path, no prefilter (before issue 28)*",
+            mu,
+            "rg --no-unicode -c -f",
+            mr,
+            "MB/s",
+            "≥ rg",
+            mu >= mr,
+        );
+    }
+    row(
+        "engine path (literal prefilter)",
+        me,
+        "engine path, no prefilter*",
+        mu,
+        "MB/s",
+        "(speed-up)",
+        me >= mu,
+    );
+    println!("(* on the first {:.1} MB)", head_size / 1e6);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -257,7 +257,9 @@ values = ["a", "b"]
 /// uvicorn logs `Application startup complete.` and only then binds; a taken port is the next
 /// line. The vllm profile's ready line must not win over it: `failed` with `port_in_use`, whether
 /// the app exits at once or lingers in its shutdown (before the fix: `ready` in a millisecond,
-/// and with `--then` the next step would have run against someone else's server).
+/// and with `--then` the next step would have run against someone else's server). With the
+/// probes on too (the profile's HTTP probe, and a port probe): the taken port is someone else's
+/// listener, never direct evidence that ends the confirmation window (issue 28).
 #[test]
 fn a_bind_error_right_after_the_ready_line_is_the_verdict() {
     let env = Env::new();
@@ -265,38 +267,71 @@ fn a_bind_error_right_after_the_ready_line_is_the_verdict() {
     let _foreign = foreign_http_server(&env, port);
     let p = port.to_string();
     let app = fake_uvicorn();
-    for linger in ["0", "3"] {
-        let r = firedup(
-            &env,
-            &[
-                "run",
-                "--json",
-                "--profile",
-                "vllm",
-                "--no-probe",
-                "--timeout",
-                "30s",
-                "--",
-                "python3",
-                &app,
-                "--port",
-                &p,
-                "--linger",
-                linger,
-            ],
-        );
+    let probes: [&[&str]; 3] = [&["--no-probe"], &[], &["--port", &p]];
+    for probe in probes {
+        for linger in ["0", "3"] {
+            let mut args = vec!["run", "--json", "--profile", "vllm"];
+            args.extend(probe);
+            args.extend(["--timeout", "30s", "--", "python3", &app]);
+            args.extend(["--port", &p, "--linger", linger]);
+            let r = firedup(&env, &args);
+            let case = format!("{probe:?} linger {linger}");
+            assert_eq!(
+                (r.code, r.verdict(), r.json["signature"].as_str()),
+                (1, "failed", Some("port_in_use")),
+                "{case}: {}",
+                r.explain()
+            );
+            let line = r.json["line"]["text"].as_str().unwrap_or_default();
+            assert!(
+                line.contains("[Errno 98] error while attempting to bind on address"),
+                "{case}: {line}"
+            );
+            assert_eq!(r.json["server_running"], false, "{case}");
+        }
+    }
+}
+
+/// Issue 28: a server whose own process answers the probe has bound its port; its ready line is
+/// `ready` at once, without the confirmation window. `listens_then_ready.py` answers /health,
+/// prints `READY`, and 0.2 s later a bind error of a second listener: inside the old 500ms window
+/// (before the change: `failed`), after the verdict now. `--hold` still catches it.
+#[test]
+fn the_runs_own_listener_ends_the_confirmation_window_and_hold_still_catches_a_later_error() {
+    let env = Env::new();
+    let app = fixture("truth/listens_then_ready.py");
+    for (hold, code, verdict) in [(None, 0, "ready"), (Some("3s"), 1, "failed")] {
+        let p = free_port().to_string();
+        let url = format!("http://127.0.0.1:{p}/health");
+        let mut args = vec!["run", "--json", "--ready-line", "READY", "--http", &url];
+        if let Some(h) = hold {
+            args.extend(["--hold", h]);
+        }
+        args.extend(["--timeout", "30s", "--", "python3", &app, "--port", &p]);
+        let r = firedup(&env, &args);
         assert_eq!(
-            (r.code, r.verdict(), r.json["signature"].as_str()),
-            (1, "failed", Some("port_in_use")),
-            "linger {linger}: {}",
+            (r.code, r.verdict()),
+            (code, verdict),
+            "{hold:?}: {}",
             r.explain()
         );
         let line = r.json["line"]["text"].as_str().unwrap_or_default();
-        assert!(
-            line.contains("[Errno 98] error while attempting to bind on address"),
-            "linger {linger}: {line}"
-        );
-        assert_eq!(r.json["server_running"], false, "linger {linger}");
+        if hold.is_none() {
+            assert_eq!(line, "READY", "{}", r.explain());
+            let last = r.json["probes"][0]["last"].as_str().unwrap_or_default();
+            assert!(last.contains("HTTP 200"), "{last}");
+            let _ = env
+                .cmd()
+                .args(["stop", r.json["run_id"].as_str().unwrap()])
+                .output();
+        } else {
+            assert_eq!(
+                r.json["signature"].as_str(),
+                Some("port_in_use"),
+                "{}",
+                r.explain()
+            );
+        }
     }
 }
 

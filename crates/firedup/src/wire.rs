@@ -145,6 +145,7 @@ mod tests {
                     outcome: ProbeOutcome::Up {
                         detail: "HTTP 200".into(),
                         latency: std::time::Duration::from_millis(3),
+                        ours: true,
                     },
                 },
             },

@@ -10,6 +10,8 @@
 //! catalog), which answers for ASCII lines: first `is_match` (most lines match nothing), then
 //! `matches` on a hit. Other lines go to the Unicode set. The answer is the same either way
 //! (`classify_reference` is the Unicode-only path the tests compare against).
+//! Before it, one scan for the literals the patterns require (`prefilter.rs`): most lines reach
+//! no regex at all.
 
 use std::sync::OnceLock;
 
@@ -18,9 +20,11 @@ use serde::Deserialize;
 
 use crate::verdict::Signature;
 
+mod prefilter;
 mod ready_line;
 mod wide;
 
+use prefilter::Prefilter;
 pub use ready_line::{ReadyLine, matches_every_line};
 use wide::Wide;
 #[cfg(test)]
@@ -168,6 +172,9 @@ pub struct Classifier {
     /// The patterns with ASCII semantics, for ASCII lines; None when a pattern cannot be compiled
     /// that way or is not ASCII itself (then every line goes to `wide`).
     ascii: Option<regex::bytes::RegexSet>,
+    /// The same answer on ASCII lines, most of them ruled out by a literal scan; `None` when no
+    /// pattern has a usable literal (then `ascii` answers).
+    prefiltered: Option<Prefilter>,
     /// For the other lines, built on the first one.
     wide: OnceLock<Wide>,
     /// The patterns as one Unicode `RegexSet`: what `classify` answered with before the fast
@@ -266,6 +273,7 @@ impl Classifier {
             slots.push(Slot::Phase(i));
         }
         let ascii = ascii_set(&patterns);
+        let prefiltered = ascii.as_ref().and_then(|_| Prefilter::new(&patterns));
         let wide = OnceLock::new();
         if ascii.is_none() {
             // Every line goes there: build it now, so a pattern set too large to build is an
@@ -280,6 +288,7 @@ impl Classifier {
         Ok(Classifier {
             patterns,
             ascii,
+            prefiltered,
             wide,
             reference: OnceLock::new(),
             slots,
@@ -308,8 +317,12 @@ impl Classifier {
     /// What the (cleaned) line `text` means.
     pub fn classify(&self, text: &str) -> LineClass {
         let bytes = text.as_bytes();
-        let mut class = match &self.ascii {
-            Some(ascii) if bytes.is_ascii() => {
+        let mut class = match (&self.prefiltered, &self.ascii) {
+            (Some(pf), Some(_)) if bytes.is_ascii() => match pf.matching(bytes) {
+                Some(ids) => self.resolve(ids.into_iter()),
+                None => LineClass::default(),
+            },
+            (_, Some(ascii)) if bytes.is_ascii() => {
                 if ascii.is_match(bytes) {
                     self.resolve(ascii.matches(bytes).iter())
                 } else {
@@ -323,6 +336,19 @@ impl Classifier {
                 self.resolve(wide.matches(&self.patterns, text).into_iter())
             }
         };
+        class.progress = self.progress(text);
+        class
+    }
+
+    /// [`Classifier::classify`] without the literal prefilter (the whole ASCII set on every
+    /// ASCII line): what the prefilter is checked against.
+    #[doc(hidden)]
+    pub fn classify_unfiltered(&self, text: &str) -> LineClass {
+        let bytes = text.as_bytes();
+        let Some(ascii) = self.ascii.as_ref().filter(|_| bytes.is_ascii()) else {
+            return self.classify(text);
+        };
+        let mut class = self.resolve(ascii.matches(bytes).iter());
         class.progress = self.progress(text);
         class
     }
@@ -431,11 +457,7 @@ fn ascii_set(patterns: &[String]) -> Option<regex::bytes::RegexSet> {
     if !patterns.iter().all(plain) {
         return None;
     }
-    regex::bytes::RegexSetBuilder::new(patterns)
-        .unicode(false)
-        .dfa_size_limit(8 << 20)
-        .build()
-        .ok()
+    prefilter::ascii_set(patterns)
 }
 
 /// Whether the word just before a counter (`before` ends there) says it counts attempts:

@@ -64,6 +64,8 @@ mod stage;
 #[cfg(test)]
 mod time_tests;
 mod traceback;
+#[cfg(test)]
+mod window_tests;
 mod wrapped;
 
 pub use crate::mode::Mode;

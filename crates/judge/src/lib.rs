@@ -22,6 +22,9 @@ pub mod probe_outcome;
 pub mod profile;
 pub mod verdict;
 
+#[cfg(test)]
+mod test_classifier;
+
 // The main types, by name: what a shell needs to configure a judge, feed it and read its verdict.
 pub use classify::{Classifier, ClassifierSpec, LineClass, PatternError, ReadyLine};
 pub use job::{JobSnapshot, JobSummary};

@@ -13,6 +13,13 @@ pub enum ProbeOutcome {
         detail: String,
         /// How long the probe took.
         latency: Duration,
+        /// The listener that answered was seen, on this machine, to be held by the run's own
+        /// process (its tree, or a process of the run): direct evidence that the run serves,
+        /// which ends the confirmation window at once (`judge/readiness.rs`). `false` when the
+        /// owner was not checked (a remote host, another network namespace, no process
+        /// watched): the answer may be someone else's.
+        #[serde(default)]
+        ours: bool,
     },
     /// The server is not there yet (refused, 503, no tokens yet, timed out while busy).
     NotYet {

@@ -61,6 +61,8 @@ pub fn probe(url: &str, timeout: Duration) -> ProbeOutcome {
                         format_duration(latency)
                     ),
                     latency,
+                    // Who answered is checked by `probe::owner::guarded`.
+                    ours: false,
                 },
             }
         }

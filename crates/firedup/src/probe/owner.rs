@@ -12,7 +12,9 @@
 //! watched (an attach by log alone), when the host is not this machine (its owner cannot be
 //! checked from here), when the socket table shows no listener (another network namespace), when
 //! a process of the tree cannot be read (a server under `sudo`: it may well be the owner), and
-//! when the URL does not parse or resolve (the probe reports that itself).
+//! when the URL does not parse or resolve (the probe reports that itself). An `Up` answer whose
+//! listener was seen to be the run's says so (`ours`), and only then: the judge takes it as
+//! direct evidence that the run serves.
 
 use super::ProbeOutcome;
 use super::http::Target;
@@ -28,27 +30,35 @@ pub fn guarded(
     let Some(ours) = ours else {
         return probe();
     };
-    if let Some(foreign) = foreign_listener(url, ours) {
+    if let Some(foreign @ ProbeOutcome::Foreign { .. }) = listener_owner(url, ours) {
         return foreign;
     }
-    let outcome = probe();
+    let mut outcome = probe();
     if outcome.is_up() {
-        if let Some(foreign) = foreign_listener(url, ours) {
-            return foreign;
+        // Looked up again after the answer: the listener may have appeared in between.
+        match listener_owner(url, ours) {
+            Some(foreign @ ProbeOutcome::Foreign { .. }) => return foreign,
+            Some(ProbeOutcome::Up { ours: true, .. }) => {
+                // The run's own process holds the listener that answered: direct evidence.
+                if let ProbeOutcome::Up { ours, .. } = &mut outcome {
+                    *ours = true;
+                }
+            }
+            // No listener in the table, an owner not checked, or a tree firedup cannot fully
+            // read: the probe's answer stands, its owner unchecked.
+            _ => {}
         }
     }
     outcome
 }
 
-/// `Foreign` when the listener that `url` reaches on this machine is not `ours`.
-fn foreign_listener(url: &str, ours: &Ours) -> Option<ProbeOutcome> {
+/// Who holds the listener that `url` reaches on this machine, as [`tcp::owner_at`] says (`Up`:
+/// ours, `Foreign`: someone else's, `Fault`: a tree firedup cannot fully read); `None` when the
+/// table shows none or the URL does not parse or resolve.
+fn listener_owner(url: &str, ours: &Ours) -> Option<ProbeOutcome> {
     let target = Target::parse(url).ok()?;
     let addrs = super::resolve(&target.host, target.port, super::PROBE_TIMEOUT).ok()?;
-    match addrs.into_iter().find_map(|a| tcp::owner_at(a, ours))? {
-        foreign @ ProbeOutcome::Foreign { .. } => Some(foreign),
-        // Ours, or a tree firedup cannot fully read: the probe's answer decides.
-        _ => None,
-    }
+    addrs.into_iter().find_map(|a| tcp::owner_at(a, ours))
 }
 
 #[cfg(test)]
@@ -61,6 +71,7 @@ mod tests {
         ProbeOutcome::Up {
             detail: "HTTP 200 OK".into(),
             latency: Duration::from_millis(1),
+            ours: false,
         }
     }
 
@@ -83,6 +94,12 @@ mod tests {
                 up()
             });
             assert_eq!(out.is_up(), want_up, "{tree:?}: {out:?}");
+            // An answer from the run's own listener says so: direct evidence for the judge.
+            assert_eq!(
+                matches!(out, ProbeOutcome::Up { ours: true, .. }),
+                want_up,
+                "{tree:?}: {out:?}"
+            );
             assert_eq!(
                 probed, want_up,
                 "{tree:?}: the probe ran against a foreign listener"
@@ -98,9 +115,19 @@ mod tests {
             }
         }
         // Nothing watched, a remote host, a URL that does not parse: the probe decides.
-        assert!(guarded(&url, None, up).is_up());
+        // Their owner is unchecked: never direct evidence.
+        let unchecked = |o: ProbeOutcome| matches!(o, ProbeOutcome::Up { ours: false, .. });
+        assert!(unchecked(guarded(&url, None, up)));
         let tree = [u32::MAX];
-        assert!(guarded("http://192.0.2.1:9/health", Some(&Ours::tree(&tree)), up).is_up());
-        assert!(guarded("not a url", Some(&Ours::tree(&tree)), up).is_up());
+        assert!(unchecked(guarded(
+            "http://192.0.2.1:9/health",
+            Some(&Ours::tree(&tree)),
+            up
+        )));
+        assert!(unchecked(guarded(
+            "not a url",
+            Some(&Ours::tree(&tree)),
+            up
+        )));
     }
 }

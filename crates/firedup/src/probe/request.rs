@@ -110,6 +110,8 @@ fn openai(client: &Client, base: &str) -> Result<ProbeOutcome, ProbeOutcome> {
                 done.target.shown
             ),
             latency,
+            // Who answered is checked by `probe::owner::guarded`.
+            ours: false,
         })
     } else {
         Err(fault(format!(
@@ -138,6 +140,7 @@ fn tgi(client: &Client, base: &str) -> Result<ProbeOutcome, ProbeOutcome> {
                 done.target.shown
             ),
             latency,
+            ours: false,
         })
     } else {
         Err(fault(format!(

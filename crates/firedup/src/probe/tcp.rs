@@ -88,12 +88,14 @@ pub fn probe(host: &str, port: u16, tree: Option<&Ours>, timeout: Duration) -> P
         return ProbeOutcome::Up {
             detail: accepts,
             latency,
+            ours: false,
         };
     };
     if !is_local(peer.ip()) {
         return ProbeOutcome::Up {
             detail: format!("{accepts} (a remote host: its owner is not checked)"),
             latency,
+            ours: false,
         };
     }
     judge_owner(peer, tree, accepts, latency)
@@ -135,16 +137,19 @@ fn judge_owner(peer: SocketAddr, ours: &Ours, accepts: String, latency: Duration
         Owner::Tree(pid) => ProbeOutcome::Up {
             detail: format!("{accepts}, held by pid {pid} of the watched process tree"),
             latency,
+            ours: true,
         },
         Owner::Marked(pid) => ProbeOutcome::Up {
             detail: format!(
                 "{accepts}, held by pid {pid}, a process of this run outside the watched tree"
             ),
             latency,
+            ours: true,
         },
         Owner::Unchecked(why) => ProbeOutcome::Up {
             detail: format!("{accepts} (its owner is not checked: {why})"),
             latency,
+            ours: false,
         },
         Owner::Other(pid) => ProbeOutcome::Foreign {
             detail: format!(

@@ -237,6 +237,51 @@ fn the_fast_path_answers_as_the_unicode_set_on_every_known_line() {
     assert!(classified > 100, "only {classified} lines had a class");
 }
 
+/// Issue 28: the literal prefilter changes no answer. Over every fixture log line (and the
+/// catalog's and profiles' examples), the prefiltered classifier answers as the whole ASCII set,
+/// for the widest set of patterns and for the catalog with each built-in profile alone; and it
+/// gates most patterns (they run only when one of their derived literals is in the line).
+#[test]
+fn the_prefilter_answers_as_the_unfiltered_set_on_every_fixture_line() {
+    let lines = known_lines();
+    let mut classifiers = vec![("everything".to_string(), everything())];
+    for p in crate::profile::builtin_profiles() {
+        let mut signatures = builtin_catalog().signatures;
+        signatures.extend(p.signatures.iter().cloned());
+        let spec = ClassifierSpec {
+            signatures,
+            ready_lines: p.ready.iter().map(|r| ReadyLine::new(r).unwrap()).collect(),
+            noise: p.noise.clone(),
+            phases: p
+                .phases
+                .iter()
+                .map(|ph| (ph.name.clone(), ph.pattern.clone()))
+                .collect(),
+            ..Default::default()
+        };
+        classifiers.push((p.name.clone(), Classifier::new(&spec).unwrap()));
+    }
+    for (name, c) in &classifiers {
+        let pf = c
+            .prefiltered
+            .as_ref()
+            .expect("the built-in patterns have literals");
+        let total = c.patterns.len();
+        assert!(
+            pf.gated_count() * 10 >= total * 9,
+            "{name}: only {} of {total} patterns gated by a literal",
+            pf.gated_count()
+        );
+        let mut hits = 0;
+        for l in &lines {
+            let want = c.classify_unfiltered(l);
+            hits += (want != LineClass::default()) as usize;
+            assert_eq!(c.classify(l), want, "{name}: {l:?}");
+        }
+        assert!(hits > 100, "{name}: only {hits} lines had a class");
+    }
+}
+
 #[test]
 fn a_non_ascii_pattern_keeps_every_line_on_the_unicode_set() {
     // Under Unicode (?i) the Kelvin sign matches 'k': an ASCII set would miss it.

@@ -23,6 +23,8 @@ pub(super) struct ProbeTrack {
     pub(super) kind: ProbeKind,
     pub(super) target: String,
     pub(super) up: bool,
+    /// The latest `Up` came from a listener seen to be the run's own (`ProbeOutcome::Up::ours`).
+    pub(super) ours: bool,
     first_up: Option<Duration>,
     pub(super) last: String,
     latency: Option<Duration>,
@@ -38,6 +40,7 @@ impl ProbeTrack {
                 kind: *kind,
                 target: target.clone(),
                 up: false,
+                ours: false,
                 first_up: None,
                 last: "not probed yet".into(),
                 latency: None,
@@ -82,8 +85,9 @@ impl Judge {
         let p = &mut self.probes[i];
         p.last = outcome.detail().to_string();
         match outcome {
-            ProbeOutcome::Up { latency, .. } => {
+            ProbeOutcome::Up { latency, ours, .. } => {
                 p.up = true;
+                p.ours = ours;
                 p.latency = Some(latency);
                 p.first_up.get_or_insert(at);
                 p.faults_in_a_row = 0;
@@ -93,6 +97,7 @@ impl Judge {
                 // (or the hold) is about the process, and the probe thread stops at the verdict.
                 if !ready {
                     p.up = false;
+                    p.ours = false;
                 }
                 p.faults_in_a_row = 0;
             }
@@ -101,12 +106,14 @@ impl Judge {
                 // tells what the server is doing (a server that could not bind prints so, and the
                 // answer was someone else's); not a fault of firedup's yet.
                 p.up = false;
+                p.ours = false;
                 p.faults_in_a_row = 0;
             }
             ProbeOutcome::Fault { ref detail } | ProbeOutcome::Rejected { ref detail } => {
                 p.faults_in_a_row += 1;
                 if !ready {
                     p.up = false;
+                    p.ours = false;
                 }
                 // A fatal line that settles decides: the failure it names is the verdict, and a
                 // probe of a failing server (or of whoever took its port) says nothing more.
@@ -128,6 +135,7 @@ impl Judge {
             }
         }
         self.check_ready(at, events);
+        self.end_window_on_evidence(events);
     }
 
     pub(super) fn on_notify(&mut self, at: Duration, msg: NotifyMessage, events: &mut Vec<Event>) {

@@ -88,7 +88,7 @@ fn is_word(c: u8) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classify::{ClassifierSpec, builtin_catalog};
+    use crate::classify::ClassifierSpec;
     use crate::normalize::normalize;
 
     #[test]
@@ -161,8 +161,8 @@ mod tests {
                 true,
             ),
         ];
-        let classifier = Classifier::new(&ClassifierSpec {
-            signatures: builtin_catalog().signatures,
+        let classifier = crate::test_classifier::classifier(&ClassifierSpec {
+            signatures: crate::test_classifier::catalog().signatures.clone(),
             ..ClassifierSpec::default()
         })
         .unwrap();
@@ -178,7 +178,7 @@ mod tests {
 #[cfg(test)]
 mod catalog_examples {
     use super::*;
-    use crate::classify::{ClassifierSpec, builtin_catalog};
+    use crate::classify::ClassifierSpec;
     use crate::normalize::normalize;
     use crate::profile::builtin_profiles;
 
@@ -188,7 +188,7 @@ mod catalog_examples {
     /// fatal ones, two catalog examples would have lost their evidence.)
     #[test]
     fn calm_catalog_and_profile_examples_keep_their_hits() {
-        let catalog = builtin_catalog();
+        let catalog = crate::test_classifier::catalog();
         let mut sets = vec![(catalog.signatures.clone(), catalog.signatures.clone())];
         for p in builtin_profiles() {
             let mut all = catalog.signatures.clone();
@@ -197,7 +197,7 @@ mod catalog_examples {
         }
         let mut changed = Vec::new();
         for (all, examples_of) in sets {
-            let classifier = Classifier::new(&ClassifierSpec {
+            let classifier = crate::test_classifier::classifier(&ClassifierSpec {
                 signatures: all,
                 ..ClassifierSpec::default()
             })

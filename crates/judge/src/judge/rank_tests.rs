@@ -6,12 +6,12 @@
 use std::time::Duration;
 
 use super::*;
-use crate::classify::{Classifier, ClassifierSpec, builtin_catalog};
+use crate::classify::{Classifier, ClassifierSpec};
 use crate::verdict::{ExitInfo, Signature, Verdict};
 
 fn classifier() -> Classifier {
-    Classifier::new(&ClassifierSpec {
-        signatures: builtin_catalog().signatures,
+    crate::test_classifier::classifier(&ClassifierSpec {
+        signatures: crate::test_classifier::catalog().signatures.clone(),
         fail_lines: Vec::new(),
         ready_lines: Vec::new(),
         noise: Vec::new(),

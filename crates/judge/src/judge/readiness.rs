@@ -1,6 +1,13 @@
 //! Readiness: the conjunction of the ready lines (all seen) and the readiness probes (each one's
 //! latest outcome is up), in server mode, with no fatal line. When it holds, the server is ready
 //! at once, or after the confirmation window or the `--hold` (see `deadlines`).
+//!
+//! The confirmation window waits for what a ready line alone cannot tell (uvicorn prints
+//! `Application startup complete.` before it binds; a taken port is the next line). It ends at
+//! once on direct evidence: a port, HTTP or request probe answered by a listener that the shell
+//! saw to be the run's own process (`ProbeOutcome::Up::ours`), at the time the ready condition
+//! holds or during the window. A process that serves its port has bound it. Only the window
+//! ends so: a `--hold` runs its full length (a crash after the bind is what it is for).
 
 use std::time::Duration;
 
@@ -10,6 +17,7 @@ use super::output::Event;
 use super::stage::Stage;
 use crate::duration::format_duration;
 use crate::mode::Mode;
+use crate::profile::ProbeKind;
 use crate::verdict::Verdict;
 
 impl Judge {
@@ -60,7 +68,31 @@ impl Judge {
         events.push(Event::Ready { at });
         if self.cfg.ready_window().is_none() {
             self.decide_ready(at, events);
+        } else {
+            self.end_window_on_evidence(events);
         }
+    }
+
+    /// Inside the confirmation window, the run's own process answering a probe is `ready` at
+    /// once, at the time the condition first held (see the module doc).
+    pub(super) fn end_window_on_evidence(&mut self, events: &mut Vec<Event>) {
+        let Stage::Confirming { ready_at } = self.stage else {
+            return;
+        };
+        if self.serves_its_port() {
+            self.decide_ready(ready_at, events);
+        }
+    }
+
+    /// Whether a port, HTTP or request probe is up, answered by the run's own listener.
+    fn serves_its_port(&self) -> bool {
+        self.probes.iter().any(|p| {
+            p.up && p.ours
+                && matches!(
+                    p.kind,
+                    ProbeKind::Port | ProbeKind::Http | ProbeKind::Request
+                )
+        })
     }
 
     /// The `ready` verdict at `at`, the time the ready condition first held.

@@ -2,7 +2,7 @@
 //! signature and time it must end with. No clocks, no sleeps.
 
 use super::*;
-use crate::classify::{Classifier, ClassifierSpec, ReadyLine, builtin_catalog};
+use crate::classify::{Classifier, ClassifierSpec, ReadyLine};
 use crate::probe_outcome::ProbeOutcome;
 use crate::profile::ProbeKind;
 use crate::verdict::{ExitInfo, Signature, Verdict};
@@ -15,8 +15,8 @@ fn classifier() -> Classifier {
 
 /// [`classifier`] with other ready lines (none: readiness by probes alone).
 fn classifier_with(ready_lines: &[&str]) -> Classifier {
-    Classifier::new(&ClassifierSpec {
-        signatures: builtin_catalog().signatures,
+    crate::test_classifier::classifier(&ClassifierSpec {
+        signatures: crate::test_classifier::catalog().signatures.clone(),
         fail_lines: vec!["USER-FATAL".into()],
         ready_lines: ready_lines
             .iter()
@@ -126,6 +126,7 @@ fn run(config: JudgeConfig, steps: &[Step]) -> Judgement {
                     'u' => ProbeOutcome::Up {
                         detail,
                         latency: ms(3),
+                        ours: false,
                     },
                     'n' => ProbeOutcome::NotYet { detail },
                     'x' => ProbeOutcome::Foreign { detail },
@@ -863,7 +864,7 @@ fn confirmation_window_lets_a_fatal_line_or_an_exit_override_ready() {
 
 #[test]
 fn every_ready_condition_must_hold() {
-    let c = Classifier::new(&ClassifierSpec {
+    let c = crate::test_classifier::classifier(&ClassifierSpec {
         ready_lines: vec![
             ReadyLine::new("http up").unwrap(),
             ReadyLine::new("model loaded").unwrap(),
@@ -1340,6 +1341,7 @@ fn a_daemon_whose_output_is_not_the_log_is_judged_by_its_probes_or_at_once() {
         outcome: ProbeOutcome::Up {
             detail: "127.0.0.1:7001 accepts".into(),
             latency: ms(1),
+            ours: false,
         },
     };
     // With a port probe, the listener decides: ready, the line not waited for.

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::*;
-use crate::classify::{Classifier, ClassifierSpec, ReadyLine, builtin_catalog};
+use crate::classify::{ClassifierSpec, ReadyLine};
 use crate::verdict::Verdict;
 
 fn ms(v: u64) -> Duration {
@@ -15,8 +15,8 @@ fn ms(v: u64) -> Duration {
 }
 
 fn config() -> JudgeConfig {
-    let classifier = Classifier::new(&ClassifierSpec {
-        signatures: builtin_catalog().signatures,
+    let classifier = crate::test_classifier::classifier(&ClassifierSpec {
+        signatures: crate::test_classifier::catalog().signatures.clone(),
         fail_lines: vec![],
         ready_lines: vec![ReadyLine::new("READY").unwrap()],
         noise: vec![],

@@ -19,7 +19,10 @@ fn free_port() -> u16 {
 fn two_hundred_is_up_with_its_latency() {
     let s = FakeServer::start(vec![http("200 OK", "{}")]);
     let out = probe(&s.url("/health"), T);
-    let ProbeOutcome::Up { detail, latency } = &out else {
+    let ProbeOutcome::Up {
+        detail, latency, ..
+    } = &out
+    else {
         panic!("expected Up, got {out:?}");
     };
     assert!(

@@ -4,13 +4,13 @@
 
 use std::time::Duration;
 
-use crate::classify::{Classifier, ClassifierSpec, ReadyLine, builtin_catalog};
+use crate::classify::{Classifier, ClassifierSpec, ReadyLine};
 use crate::judge::{Judge, JudgeConfig, Judgement, Mode, Observation};
 use crate::verdict::{ExitInfo, Signature, Verdict};
 
 fn classifier() -> Classifier {
-    Classifier::new(&ClassifierSpec {
-        signatures: builtin_catalog().signatures,
+    crate::test_classifier::classifier(&ClassifierSpec {
+        signatures: crate::test_classifier::catalog().signatures.clone(),
         // vLLM's and sglang's ready lines (profiles/vllm.toml, profiles/sglang.toml).
         ready_lines: vec![ReadyLine::new(r"Application startup complete\.").unwrap()],
         ..ClassifierSpec::default()

@@ -5,14 +5,14 @@
 use std::time::Duration;
 
 use super::*;
-use crate::classify::{Classifier, ClassifierSpec, builtin_catalog};
+use crate::classify::{Classifier, ClassifierSpec};
 use crate::judge::{Judge, JudgeConfig, Judgement, Observation};
 use crate::mode::Mode;
 use crate::verdict::{ExitInfo, Verdict};
 
 fn classifier() -> Classifier {
-    Classifier::new(&ClassifierSpec {
-        signatures: builtin_catalog().signatures,
+    crate::test_classifier::classifier(&ClassifierSpec {
+        signatures: crate::test_classifier::catalog().signatures.clone(),
         ..ClassifierSpec::default()
     })
     .unwrap()

@@ -1,0 +1,392 @@
+//! The literal prefilter of the ASCII fast path (issue 28): most log lines match no pattern, and
+//! most patterns need a literal that most lines lack. So each pattern's required literals (a set
+//! of strings, one of which every match contains) are derived from its syntax tree, never written
+//! by hand: a catalog entry added tomorrow gets its own. One Aho-Corasick scan of the line for all
+//! of them (ASCII case-insensitive, so `(?i)` patterns are covered) names the few patterns that
+//! can match; each is then confirmed by its own regex (compiled on first need). The patterns with
+//! no usable literal (shorter than [`MIN_LITERAL`], or none: `^\s*$`) are a set that always runs.
+//!
+//! Contract: [`Prefilter::matching`] gives exactly the indices that the whole ASCII set gives on
+//! an ASCII line (the tests compare both over every fixture log and the catalog's examples). A
+//! line that reaches no regex costs one scan and allocates nothing.
+//!
+//! Why the literals are sound: a literal node must appear in every match of a concatenation that
+//! contains it; a run of adjacent nodes that each match one of a few strings matches one of their
+//! concatenations; an alternation needs one of its branches' literals; a repetition at least once
+//! needs its body's. Everything else (classes wider than a letter's two cases, optional parts)
+//! ends a run. Literals are kept lower-cased and searched case-insensitively, which can only find
+//! more lines, never fewer.
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use std::sync::OnceLock;
+
+use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
+use regex_syntax::hir::{Class, Hir, HirKind};
+
+/// Shortest literal worth a scan: shorter ones are in too many lines to rule any out.
+const MIN_LITERAL: usize = 3;
+/// At most this many alternative literals per pattern (beyond: no literal, the pattern runs).
+const MAX_ALTERNATIVES: usize = 64;
+/// Literals are cut to this length (a required literal's prefix is required too).
+const MAX_LEN: usize = 32;
+
+/// A set of lower-cased strings.
+type Literals = Vec<Vec<u8>>;
+
+/// The literal scan, the patterns it gates (each compiled alone, on first need), and the set of
+/// the patterns that always run.
+#[derive(Debug)]
+pub(super) struct Prefilter {
+    literals: AhoCorasick,
+    /// For each literal (the scan's pattern id), the patterns that require it.
+    owners: Vec<Vec<usize>>,
+    /// Every pattern's text, and each gated one compiled alone with ASCII semantics on the first
+    /// line that holds one of its literals: a small automaton that stays warm, where the whole
+    /// set's lazy DFA thrashes on a real log's varied lines.
+    patterns: Vec<String>,
+    compiled: Vec<OnceLock<Regex>>,
+    always: Option<RegexSet>,
+    always_ids: Vec<usize>,
+}
+
+impl Clone for Prefilter {
+    fn clone(&self) -> Self {
+        Prefilter {
+            literals: self.literals.clone(),
+            owners: self.owners.clone(),
+            patterns: self.patterns.clone(),
+            compiled: self.compiled.clone(),
+            always: self.always.clone(),
+            always_ids: self.always_ids.clone(),
+        }
+    }
+}
+
+impl Prefilter {
+    /// The prefilter of `patterns` (ASCII semantics, as the fast path compiles them); `None` when
+    /// no pattern has a usable literal or a part does not build (the plain set is used then).
+    pub(super) fn new(patterns: &[String]) -> Option<Prefilter> {
+        let mut by_literal: Vec<(Vec<u8>, usize)> = Vec::new();
+        let (mut always, mut always_ids) = (vec![], vec![]);
+        for (i, p) in patterns.iter().enumerate() {
+            match required_literals(p) {
+                Some(lits) => by_literal.extend(lits.into_iter().map(|l| (l, i))),
+                None => {
+                    always.push(p.as_str());
+                    always_ids.push(i);
+                }
+            }
+        }
+        if by_literal.is_empty() {
+            return None;
+        }
+        by_literal.sort();
+        let mut literals: Literals = Vec::new();
+        let mut owners: Vec<Vec<usize>> = Vec::new();
+        for (lit, i) in by_literal {
+            if literals.last() != Some(&lit) {
+                literals.push(lit);
+                owners.push(Vec::new());
+            }
+            owners.last_mut().expect("pushed above").push(i);
+        }
+        let scan = AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            // A full DFA: one table lookup per byte (the default may pick an NFA for this many).
+            .kind(Some(AhoCorasickKind::DFA))
+            .build(&literals)
+            .ok()?;
+        Some(Prefilter {
+            literals: scan,
+            owners,
+            patterns: patterns.to_vec(),
+            compiled: (0..patterns.len()).map(|_| OnceLock::new()).collect(),
+            always: if always.is_empty() {
+                None
+            } else {
+                Some(ascii_set(&always)?)
+            },
+            always_ids,
+        })
+    }
+
+    /// The indices (into the patterns it was built from, ascending) of the patterns that match
+    /// the ASCII `line`; `None` when none does (no allocation then).
+    pub(super) fn matching(&self, line: &[u8]) -> Option<Vec<usize>> {
+        let always = self.always.as_ref().is_some_and(|a| a.is_match(line));
+        let mut found = self.literals.find_overlapping_iter(line).peekable();
+        if found.peek().is_none() && !always {
+            return None;
+        }
+        // The patterns whose literal is in the line, each confirmed by its own regex.
+        let mut candidates: Vec<usize> = found
+            .flat_map(|m| self.owners[m.pattern().as_usize()].iter().copied())
+            .collect();
+        candidates.sort_unstable();
+        candidates.dedup();
+        candidates.retain(|&i| self.regex(i).is_match(line));
+        if let Some(a) = self.always.as_ref().filter(|_| always) {
+            candidates.extend(a.matches(line).iter().map(|i| self.always_ids[i]));
+            // The slots are resolved in pattern order (the last matching phase wins).
+            candidates.sort_unstable();
+        }
+        (!candidates.is_empty()).then_some(candidates)
+    }
+
+    /// Pattern `i` alone, ASCII semantics.
+    fn regex(&self, i: usize) -> &Regex {
+        self.compiled[i].get_or_init(|| {
+            RegexBuilder::new(&self.patterns[i])
+                .unicode(false)
+                .build()
+                // Within the size limit as part of the set (same default limit), so alone too.
+                .expect("a pattern of the ASCII set compiles alone")
+        })
+    }
+
+    /// How many patterns run only when one of their literals is in the line (for the tests).
+    #[cfg(test)]
+    pub(super) fn gated_count(&self) -> usize {
+        self.patterns.len() - self.always_ids.len()
+    }
+}
+
+/// `patterns` as one set with ASCII semantics (the fast path's).
+pub(super) fn ascii_set<S: AsRef<str>>(patterns: &[S]) -> Option<RegexSet> {
+    RegexSetBuilder::new(patterns)
+        .unicode(false)
+        .dfa_size_limit(8 << 20)
+        .build()
+        .ok()
+}
+
+/// Strings one of which every match of `pattern` (ASCII semantics) contains, lower-cased, each
+/// at least [`MIN_LITERAL`] long; `None` when there are none such.
+pub(super) fn required_literals(pattern: &str) -> Option<Literals> {
+    let hir = regex_syntax::ParserBuilder::new()
+        .unicode(false)
+        .utf8(false)
+        .build()
+        .parse(pattern)
+        .ok()?;
+    facts(&hir).required.filter(usable)
+}
+
+/// What a node says: every string it can match, when they are few (`exact`), and strings one of
+/// which each of its matches contains (`required`).
+struct Facts {
+    exact: Option<Literals>,
+    required: Option<Literals>,
+}
+
+fn facts(h: &Hir) -> Facts {
+    match h.kind() {
+        HirKind::Empty | HirKind::Look(_) => Facts {
+            exact: Some(vec![Vec::new()]),
+            required: None,
+        },
+        HirKind::Literal(lit) => {
+            let lower: Vec<u8> = lit.0.iter().map(u8::to_ascii_lowercase).collect();
+            if lower.len() > MAX_LEN {
+                let cut = lower[..MAX_LEN].to_vec();
+                return Facts {
+                    exact: None,
+                    required: Some(vec![cut]),
+                };
+            }
+            Facts {
+                exact: Some(vec![lower.clone()]),
+                required: Some(vec![lower]),
+            }
+        }
+        HirKind::Class(c) => {
+            let exact = class_bytes(c);
+            Facts {
+                required: exact.clone(),
+                exact,
+            }
+        }
+        HirKind::Capture(c) => facts(&c.sub),
+        HirKind::Repetition(r) => {
+            let sub = facts(&r.sub);
+            let exact = match (r.min, r.max, sub.exact) {
+                (1, Some(1), e) => e,
+                (0, Some(1), Some(mut e)) => {
+                    e.push(Vec::new());
+                    normalize(e)
+                }
+                _ => None,
+            };
+            Facts {
+                exact,
+                required: if r.min >= 1 { sub.required } else { None },
+            }
+        }
+        HirKind::Concat(items) => concat(items),
+        HirKind::Alternation(alts) => {
+            let all: Vec<Facts> = alts.iter().map(facts).collect();
+            let union = |pick: &dyn Fn(&Facts) -> Option<Literals>| -> Option<Literals> {
+                let mut u = Vec::new();
+                for f in &all {
+                    u.extend(pick(f)?);
+                }
+                normalize(u)
+            };
+            Facts {
+                exact: union(&|f| f.exact.clone()),
+                required: union(&|f| f.required.clone()),
+            }
+        }
+    }
+}
+
+/// A concatenation: its exact strings when every part has few; its best required literals among
+/// each part's own and each run of adjacent exact parts joined.
+fn concat(items: &[Hir]) -> Facts {
+    let parts: Vec<Facts> = items.iter().map(facts).collect();
+    let mut best: Option<Literals> = None;
+    let mut run: Option<Literals> = Some(vec![Vec::new()]);
+    let mut exact: Option<Literals> = Some(vec![Vec::new()]);
+    for p in &parts {
+        consider(&mut best, p.required.clone());
+        exact = match (&exact, &p.exact) {
+            (Some(a), Some(b)) => product(a, b),
+            _ => None,
+        };
+        run = match (run, &p.exact) {
+            (Some(r), Some(e)) => match product(&r, e) {
+                Some(joined) => Some(joined),
+                None => {
+                    consider(&mut best, Some(r));
+                    Some(e.clone())
+                }
+            },
+            (r, None) => {
+                consider(&mut best, r);
+                Some(vec![Vec::new()])
+            }
+            (None, Some(e)) => Some(e.clone()),
+        };
+    }
+    consider(&mut best, run);
+    Facts {
+        exact,
+        required: best,
+    }
+}
+
+/// Keeps the better of `best` and `candidate`: usable, then the longer shortest literal, then
+/// fewer literals.
+fn consider(best: &mut Option<Literals>, candidate: Option<Literals>) {
+    let Some(c) = candidate.filter(usable) else {
+        return;
+    };
+    let score = |l: &Literals| {
+        let shortest = l.iter().map(Vec::len).min().unwrap_or(0);
+        (shortest, std::cmp::Reverse(l.len()))
+    };
+    if best.as_ref().is_none_or(|b| score(&c) > score(b)) {
+        *best = Some(c);
+    }
+}
+
+/// Every literal at least [`MIN_LITERAL`] long.
+fn usable(l: &Literals) -> bool {
+    !l.is_empty() && l.iter().all(|s| s.len() >= MIN_LITERAL)
+}
+
+/// Each string of `a` followed by each of `b`, when they are few and short enough.
+fn product(a: &Literals, b: &Literals) -> Option<Literals> {
+    if a.len() * b.len() > MAX_ALTERNATIVES {
+        return None;
+    }
+    let mut out = Vec::with_capacity(a.len() * b.len());
+    for x in a {
+        for y in b {
+            if x.len() + y.len() > MAX_LEN {
+                return None;
+            }
+            let mut s = x.clone();
+            s.extend_from_slice(y);
+            out.push(s);
+        }
+    }
+    normalize(out)
+}
+
+/// Sorted, without repeats; `None` past [`MAX_ALTERNATIVES`].
+fn normalize(mut l: Literals) -> Option<Literals> {
+    l.sort();
+    l.dedup();
+    (l.len() <= MAX_ALTERNATIVES).then_some(l)
+}
+
+/// The bytes a class matches, lower-cased, as one-byte strings, when they are at most 4 after
+/// lower-casing (`[Kk]` is `k`; `[0-9]` is none).
+fn class_bytes(c: &Class) -> Option<Literals> {
+    let mut bytes: Vec<u8> = Vec::new();
+    let mut push_range = |start: u32, end: u32| -> Option<()> {
+        if end - start > 64 || end > 0x7f {
+            return None;
+        }
+        for b in start..=end {
+            bytes.push((b as u8).to_ascii_lowercase());
+        }
+        Some(())
+    };
+    match c {
+        Class::Bytes(b) => {
+            for r in b.ranges() {
+                push_range(u32::from(r.start()), u32::from(r.end()))?;
+            }
+        }
+        Class::Unicode(u) => {
+            for r in u.ranges() {
+                push_range(u32::from(r.start()), u32::from(r.end()))?;
+            }
+        }
+    }
+    bytes.sort_unstable();
+    bytes.dedup();
+    (bytes.len() <= 4).then(|| bytes.into_iter().map(|b| vec![b]).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_are_derived_from_the_syntax() {
+        let lits = |p: &str| {
+            required_literals(p).map(|l| {
+                l.into_iter()
+                    .map(|s| String::from_utf8(s).unwrap())
+                    .collect::<Vec<_>>()
+            })
+        };
+        let table: &[(&str, Option<&[&str]>)] = &[
+            ("CUDA out of memory", Some(&["cuda out of memory"])),
+            (r"(?i)\bout of memory\b", Some(&["out of memory"])),
+            (r"^\s*$", None),
+            (r"\d+/\d+", None),
+            (
+                r"Errno 98|address already in use",
+                Some(&["address already in use", "errno 98"]),
+            ),
+            (r"^\s*warnings\.warn\(", Some(&["warnings.warn("])),
+            (r"(?:foo)?bar", Some(&["bar"])),
+            (r"ab|c", None),
+            (
+                r"NCCL (?:error|timeout)",
+                Some(&["nccl error", "nccl timeout"]),
+            ),
+            (r"x{3}yz", None),
+            (r"x{3}xyz", Some(&["xyz"])),
+        ];
+        for (p, want) in table {
+            let want = want.map(|w| w.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+            assert_eq!(lits(p), want, "{p}");
+        }
+    }
+}
