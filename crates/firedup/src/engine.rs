@@ -352,7 +352,7 @@ pub fn outcome(mut j: Judgement, plan: &Plan, target: &Target) -> Outcome {
         url: plan.address.as_ref().map(|a| a.base_url()),
         port: plan.address.as_ref().map(|a| a.port),
         job: j.job,
-        node: None,
+        node: j.node,
         nodes: None,
         cause: j.cause,
     }

@@ -60,6 +60,7 @@ mod ranks;
 mod readiness;
 mod reading;
 mod root_cause;
+mod srun_nodes;
 mod stage;
 #[cfg(test)]
 mod time_tests;

@@ -94,6 +94,7 @@ impl Judge {
             gpu: self.gpu.clone(),
             ready_at: self.stage.ready_at(),
             rank: d.rank,
+            node: None,
             job: self.job.last.as_ref().map(Into::into),
             cause: None,
         };
@@ -141,6 +142,7 @@ impl Judge {
             verdict: Verdict::Failed,
             signature: f.cause.hit.signature,
             rank: self.cause_rank(&f.cause),
+            node: None,
             job: self.job.last.as_ref().map(Into::into),
             secondary,
             reason: f.reason,
@@ -174,6 +176,10 @@ impl Judge {
     /// The verdict is `j`: the last stage, and the last event.
     fn conclude(&mut self, mut j: Judgement, events: &mut Vec<Event>) {
         self.note_job(&mut j);
+        j.node = j
+            .rank
+            .and_then(|r| self.ranks.node_of(r))
+            .map(str::to_string);
         events.push(Event::Verdict(Box::new(j.clone())));
         self.stage = Stage::Decided(Box::new(j));
     }

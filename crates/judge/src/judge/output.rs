@@ -38,6 +38,9 @@ pub struct Judgement {
     pub ready_at: Option<Duration>,
     /// In a multi-process launch, the rank (shard, worker, task) where the root cause happened.
     pub rank: Option<u32>,
+    /// The node that rank ran on, where the launcher's report said (srun's `srun: error: NODE:
+    /// task N: ...` in a multi-node Slurm job).
+    pub node: Option<String>,
     /// For a batch scheduler's job, its last reading (the JSON verdict's `job`).
     pub job: Option<crate::verdict::JobSummary>,
     /// For a failure named by a line: when that line was seen and whether it was an echo.

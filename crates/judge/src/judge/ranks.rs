@@ -97,6 +97,8 @@ pub(super) struct Ranks {
     pub(super) launcher_signal: Option<LauncherSignal>,
     /// The summary block being read, the rank its last `rank :` line named, lines left.
     block: Option<(Block, Option<u32>, u16)>,
+    /// The node each srun task ran on, as srun's report named it (task, node).
+    task_nodes: Vec<(u32, String)>,
     /// A TGI shard's signal, whose rank comes on the next "Shard N crashed".
     shard_signal: Option<i32>,
     /// Traceback headers whose exception line has not come yet: (rank, line number).
@@ -108,6 +110,8 @@ pub(super) struct Ranks {
 
 /// How many report lines are remembered.
 const MAX_REPORT_LINES: usize = 64;
+/// Most srun tasks whose node is remembered.
+const MAX_TASK_NODES: usize = 4096;
 
 impl Ranks {
     /// Whether line `number` was read as a launcher's report.
@@ -142,6 +146,13 @@ impl Ranks {
         }
         if echo && text.contains("ChildFailedError") {
             self.block = Some((Block::Head, None, SUMMARY_LINES));
+        }
+        if let Some((node, tasks)) = super::srun_nodes::srun_task_nodes(text) {
+            for t in tasks {
+                if self.task_nodes.len() < MAX_TASK_NODES && self.node_of(t).is_none() {
+                    self.task_nodes.push((t, node.clone()));
+                }
+            }
         }
         let Some(r) = report(text, self.block.is_some()) else {
             return note;
@@ -230,6 +241,14 @@ impl Ranks {
         self.endings
             .iter()
             .find(|e| e.clean() && Some(e.rank) != except)
+    }
+
+    /// The node srun reported task `rank` on, if it did.
+    pub(super) fn node_of(&self, rank: u32) -> Option<&str> {
+        self.task_nodes
+            .iter()
+            .find(|(t, _)| *t == rank)
+            .map(|(_, n)| n.as_str())
     }
 
     /// The ending of `rank`, if known.
