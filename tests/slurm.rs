@@ -272,13 +272,16 @@ fn a_missing_output_directory_is_never_started_saying_so() {
     let env = Env::new();
     let out = env.path("no-such-dir/job.out");
     let arg = format!("--sbatch-arg=--output={}", out.display());
+    // The bound is generous: the job only fails once slurmd gets to launch it, and a loaded
+    // machine's slurmd was seen handling a batch launch 60 s after the allocation (a cold CI run
+    // beside four builds); until then Slurm says RUNNING, and a 1m bound ended the watch first.
     let r = run(
         &env,
         &[
             "--until",
             "exit",
             "--timeout",
-            "1m",
+            "5m",
             &arg,
             "--",
             "echo",
