@@ -49,6 +49,10 @@ if rank == {odd}:
 t = torch.ones(4)
 dist.all_reduce(t)
 print('all_reduce done', flush=True)
+# Leave together: a rank that exits while its peer's gloo threads still talk can abort
+# ('terminate called without an active exception', SIGABRT), a real torch teardown race.
+dist.barrier()
+dist.destroy_process_group()
 ",
         dir = dir.display()
     )
