@@ -95,6 +95,36 @@ fn run_over_ssh_is_ready_and_stop_ps_logs_work_there() {
     assert!(!common::alive(pid), "still running after stop --host");
 }
 
+/// A login shell that takes seconds in its rc files (conda, environment modules on a network
+/// home) delays every command's start, the agent's first heartbeat included: that is a slow
+/// start, not a lost link. Before, the agent was judged by the 3 s heartbeat bound from its
+/// launch: every attempt was killed mid-rc and the run ended `monitor_error`.
+#[test]
+fn a_login_shell_slower_than_the_heartbeat_bound_is_waited_for() {
+    let sshd = Sshd::start_with("ForceCommand sleep 3.5; eval \"$SSH_ORIGINAL_COMMAND\"");
+    let env = Env::new();
+    let server = env.script("server.sh", "echo 'fired up and ready to roll'; sleep 60");
+    let r = fd(
+        &env,
+        &sshd,
+        &[
+            "run",
+            "--json",
+            "--host",
+            "fdtest",
+            "--ready-line",
+            "ready to roll",
+            "--",
+            &server,
+        ],
+    );
+    assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
+    assert!(!r.stderr.contains("lost contact"), "{}", r.explain());
+    let id = r.run_id().to_string();
+    let stop = fd(&env, &sshd, &["stop", "--host", "fdtest", &id]);
+    assert_eq!(stop.code, 0, "{}", stop.explain());
+}
+
 #[test]
 fn a_failure_over_ssh_is_named_and_the_server_stopped() {
     let sshd = Sshd::start();

@@ -25,6 +25,12 @@
 //!   (`SetEnv`); sshd's own environment is overwritten by its setproctitle.
 //! - The per-connection sshd calls setsid(), and so do the users' commands (each its own
 //!   session): none of them is in the test's or the listener's process group.
+//! - The sessions skip the login user's `~/.bashrc` (`SHLVL=1`: bash sources it for an sshd
+//!   command only as a top-level shell). Root's rc on this VM and CI runs `pyenv init`, whose
+//!   rehash takes a lock file: a session killed mid-rc (Drop kills every tagged process) left it
+//!   behind, and every later session then waited 60 s for it, failing whole test binaries. The
+//!   developer's dotfiles are not under test; a slow login shell is, on purpose, in
+//!   tests/remote.rs (`ForceCommand`).
 //! - A frozen link is noticed by ssh only through its own keepalives: with
 //!   `ServerAliveInterval=1 ServerAliveCountMax=2` ssh exits 255 with "Timeout, server ... not
 //!   responding" 2.2-2.3 s after the freeze; without them it hangs. A new connection during the
@@ -342,7 +348,7 @@ impl Sshd {
              PrintMotd no\n\
              PrintLastLog no\n\
              UseDNS no\n\
-             SetEnv FDT_SSHD_TAG={tag}{set_env}\n\
+             SetEnv FDT_SSHD_TAG={tag} SHLVL=1{set_env}\n\
              {penalties}\
              LogLevel VERBOSE\n",
             port = self.port,

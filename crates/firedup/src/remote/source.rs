@@ -27,6 +27,11 @@ use crate::wire::{AgentSpec, Resume, WireEvent};
 
 /// Silence longer than this means the link is gone.
 pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long a freshly started agent may take to say its first line. The command runs through
+/// the user's login shell, whose rc files can take seconds (conda, environment modules on a
+/// network home, pyenv's rehash waiting for its lock): that is not a lost link, and judging it
+/// by [`HEARTBEAT_TIMEOUT`] would kill every attempt mid-rc and never reconnect.
+pub const AGENT_START_TIMEOUT: Duration = Duration::from_secs(60);
 /// Connect timeout while reconnecting (the first connection uses the user's).
 const RECONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -397,7 +402,12 @@ async fn stream(
         if stop.load(Ordering::Relaxed) {
             return StreamEnd::Done;
         }
-        match tokio::time::timeout(HEARTBEAT_TIMEOUT, lines.next_line()).await {
+        let limit = if announced {
+            HEARTBEAT_TIMEOUT
+        } else {
+            AGENT_START_TIMEOUT
+        };
+        match tokio::time::timeout(limit, lines.next_line()).await {
             Ok(Ok(Some(text))) => {
                 let ev = match WireEvent::parse(&text) {
                     Ok(ev) => ev,
@@ -423,11 +433,19 @@ async fn stream(
             Ok(Err(e)) => {
                 return StreamEnd::Lost(format!("reading from {} failed: {e}", remote.host));
             }
-            Err(_) => {
+            Err(_) if announced => {
                 return StreamEnd::Lost(format!(
                     "no heartbeat from {} for {}",
                     remote.host,
                     format_duration(HEARTBEAT_TIMEOUT)
+                ));
+            }
+            Err(_) => {
+                return StreamEnd::Lost(format!(
+                    "the agent on {} said nothing for {} after it was started (a login shell \
+                     that hangs in its rc files?)",
+                    remote.host,
+                    format_duration(AGENT_START_TIMEOUT)
                 ));
             }
         }
