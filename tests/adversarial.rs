@@ -9,7 +9,7 @@
 //! firedup process killed past it) and nothing asserts how fast anything was. Each case reports
 //! its own failure; the test fails listing all of them.
 
-mod common;
+use crate::common;
 use common::{Env, Run, free_port};
 
 use std::path::Path;

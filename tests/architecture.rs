@@ -748,3 +748,29 @@ fn a_cycle_is_spelled_out() {
     let found = cycles(&[e("a", "b"), e("b", "c"), e("c", "a"), e("c", "d")]);
     assert_eq!(found, vec![vec!["a", "b", "c", "a"]]);
 }
+
+/// With `autotests = false`, a `tests/*.rs` that neither tests/main.rs declares nor Cargo.toml
+/// names as a `[[test]]` would never run, silently.
+#[test]
+fn every_integration_test_file_runs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let main = std::fs::read_to_string(root.join("tests/main.rs")).unwrap();
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(root.join("tests")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let declared = main.lines().any(|l| l.trim() == format!("mod {name};"));
+        let own_target = manifest.contains(&format!("path = \"tests/{name}.rs\""));
+        if !declared && !own_target {
+            missing.push(format!("tests/{name}.rs"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "never run: {missing:?}: declare each as `mod NAME;` in tests/main.rs"
+    );
+}

@@ -6,7 +6,7 @@
 //! hold the log, so the script is the writer found) and a small Python HTTP server; each is killed
 //! and reaped when its test ends, also when the test fails.
 
-mod common;
+use crate::common;
 use common::{Env, fixture};
 
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! name the subcommands and their flags and are accepted by their shell where it is installed;
 //! the man page is roff with NAME and SYNOPSIS, covers every subcommand, and renders cleanly.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::process::{Command, Stdio};

@@ -7,7 +7,7 @@
 //! A real redis-server (installed by `.ci/run`), on a free port, its working directory a
 //! temporary one; killed by the test if firedup's stop leaves it.
 
-mod common;
+use crate::common;
 use common::bounded::run_bounded;
 use common::{Env, alive, free_port};
 

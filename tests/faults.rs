@@ -16,7 +16,7 @@
 //! firedup. The case runs firedup in a private mount namespace (`unshare -m`) with such an overlay,
 //! so nothing stays mounted; it is skipped, saying so, where mounting is not allowed.
 
-mod common;
+use crate::common;
 use common::{Env, alive};
 
 use std::collections::VecDeque;

@@ -3,7 +3,7 @@
 //! the path while firedup runs. Runs as root with a second local user (tests/common/other_user.rs);
 //! without root the tests say so and pass.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

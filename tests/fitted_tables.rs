@@ -3,7 +3,7 @@
 //! command cut with an ellipsis, empty columns dropped; `--wide` prints every column whole; with
 //! no width (a pipe, `COLUMNS` unset) the text is as scripts always got it.
 
-mod common;
+use crate::common;
 
 use common::Env;
 

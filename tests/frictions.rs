@@ -2,7 +2,7 @@
 //! (the most basic mistake first, every mistake named where it is) and after it (hints that can
 //! be followed).
 
-mod common;
+use crate::common;
 use common::Env;
 
 /// A command that does not exist is said before the missing readiness condition: that one is

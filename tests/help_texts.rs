@@ -2,7 +2,7 @@
 //! `--timeout`/`--stall` say where their default comes from, `--then` names what it sets. (That
 //! every flag has a description is a unit test on the clap command: `generated_docs.rs`.)
 
-mod common;
+use crate::common;
 
 use common::Env;
 

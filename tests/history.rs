@@ -3,7 +3,7 @@
 //! launch, several firedup processes write at once, and a broken database never changes a
 //! verdict.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

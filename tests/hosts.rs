@@ -4,7 +4,7 @@
 //! seam, are held to one behaviour whatever the host. Only how firedup is invoked differs
 //! (`--host fdtest`) and where the run directories are.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 //! `firedup stop`, and does not turn a launcher's exit into a daemon to follow (`stalled`).
 //! Each test switches to a second local user (`common::other_user`), so they run as root.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! The run's life around the verdict: re-attaching after firedup dies, `--then`, `--hold`, `logs`,
 //! the run directory's contents and permissions, and awkward log content.
 
-mod common;
+use crate::common;
 use common::{Env, alive};
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! Issue 24 item 7: a server that listens only on the IPv6 loopback (`::1`) is probed where it
 //! listens, not on 127.0.0.1 (where nothing would ever answer and the run would end `timed_out`).
 
-mod common;
+use crate::common;
 
 use common::Env;
 

@@ -3,7 +3,7 @@
 //! arrive, and the ETA from the last run of the same launch is on the status line, not cut off
 //! by the terminal's edge.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -19,7 +19,7 @@
 //! `tests/common/llama.rs`): the fixtures in `tests/fixtures/servers/llama-cpp-python-real/` that
 //! `tests/replay_llama_cpp_python.rs` replays without the server.
 
-mod common;
+use crate::common;
 use common::llama::{
     BOUND, Case, assert_verdict, complete_one_token, fifo, host_could_map, probe, refuses,
     with_context,

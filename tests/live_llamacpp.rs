@@ -19,7 +19,7 @@
 //! in `DIR/CASE.verdict`: the fixtures that `tests/replay_llamacpp.rs` replays without the
 //! server. The harness (inputs, cases, bounded runs, what is left) is `tests/common/llama.rs`.
 
-mod common;
+use crate::common;
 use common::llama::{
     Case, assert_verdict, complete_one_token, fifo, finish, host_could_map, llama, probe,
     with_context,

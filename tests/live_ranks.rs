@@ -5,7 +5,7 @@
 //! PyTorch comes from `FIREDUP_TEST_TORCH_PYTHON` (CI installs it, see `.ci/run`), else
 //! `/work/torchvenv/bin/python`; without either the tests say so and pass without running.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

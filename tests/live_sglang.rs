@@ -13,7 +13,7 @@
 //! Every wait is bounded (a hang bound, not a speed check: sglang's start takes about a minute on
 //! a loaded 2-core machine), and every server is stopped, whatever the test found.
 
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

@@ -11,7 +11,7 @@
 //! a loaded 2-core machine), and every server is stopped, whatever the test found. The harness
 //! (finding vLLM, its command line, the runs, the stop on drop, the tree) is `tests/common/vllm.rs`.
 
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! memory that is never released), dry run, repeat, parallel slots, resume, ordered axes, fail-fast
 //! and Ctrl-C. Every wait is bounded.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;

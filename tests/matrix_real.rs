@@ -2,7 +2,7 @@
 //! and PostgreSQL with `pgbench`, each including cells that fail (a taken port, a bad option), the
 //! metrics in the table and the history.
 
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
 use std::process::Command;

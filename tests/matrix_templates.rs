@@ -2,7 +2,7 @@
 //! a `[[slot]]`), a `{name}` that is unknown or cannot be used is refused before anything
 //! launches, and `--dry-run` shows each cell in its own slot, with its last run from any slot.
 
-mod common;
+use crate::common;
 use common::{Env, free_port};
 
 /// Two slots, each with its own port; a real HTTP server per cell, ready by `http`.

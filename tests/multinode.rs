@@ -3,7 +3,7 @@
 //! unknown placeholder, one verdict naming the node, `stop GROUP_ID`. The torch jobs across
 //! nodes are in tests/multinode_torch.rs.
 
-mod common;
+use crate::common;
 
 use common::Env;
 use common::nodes::Nodes;

@@ -8,7 +8,7 @@
 //! PyTorch comes from `FIREDUP_TEST_TORCH_PYTHON` (CI installs it, see `.ci/run`); without it
 //! the tests say so and pass without running.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

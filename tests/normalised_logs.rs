@@ -5,7 +5,7 @@
 //! `tests/fixtures/replay.sh`, and the verdict, signature, decisive line and rank must be what a
 //! person would name.
 
-mod common;
+use crate::common;
 use common::{Env, fixture};
 
 /// `firedup run --json [extra] -- sh replay.sh FILE END`.

@@ -6,7 +6,7 @@
 //! privileges, each test says so and passes, unless `FIREDUP_TEST_REQUIRE_OLD_GLIBC=1`). Every firedup call is
 //! bounded (`--timeout`); no test asserts a duration.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

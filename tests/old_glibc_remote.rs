@@ -6,7 +6,7 @@
 //! job and a server (stopped, nothing left); the developer build is refused before any copy.
 //! Skips (or fails under `FIREDUP_TEST_REQUIRE_OLD_GLIBC=1`) as tests/old_glibc.rs does.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,7 @@
 //! `oom_killed` for real: a memory-limited cgroup, a process that allocates past the limit, and the
 //! kernel OOM killer. Skipped (with a message) where this machine's cgroups cannot be written.
 
-mod common;
+use crate::common;
 use common::Env;
 use common::cgroup::limited_cgroup;
 

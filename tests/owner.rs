@@ -3,7 +3,7 @@
 //! verdict of a `run` still watching names the owner; the history records `owner_gone`; a dead
 //! PID launches nothing.
 
-mod common;
+use crate::common;
 use common::Env;
 use common::bounded::wait_output;
 use std::process::{Child, Command, Stdio};

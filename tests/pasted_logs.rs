@@ -5,7 +5,7 @@
 //! docs/contract.md (`tests/fixtures/pasted/expected.toml`, with each log's issue address), the
 //! way the held-out review sets are scored; a table per log and the totals are printed.
 
-mod common;
+use crate::common;
 use common::{Env, fixture};
 
 /// What a careful reader of one log names, as `expected.toml` states it.

@@ -3,7 +3,7 @@
 //! verdict is `stalled` in the phase the profile's markers name (sglang's capture progress bar,
 //! vLLM's engine initialisation, TGI's CUDA graph warmup).
 
-mod common;
+use crate::common;
 use common::{Env, fixture};
 
 #[test]

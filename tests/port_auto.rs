@@ -3,7 +3,7 @@
 //! carries `url` and `port`; `stop --json` says what the teardown found (the processes, the
 //! port, the GPU).
 
-mod common;
+use crate::common;
 
 use common::Env;
 

@@ -3,7 +3,7 @@
 //! firedup's own probe faults, someone else on the port, sd_notify, GPU memory from a stand-in
 //! nvidia-smi, per-phase budgets, and `firedup profiles`.
 
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
 use std::path::PathBuf;

@@ -6,7 +6,7 @@
 //! not (sglang's uvicorn lines, llama.cpp's early HTTP listener, TGI's `Connected` before its bind,
 //! Triton's gRPC before HTTP): they must never end `ready`.
 
-mod common;
+use crate::common;
 use common::{Env, alive};
 
 struct Case {

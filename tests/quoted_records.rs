@@ -3,7 +3,7 @@
 //! a traceback or an unquoted fatal line still does. Through the real binary: a script prints
 //! such lines inside the `--hold` window after ready and keeps serving.
 
-mod common;
+use crate::common;
 
 use common::Env;
 

@@ -8,7 +8,7 @@
 //! sets it), else `/work/torchvenv/bin/python` if it exists; without one the live test says so and
 //! passes without running.
 
-mod common;
+use crate::common;
 use common::{Env, Run, fixture, free_port};
 
 /// One failure: the log (and two_ranks.py mode), torchrun's recorded exit code, and what the

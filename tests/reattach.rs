@@ -2,7 +2,7 @@
 //! its launching firedup recorded are reported as recorded, a stop that firedup itself made is
 //! not "someone else", and how the run ended after ready is still said (issue 23, items 4 and 8).
 
-mod common;
+use crate::common;
 use common::{Env, Run, alive, free_port};
 use std::time::{Duration, Instant};
 

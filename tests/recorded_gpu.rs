@@ -2,7 +2,7 @@
 //! `tests/fixtures/gpu/record.sh` and `versions.txt`), replayed through `firedup run` on a machine
 //! without a GPU: the verdict, signature and decisive line must be what a person would name.
 
-mod common;
+use crate::common;
 use common::Env;
 
 #[test]

@@ -6,7 +6,7 @@
 //! gloo "Connection closed by peer" traceback after rank 1 failed, and torchrun's own
 //! `ChildFailedError` traceback and summary come last; those are echoes.
 
-mod common;
+use crate::common;
 use common::Env;
 
 /// (log, signature, the decisive line's text contains, rank)

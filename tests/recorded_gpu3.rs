@@ -7,7 +7,7 @@
 //! `gpu_unavailable`; a rank that leaves early is the cause, its peer's "Connection closed by
 //! peer" the echo.
 
-mod common;
+use crate::common;
 use common::Env;
 
 /// (log, how it ended for replay.sh, verdict, signature, the decisive line's text contains, rank)

@@ -4,7 +4,7 @@
 //! must survive with every log line reported exactly once, and arguments that must reach the
 //! remote command exactly.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! gzip) and runs; a binary that needs a newer glibc than the host has is refused before any copy,
 //! in one sentence that names the portable build.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -8,7 +8,7 @@
 //! too). The SIGKILL mid-load left an empty log (the server was waiting to open its model): the
 //! replay ends the same way, with nothing to read.
 
-mod common;
+use crate::common;
 use common::recorded_logs::{Case, Recordings};
 
 const READY_TIMELINE: &[&str] = &["load_model", "init_context", "starting_http", "ready"];

@@ -9,7 +9,7 @@
 //! log cannot show the cause of stays `sigkill` here: the memory cgroup's OOM counter that makes
 //! the live run `oom_killed` is not in the log.
 
-mod common;
+use crate::common;
 use common::recorded_logs::{Case, Recordings};
 
 const READY_TIMELINE: &[&str] = &["load_model", "init_slots", "ready"];

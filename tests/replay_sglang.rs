@@ -7,7 +7,7 @@
 //! during initialization (exit code: -9)` (after the EOFError of its pipe); once serving, the
 //! watchdog's `Subprocess scheduler_0 (pid=N) crashed with exit code -9`. Both are rank 0's SIGKILL.
 
-mod common;
+use crate::common;
 use common::recorded_logs::{Case, Recordings};
 
 const CASES: &[Case] = &[

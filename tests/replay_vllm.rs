@@ -10,7 +10,7 @@
 //! say SIGKILL (`exit code: -9`), it cannot say that the OOM killer sent it: replayed, a worker
 //! killed in a memory cgroup too small is `sigkill`; live, `oom_killed`.
 
-mod common;
+use crate::common;
 use common::{Env, fixture};
 
 /// (fixture, the API server's exit or `hang`, extra flags, verdict, signature, rank, in the line)

@@ -7,7 +7,7 @@
 //! `watch RUN_ID` after it. Through the real binary; waits are bounded, verdicts asserted; no
 //! wall-clock bound.
 
-mod common;
+use crate::common;
 use common::Env;
 use common::bounded::wait_output;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! what it does during the grace period (a line before the wait, the result after); Ctrl-C on
 //! `firedup watch` detaches, saying how to stop the run it leaves running (exit 130).
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

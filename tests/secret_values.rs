@@ -7,7 +7,7 @@
 //! `"hf_token": "..."`, `NAME=value`), the verdict, the events, the run directory and the history
 //! hold none of it. (c) An `--http` URL's password is stored nowhere.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! the run back at once and `watch RUN_ID --for` waits in steps, reporting `pending` (exit 75)
 //! while the server starts and changing nothing.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

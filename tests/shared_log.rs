@@ -4,7 +4,7 @@
 //! re-judge never overwrites a recorded verdict, and a file a live run writes is refused to
 //! another.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

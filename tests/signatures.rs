@@ -2,7 +2,7 @@
 //! fake server that prints a real example line from the catalog and exits 1, and the signal-level
 //! ones from real signals.
 
-mod common;
+use crate::common;
 use common::Env;
 use firedup::verdict::Signature;
 

@@ -5,7 +5,7 @@
 //!
 //! Every firedup call is bounded (`--timeout`, or a bounded wait); no test asserts a duration.
 
-mod common;
+use crate::common;
 
 use common::slurm::{node, processes_of, running_job, sh, slurm};
 use common::{Env, Run};

@@ -7,7 +7,7 @@
 //!
 //! Every firedup call is bounded (`--timeout`); no test asserts a duration.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

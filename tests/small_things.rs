@@ -2,7 +2,7 @@
 //! flags, the README's examples, the matrix's dry run and cell numbers, the `--fail-line` reason,
 //! heartbeats with hex request ids, and what a failed SSH connection prints.
 
-mod common;
+use crate::common;
 use common::Env;
 
 use std::process::{Command, Stdio};

@@ -1,7 +1,7 @@
 //! Self-test of the sshd harness (tests/common/sshd.rs), with the real ssh client: the server
 //! works, the broken configs fail the way they must, stop/restart, and the link's faults.
 
-mod common;
+use crate::common;
 use common::sshd::{self, NetLink, Sshd, run_bounded};
 use std::io::Write;
 use std::process::{Command, Stdio};

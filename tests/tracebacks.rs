@@ -4,7 +4,7 @@
 //! named by its most specific cause (a compiler wrapper does not hide the capture failure or the
 //! full disk it wraps).
 
-mod common;
+use crate::common;
 use common::{Env, fixture};
 
 #[test]

@@ -6,7 +6,7 @@
 //! fails the test instead of blocking it; what is asserted is the verdict and the reported times
 //! (which only ever have lower bounds here).
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

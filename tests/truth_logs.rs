@@ -3,7 +3,7 @@
 //! bound: waits are bounded (the helper is killed and the test fails past the bound) and the
 //! verdicts are asserted.
 
-mod common;
+use crate::common;
 use common::bounded::{run_bounded, wait_output};
 use common::{Env, alive};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

@@ -9,7 +9,7 @@
 //! `tests/fixtures/truth/fake_uvicorn.py`. Every firedup run is bounded (60 s, then killed and
 //! failed); no test bounds how fast anything is.
 
-mod common;
+use crate::common;
 
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};

@@ -6,7 +6,7 @@
 //! No wall-clock bound on firedup: each wait is bounded generously (the helper is killed and the
 //! test fails past it), and the verdicts and leftovers are asserted.
 
-mod common;
+use crate::common;
 use common::bounded::{run_bounded, wait_output};
 use common::{Env, alive, free_port};
 

@@ -9,7 +9,7 @@
 //! - `watch RUN_ID` of a server that printed READY before the re-attach reports `ready_s` at
 //!   the READY, not at the re-attach.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::{Duration, SystemTime};

@@ -1,7 +1,7 @@
 //! Every verdict of the README, produced through the real binary against scripted fake servers,
 //! with its exit code and a time bound.
 
-mod common;
+use crate::common;
 use common::{Env, alive};
 use std::time::Duration;
 

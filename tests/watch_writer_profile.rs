@@ -8,7 +8,7 @@
 //! log, so the script is the writer found); `--no-probe`, so its
 //! ready line decides and nothing needs to answer on the port.
 
-mod common;
+use crate::common;
 use common::{Env, fixture};
 
 use std::time::{Duration, Instant};
