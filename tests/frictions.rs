@@ -14,7 +14,7 @@ fn a_missing_command_is_said_before_the_missing_readiness_condition() {
         ("/no/such/binary", "/no/such/binary does not exist"),
         ("no-such-command-29", "no-such-command-29 is not on PATH"),
     ] {
-        let r = env.firedup(&["run", "--", program]);
+        let r = env.run().command(&[program]).output();
         assert_eq!(r.code, 2, "{}", r.explain());
         let first = r
             .stderr
@@ -24,7 +24,7 @@ fn a_missing_command_is_said_before_the_missing_readiness_condition() {
         assert!(readiness.is_none_or(|at| first < at), "{}", r.explain());
     }
     // A command that exists keeps the readiness complaint alone.
-    let r = env.firedup(&["run", "--", "true"]);
+    let r = env.run().command(&["true"]).output();
     assert_eq!(r.code, 2, "{}", r.explain());
     assert!(
         r.stderr.starts_with("firedup: no readiness condition"),
@@ -41,16 +41,12 @@ fn a_log_in_a_missing_directory_is_refused_and_nothing_is_created() {
     let dir = env.path("no/such/dir");
     let log = dir.join("x.log");
     let marker = env.path("launched");
-    let r = env.firedup(&[
-        "run",
-        "--until",
-        "exit",
-        "--log",
-        log.to_str().unwrap(),
-        "--",
-        "touch",
-        marker.to_str().unwrap(),
-    ]);
+    let r = env
+        .run()
+        .until("exit")
+        .opt("log", log.to_str().unwrap())
+        .command(&["touch", marker.to_str().unwrap()])
+        .output();
     assert_eq!(r.code, 2, "{}", r.explain());
     assert!(
         r.stderr
@@ -62,17 +58,13 @@ fn a_log_in_a_missing_directory_is_refused_and_nothing_is_created() {
     assert!(!marker.exists(), "the command ran");
     // A log in a directory that exists is written as before.
     let log = env.path("x.log");
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--until",
-        "exit",
-        "--log",
-        log.to_str().unwrap(),
-        "--",
-        "echo",
-        "hello",
-    ]);
+    let r = env
+        .run()
+        .json()
+        .until("exit")
+        .opt("log", log.to_str().unwrap())
+        .command(&["echo", "hello"])
+        .output();
     assert_eq!(r.verdict(), "succeeded", "{}", r.explain());
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "hello\n");
 }
@@ -81,7 +73,7 @@ fn a_log_in_a_missing_directory_is_refused_and_nothing_is_created() {
 #[test]
 fn history_refuses_an_unknown_verdict_name() {
     let env = Env::new();
-    let r = env.firedup(&["history", "--verdict", "readyy"]);
+    let r = env.fd("history").opt("verdict", "readyy").output();
     assert_eq!(r.code, 2, "{}", r.explain());
     for name in [
         "ready",
@@ -99,7 +91,7 @@ fn history_refuses_an_unknown_verdict_name() {
         assert!(r.stderr.contains(name), "{name}: {}", r.explain());
     }
     for name in ["ready", "owner_gone"] {
-        let r = env.firedup(&["history", "--verdict", name]);
+        let r = env.fd("history").opt("verdict", name).output();
         assert_eq!(r.code, 0, "{}", r.explain());
     }
 }
@@ -109,23 +101,25 @@ fn history_refuses_an_unknown_verdict_name() {
 #[test]
 fn a_duration_error_names_every_accepted_unit() {
     let env = Env::new();
-    let r = env.firedup(&["run", "--timeout", "7x", "--until", "exit", "--", "true"]);
+    let r = env
+        .run()
+        .timeout("7x")
+        .until("exit")
+        .command(&["true"])
+        .output();
     assert_eq!(r.code, 2, "{}", r.explain());
     assert!(
         r.stderr.contains("use ms, s, m, min, h or d"),
         "{}",
         r.explain()
     );
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--timeout",
-        "7d",
-        "--until",
-        "exit",
-        "--",
-        "true",
-    ]);
+    let r = env
+        .run()
+        .json()
+        .timeout("7d")
+        .until("exit")
+        .command(&["true"])
+        .output();
     assert_eq!(r.verdict(), "succeeded", "{}", r.explain());
 }
 
@@ -141,7 +135,7 @@ fn a_profile_ready_pattern_gets_the_ready_line_rule_and_every_mistake_is_named()
     )
     .unwrap();
     let file = file.to_str().unwrap();
-    let r = env.firedup(&["profiles", "check", file]);
+    let r = env.fd("profiles").arg("check").arg(file).output();
     assert_eq!(r.code, 2, "{}", r.explain());
     assert!(
         r.stderr.contains(&format!(
@@ -155,19 +149,15 @@ fn a_profile_ready_pattern_gets_the_ready_line_rule_and_every_mistake_is_named()
         "{}",
         r.explain()
     );
-    let flag = env.firedup(&["run", "--ready-line", ".*", "--", "true"]);
+    let flag = env.run().ready_line(".*").command(&["true"]).output();
     assert_eq!(flag.code, 2, "{}", flag.explain());
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--profile-file",
-        file,
-        "--profile",
-        "mine",
-        "--",
-        "sleep",
-        "30",
-    ]);
+    let r = env
+        .run()
+        .json()
+        .opt("profile-file", file)
+        .opt("profile", "mine")
+        .command(&["sleep", "30"])
+        .output();
     assert_eq!(r.code, 2, "{}", r.explain());
     assert!(r.stderr.contains("matches every line"), "{}", r.explain());
 }
@@ -178,15 +168,12 @@ fn a_profile_ready_pattern_gets_the_ready_line_rule_and_every_mistake_is_named()
 fn next_says_no_log_was_written_instead_of_less_on_a_missing_log() {
     let env = Env::new();
     let log = env.path("never/created.log");
-    let r = env.firedup(&[
-        "watch",
-        "--log",
-        log.to_str().unwrap(),
-        "--log-grace",
-        "1s",
-        "--ready-line",
-        "READY",
-    ]);
+    let r = env
+        .fd("watch")
+        .opt("log", log.to_str().unwrap())
+        .opt("log-grace", "1s")
+        .ready_line("READY")
+        .output();
     assert_eq!(r.code, 5, "{}", r.explain());
     // The reason says how long the log was waited for: the attach's wait (it said "within 0ms").
     assert!(
@@ -222,28 +209,28 @@ fn redis_under_env_and_nice_is_recognised() {
     let port = common::free_port().to_string();
     let dir = env.path("redis-dir");
     std::fs::create_dir(&dir).unwrap();
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--timeout",
-        "60s",
-        "--",
-        "env",
-        "FRICTIONS_29=1",
-        "nice",
-        "-n",
-        "1",
-        "redis-server",
-        "--port",
-        &port,
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-        "--dir",
-        dir.to_str().unwrap(),
-    ]);
-    let stop = env.firedup(&["stop", r.run_id()]);
+    let r = env
+        .run()
+        .json()
+        .timeout("60s")
+        .command(&[
+            "env",
+            "FRICTIONS_29=1",
+            "nice",
+            "-n",
+            "1",
+            "redis-server",
+            "--port",
+            &port,
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            dir.to_str().unwrap(),
+        ])
+        .output();
+    let stop = env.fd("stop").arg(r.run_id()).output();
     assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
     assert_eq!(stop.code, 0, "{}", stop.explain());
     assert_eq!(
@@ -289,18 +276,14 @@ time.sleep(30)
 "#,
     )
     .unwrap();
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--notify",
-        "--timeout",
-        "60s",
-        "--then",
-        "true",
-        "--",
-        "python3",
-        server.to_str().unwrap(),
-    ]);
+    let r = env
+        .run()
+        .json()
+        .flag("notify")
+        .timeout("60s")
+        .opt("then", "true")
+        .command(&["python3", server.to_str().unwrap()])
+        .output();
     assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
     for status in ["loading weights 1/2", "loading weights 2/2"] {
         assert!(

@@ -28,7 +28,7 @@ fn run_server(env: &Env, extra_env: &[&str]) -> common::Run {
     args.extend(["--", "sh", "-c", SERVER]);
     let r = env.firedup(&args);
     assert_eq!(r.verdict(), "ready", "{}", r.explain());
-    let s = env.firedup(&["stop", "--grace", "2s", r.run_id()]);
+    let s = env.fd("stop").opt("grace", "2s").arg(r.run_id()).output();
     assert_eq!(s.code, 0, "{}", s.explain());
     r
 }
@@ -38,19 +38,17 @@ fn runs_are_recorded_listed_shown_and_compared() {
     let env = Env::new();
     let a = run_server(&env, &["FLASHMLA=0", "HF_TOKEN=hf_very_secret"]);
     let b = run_server(&env, &["FLASHMLA=1", "HF_TOKEN=hf_very_secret"]);
-    let failed = env.firedup(&[
-        "run",
-        "--json",
-        "--until",
-        "exit",
-        "--",
-        "sh",
-        "-c",
-        "echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB'; exit 1",
-    ]);
+    let failed = env
+        .run()
+        .json()
+        .until("exit")
+        .shell(
+            "echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB'; exit 1",
+        )
+        .output();
     assert_eq!(failed.signature(), Some("cuda_oom"), "{}", failed.explain());
 
-    let all = env.firedup(&["history", "--json"]);
+    let all = env.fd("history").json().output();
     let rows: Vec<serde_json::Value> = all
         .stdout
         .lines()
@@ -80,7 +78,7 @@ fn runs_are_recorded_listed_shown_and_compared() {
         assert_eq!(r.stdout.lines().count(), n, "{filter:?}: {}", r.explain());
     }
 
-    let show = env.firedup(&["show", a.run_id()]);
+    let show = env.fd("show").arg(a.run_id()).output();
     assert_eq!(show.code, 0, "{}", show.explain());
     for want in [
         "ready",
@@ -95,7 +93,7 @@ fn runs_are_recorded_listed_shown_and_compared() {
             show.explain()
         );
     }
-    let cmp = env.firedup(&["compare", a.run_id(), b.run_id()]);
+    let cmp = env.fd("compare").arg(a.run_id()).arg(b.run_id()).output();
     assert_eq!(cmp.code, 0, "{}", cmp.explain());
     assert!(cmp.stdout.contains("env FLASHMLA *"), "{}", cmp.explain());
     assert!(
@@ -105,7 +103,7 @@ fn runs_are_recorded_listed_shown_and_compared() {
     );
     assert!(!cmp.stdout.contains("env HF_TOKEN *"), "{}", cmp.explain());
 
-    let missing = env.firedup(&["show", "no-such-run"]);
+    let missing = env.fd("show").arg("no-such-run").output();
     assert_eq!(missing.code, 2);
     assert!(
         missing
@@ -152,7 +150,7 @@ fn concurrent_firedup_processes_all_land_in_the_history() {
     }
     // Every run went straight into the database: none had to be kept aside.
     assert!(!env.state.path().join("history-pending.ndjson").exists());
-    let h = env.firedup(&["history", "--json", "--limit", "0"]);
+    let h = env.fd("history").json().opt("limit", "0").output();
     assert_eq!(h.stdout.lines().count(), n, "{}", h.explain());
 }
 
@@ -162,7 +160,7 @@ fn a_broken_history_never_changes_the_verdict_and_loses_no_run() {
     let db = env.state.path().join("history.sqlite");
     let junk = vec![0x5au8; 4096];
     std::fs::write(&db, &junk).unwrap();
-    let r = env.firedup(&["run", "--json", "--until", "exit", "--", "true"]);
+    let r = env.run().json().until("exit").command(&["true"]).output();
     assert_eq!(r.code, 0, "{}", r.explain());
     assert_eq!(r.verdict(), "succeeded");
     assert!(
@@ -170,7 +168,7 @@ fn a_broken_history_never_changes_the_verdict_and_loses_no_run() {
         "{}",
         r.explain()
     );
-    let h = env.firedup(&["history"]);
+    let h = env.fd("history").output();
     assert_eq!(h.code, 2);
     assert!(h.stderr.contains("left untouched"), "{}", h.explain());
     assert_eq!(
@@ -181,7 +179,7 @@ fn a_broken_history_never_changes_the_verdict_and_loses_no_run() {
 
     // Once the broken file is moved aside, the run kept meanwhile is in the history.
     std::fs::rename(&db, env.state.path().join("history.broken")).unwrap();
-    let h = env.firedup(&["history", "--json"]);
+    let h = env.fd("history").json().output();
     assert_eq!(h.code, 0, "{}", h.explain());
     let rows: Vec<serde_json::Value> = h
         .stdout
@@ -208,24 +206,19 @@ fn a_broken_history_never_changes_the_verdict_and_loses_no_run() {
 #[test]
 fn watching_a_run_again_is_the_same_launch_in_the_history() {
     let env = Env::new();
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--keep",
-        "--env",
-        "API_TOKEN=abc123",
-        "--ready-line",
-        "up",
-        "--",
-        "sh",
-        "-c",
-        "echo up; sleep 300",
-    ]);
+    let r = env
+        .run()
+        .json()
+        .flag("keep")
+        .opt("env", "API_TOKEN=abc123")
+        .ready_line("up")
+        .shell("echo up; sleep 300")
+        .output();
     assert_eq!(r.verdict(), "ready", "{}", r.explain());
-    let w = env.firedup(&["watch", "--json", r.run_id()]);
+    let w = env.fd("watch").json().arg(r.run_id()).output();
     assert_eq!(w.verdict(), "ready", "{}", w.explain());
-    env.firedup(&["stop", "--grace", "1s", r.run_id()]);
-    let h = env.firedup(&["history", "--json"]);
+    env.fd("stop").opt("grace", "1s").arg(r.run_id()).output();
+    let h = env.fd("history").json().output();
     let rows: Vec<serde_json::Value> = h
         .stdout
         .lines()

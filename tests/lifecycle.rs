@@ -46,11 +46,11 @@ fn firedup_killed_mid_watch_then_watch_run_id_reaches_the_verdict() {
     child.kill().unwrap(); // SIGKILL firedup, not the server
     child.wait().unwrap();
     std::fs::write(&gate, "").unwrap();
-    let r = env.firedup(&["watch", "--json", &id]);
+    let r = env.fd("watch").json().arg(&id).output();
     assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
     let pid = r.json["pid"].as_u64().unwrap();
     assert!(alive(pid), "the server outlived firedup");
-    let s = env.firedup(&["stop", &id]);
+    let s = env.fd("stop").arg(&id).output();
     assert_eq!(s.code, 0, "{}", s.explain());
     assert!(!alive(pid));
     // The log is complete: both lines the server wrote are there.
@@ -87,7 +87,7 @@ fn a_job_that_ended_while_firedup_was_gone_is_judged_from_its_exit_record() {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-    let r = env.firedup(&["watch", "--json", "--until", "exit", &id]);
+    let r = env.fd("watch").json().until("exit").arg(&id).output();
     assert_eq!((r.code, r.verdict()), (3, "exited"), "{}", r.explain());
     assert_eq!(r.json["exit"]["code"], 3);
 }
@@ -95,17 +95,15 @@ fn a_job_that_ended_while_firedup_was_gone_is_judged_from_its_exit_record() {
 #[test]
 fn then_runs_after_ready_with_the_run_in_its_env_and_stops_the_server() {
     let env = Env::new();
-    let r = env.firedup(&[
-        "run",
-        "--ready-line",
-        "READY",
-        "--then",
-        "echo \"pid=$FIREDUP_PID run=$FIREDUP_RUN_ID\" > then.out; exit 7",
-        "--",
-        "sh",
-        "-c",
-        "echo READY; exec sleep 300",
-    ]);
+    let r = env
+        .run()
+        .ready_line("READY")
+        .opt(
+            "then",
+            "echo \"pid=$FIREDUP_PID run=$FIREDUP_RUN_ID\" > then.out; exit 7",
+        )
+        .shell("echo READY; exec sleep 300")
+        .output();
     // The exit code is the verdict's (issue 29: `exit 3` read as `exited`); CMD's status is
     // said beside it.
     assert_eq!(r.code, 0, "exit with the verdict's code: {}", r.explain());
@@ -115,18 +113,13 @@ fn then_runs_after_ready_with_the_run_in_its_env_and_stops_the_server() {
         r.explain()
     );
     // Under --json: CMD's status is `then.exit_code`, and stderr says it failed.
-    let j = env.firedup(&[
-        "run",
-        "--json",
-        "--ready-line",
-        "READY",
-        "--then",
-        "exit 3",
-        "--",
-        "sh",
-        "-c",
-        "echo READY; exec sleep 300",
-    ]);
+    let j = env
+        .run()
+        .json()
+        .ready_line("READY")
+        .opt("then", "exit 3")
+        .shell("echo READY; exec sleep 300")
+        .output();
     assert_eq!((j.code, j.verdict()), (0, "ready"), "{}", j.explain());
     assert_eq!(j.json["then"]["exit_code"], 3, "{}", j.explain());
     assert!(
@@ -153,57 +146,41 @@ fn then_runs_after_ready_with_the_run_in_its_env_and_stops_the_server() {
 #[test]
 fn hold_catches_a_crash_after_ready() {
     let env = Env::new();
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--hold",
-        "5s",
-        "--ready-line",
-        "READY",
-        "--",
-        "sh",
-        "-c",
-        "echo READY; sleep 0.3; kill -SEGV $$",
-    ]);
+    let r = env
+        .run()
+        .json()
+        .opt("hold", "5s")
+        .ready_line("READY")
+        .shell("echo READY; sleep 0.3; kill -SEGV $$")
+        .output();
     assert_eq!(
         (r.code, r.verdict(), r.signature()),
         (4, "killed", Some("segfault")),
         "{}",
         r.explain()
     );
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--hold",
-        "500ms",
-        "--ready-line",
-        "READY",
-        "--",
-        "sh",
-        "-c",
-        "echo READY; exec sleep 300",
-    ]);
+    let r = env
+        .run()
+        .json()
+        .opt("hold", "500ms")
+        .ready_line("READY")
+        .shell("echo READY; exec sleep 300")
+        .output();
     assert_eq!(r.verdict(), "ready", "{}", r.explain());
-    env.firedup(&["stop", r.run_id()]);
+    env.fd("stop").arg(r.run_id()).output();
 }
 
 #[test]
 fn run_directory_is_private_and_secrets_are_redacted() {
     let env = Env::new();
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--until",
-        "exit",
-        "--env",
-        "HF_TOKEN=hf_supersecret",
-        "--env",
-        "MODE=fast",
-        "--",
-        "sh",
-        "-c",
-        "test ${#HF_TOKEN} -eq 14 && echo \"mode $MODE\"",
-    ]);
+    let r = env
+        .run()
+        .json()
+        .until("exit")
+        .opt("env", "HF_TOKEN=hf_supersecret")
+        .opt("env", "MODE=fast")
+        .shell("test ${#HF_TOKEN} -eq 14 && echo \"mode $MODE\"")
+        .output();
     assert_eq!(
         r.verdict(),
         "succeeded",
@@ -225,27 +202,23 @@ fn run_directory_is_private_and_secrets_are_redacted() {
 #[test]
 fn logs_prints_the_log_and_meaningful_drops_noise_and_redraws() {
     let env = Env::new();
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--until",
-        "exit",
-        "--",
-        "sh",
-        "-c",
-        "echo start; echo; printf 'shards 10%%\\rshards 50%%\\rshards 100%%\\n'; echo done",
-    ]);
+    let r = env
+        .run()
+        .json()
+        .until("exit")
+        .shell("echo start; echo; printf 'shards 10%%\\rshards 50%%\\rshards 100%%\\n'; echo done")
+        .output();
     assert_eq!(r.verdict(), "succeeded", "{}", r.explain());
     // The log as it is: its blank line kept and the redrawn line one line, so that line N here
     // is the verdict's line N (issue 29: blank lines were dropped, the numbers shifted).
-    let all = env.firedup(&["logs", r.run_id()]);
+    let all = env.fd("logs").arg(r.run_id()).output();
     assert_eq!(all.code, 0);
     assert_eq!(
         all.stdout,
         "start\n\nshards 10%\rshards 50%\rshards 100%\ndone\n"
     );
     // The progress bar in its last state (it was its first, 10%), no blank lines.
-    let m = env.firedup(&["logs", "--meaningful", r.run_id()]);
+    let m = env.fd("logs").flag("meaningful").arg(r.run_id()).output();
     assert_eq!(
         m.stdout, "start\nshards 100%\ndone\n",
         "one line per progress bar, no blank lines"
@@ -256,13 +229,10 @@ fn logs_prints_the_log_and_meaningful_drops_noise_and_redraws() {
 fn awkward_log_content_is_read_without_loss_or_panic() {
     let env = Env::new();
     // Invalid UTF-8, NUL bytes, ANSI colour, a 5 MB line, then the ready line.
-    let r = env.firedup(&[
-        "run", "--json", "--ready-line", "^READY$", "--", "sh", "-c",
-        "printf 'bad \\377\\376 utf8\\n'; printf 'nul\\000byte\\n'; printf '\\033[32mREADY\\033[0m'; head -c 5000000 /dev/zero | tr '\\0' x; printf '\\nREADY\\n'; exec sleep 300",
-    ]);
+    let r = env.run().json().ready_line("^READY$").shell("printf 'bad \\377\\376 utf8\\n'; printf 'nul\\000byte\\n'; printf '\\033[32mREADY\\033[0m'; head -c 5000000 /dev/zero | tr '\\0' x; printf '\\nREADY\\n'; exec sleep 300").output();
     assert_eq!(r.verdict(), "ready", "{}", r.explain());
     assert_eq!(r.json["line"]["number"], 4);
-    env.firedup(&["stop", r.run_id()]);
+    env.fd("stop").arg(r.run_id()).output();
 }
 
 #[test]
@@ -290,18 +260,14 @@ fn watch_follows_a_log_that_appears_late_and_is_rotated() {
         .spawn()
         .unwrap();
     let pid = server.id().to_string();
-    let r = env.firedup(&[
-        "watch",
-        "--json",
-        "--log",
-        log.to_str().unwrap(),
-        "--pid",
-        &pid,
-        "--ready-line",
-        "READY",
-        "--events",
-        events.to_str().unwrap(),
-    ]);
+    let r = env
+        .fd("watch")
+        .json()
+        .opt("log", log.to_str().unwrap())
+        .opt("pid", &pid)
+        .ready_line("READY")
+        .opt("events", events.to_str().unwrap())
+        .output();
     server.kill().unwrap();
     server.wait().unwrap();
     assert_eq!(r.verdict(), "ready", "{}", r.explain());
@@ -323,17 +289,14 @@ fn an_attached_pid_that_dies_is_seen_at_once() {
         .unwrap();
     let pid = server.id().to_string();
     let reaper = std::thread::spawn(move || server.wait());
-    let r = env.firedup(&[
-        "watch",
-        "--json",
-        "--from-start",
-        "--log",
-        log.to_str().unwrap(),
-        "--pid",
-        &pid,
-        "--ready-line",
-        "READY",
-    ]);
+    let r = env
+        .fd("watch")
+        .json()
+        .flag("from-start")
+        .opt("log", log.to_str().unwrap())
+        .opt("pid", &pid)
+        .ready_line("READY")
+        .output();
     reaper.join().unwrap().unwrap();
     assert_eq!((r.code, r.verdict()), (3, "exited"), "{}", r.explain());
 }
@@ -342,18 +305,13 @@ fn an_attached_pid_that_dies_is_seen_at_once() {
 fn events_stream_is_ndjson() {
     let env = Env::new();
     let events = env.path("events.ndjson");
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--until",
-        "exit",
-        "--events",
-        events.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        "echo one; echo two",
-    ]);
+    let r = env
+        .run()
+        .json()
+        .until("exit")
+        .opt("events", events.to_str().unwrap())
+        .shell("echo one; echo two")
+        .output();
     assert_eq!(r.verdict(), "succeeded");
     let text = std::fs::read_to_string(&events).unwrap();
     let kinds: Vec<String> = text
@@ -468,14 +426,14 @@ fn the_log_is_byte_identical_to_what_the_server_wrote_across_firedup_crashes() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     second.kill().unwrap();
     second.wait().unwrap();
-    let r = env.firedup(&["watch", "--json", &id]);
+    let r = env.fd("watch").json().arg(&id).output();
     assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
     let log = std::fs::read(env.state.path().join("runs").join(&id).join("output.log")).unwrap();
     let mut want = data.clone();
     want.extend_from_slice(b"\nREADY\n");
     assert_eq!(log.len(), want.len(), "bytes lost or added");
     assert!(log == want, "the log differs from what the server wrote");
-    let s = env.firedup(&["stop", &id]);
+    let s = env.fd("stop").arg(&id).output();
     assert_eq!(s.code, 0, "{}", s.explain());
 }
 
@@ -485,22 +443,18 @@ fn the_log_is_byte_identical_to_what_the_server_wrote_across_firedup_crashes() {
 #[test]
 fn stop_ends_a_stopped_server_by_its_sigterm() {
     let env = Env::new();
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--ready-line",
-        "READY",
-        "--",
-        "sh",
-        "-c",
-        "echo READY; sleep 300 & wait",
-    ]);
+    let r = env
+        .run()
+        .json()
+        .ready_line("READY")
+        .shell("echo READY; sleep 300 & wait")
+        .output();
     assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
     let pid = r.json["pid"].as_u64().expect("a pid");
     // The whole group stopped (the server is its group's leader).
     let group = rustix::process::Pid::from_raw(pid as i32).expect("a pid");
     rustix::process::kill_process_group(group, rustix::process::Signal::STOP).unwrap();
-    let s = env.firedup(&["stop", "--grace", "60s", r.run_id()]);
+    let s = env.fd("stop").opt("grace", "60s").arg(r.run_id()).output();
     assert_eq!(s.code, 0, "{}", s.explain());
     let said = format!("{}{}", s.stdout, s.stderr);
     assert!(said.contains("with SIGTERM in"), "{said}");

@@ -32,18 +32,12 @@ fn llama_server_is_ready_by_its_health_answer_without_a_ready_line() {
         ),
     );
     let port = free_port().to_string();
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--timeout",
-        "30s",
-        "--",
-        &server,
-        "--port",
-        &port,
-        "--health-after",
-        "1.0",
-    ]);
+    let r = env
+        .run()
+        .json()
+        .timeout("30s")
+        .command(&[&server, "--port", &port, "--health-after", "1.0"])
+        .output();
     assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
     let http = probe(&r.json, "http");
     assert_eq!(http["target"], format!("http://127.0.0.1:{port}/health"));
@@ -66,21 +60,14 @@ fn llama_cpp_python_is_probed_at_a_route_it_has() {
     let env = Env::new();
     let port = free_port().to_string();
     let server = fixture("servers/fake_llm_server.py");
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--profile",
-        "llama-cpp-python",
-        "--ready-request",
-        "--timeout",
-        "30s",
-        "--",
-        "python3",
-        &server,
-        "--port",
-        &port,
-        "--uvicorn-line",
-    ]);
+    let r = env
+        .run()
+        .json()
+        .opt("profile", "llama-cpp-python")
+        .flag("ready-request")
+        .timeout("30s")
+        .command(&["python3", &server, "--port", &port, "--uvicorn-line"])
+        .output();
     assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
     let http = probe(&r.json, "http");
     assert_eq!(http["target"], format!("http://127.0.0.1:{port}/v1/models"));
@@ -102,25 +89,24 @@ fn health_503_then_200_and_a_lagging_real_request_detected_from_the_command_line
     let env = Env::new();
     let vllm = env.fake_vllm();
     let port = free_port().to_string();
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--timeout",
-        "30s",
-        "--ready-request",
-        "--then",
-        "echo \"$FIREDUP_URL\" > then-url.txt",
-        "--",
-        &vllm,
-        "serve",
-        "fake-model",
-        "--port",
-        &port,
-        "--health-after",
-        "1.0",
-        "--request-after",
-        "2.5",
-    ]);
+    let r = env
+        .run()
+        .json()
+        .timeout("30s")
+        .flag("ready-request")
+        .opt("then", "echo \"$FIREDUP_URL\" > then-url.txt")
+        .command(&[
+            &vllm,
+            "serve",
+            "fake-model",
+            "--port",
+            &port,
+            "--health-after",
+            "1.0",
+            "--request-after",
+            "2.5",
+        ])
+        .output();
     assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
     // The profile came from the command line, and so did the port.
     assert!(
@@ -164,23 +150,22 @@ fn the_real_request_sends_the_servers_own_api_key_and_never_shows_it() {
     let env = Env::new();
     let vllm = env.fake_vllm();
     let port = free_port().to_string();
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--timeout",
-        "20s",
-        "--ready-request",
-        "--then",
-        "true",
-        "--",
-        &vllm,
-        "serve",
-        "m",
-        "--port",
-        &port,
-        "--api-key",
-        "sk-firedup-test-key",
-    ]);
+    let r = env
+        .run()
+        .json()
+        .timeout("20s")
+        .flag("ready-request")
+        .opt("then", "true")
+        .command(&[
+            &vllm,
+            "serve",
+            "m",
+            "--port",
+            &port,
+            "--api-key",
+            "sk-firedup-test-key",
+        ])
+        .output();
     assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
     assert!(probe(&r.json, "request")["ready_s"].as_f64().is_some());
     assert!(
@@ -195,20 +180,20 @@ fn log_says_ready_but_health_never_does_is_not_ready() {
     let env = Env::new();
     let vllm = env.fake_vllm();
     let port = free_port().to_string();
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--timeout",
-        "3s",
-        "--",
-        &vllm,
-        "serve",
-        "m",
-        "--port",
-        &port,
-        "--health-after",
-        "600",
-    ]);
+    let r = env
+        .run()
+        .json()
+        .timeout("3s")
+        .command(&[
+            &vllm,
+            "serve",
+            "m",
+            "--port",
+            &port,
+            "--health-after",
+            "600",
+        ])
+        .output();
     assert_eq!((r.code, r.verdict()), (124, "timed_out"), "{}", r.explain());
     assert!(
         r.json["reason"].as_str().unwrap().contains(&format!(
@@ -224,23 +209,22 @@ fn no_probe_judges_by_the_log_alone() {
     let env = Env::new();
     let vllm = env.fake_vllm();
     let port = free_port().to_string();
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--no-probe",
-        "--timeout",
-        "10s",
-        "--then",
-        "true",
-        "--",
-        &vllm,
-        "serve",
-        "m",
-        "--port",
-        &port,
-        "--health-after",
-        "600",
-    ]);
+    let r = env
+        .run()
+        .json()
+        .flag("no-probe")
+        .timeout("10s")
+        .opt("then", "true")
+        .command(&[
+            &vllm,
+            "serve",
+            "m",
+            "--port",
+            &port,
+            "--health-after",
+            "600",
+        ])
+        .output();
     assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
     assert_eq!(r.json["probes"], serde_json::json!([]), "{}", r.explain());
 }
@@ -248,19 +232,14 @@ fn no_probe_judges_by_the_log_alone() {
 #[test]
 fn an_unresolvable_health_host_is_a_monitor_error_within_seconds() {
     let env = Env::new();
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--ready-line",
-        "never printed",
-        "--http",
-        "http://no-such-host.invalid:8000/health",
-        "--timeout",
-        "60s",
-        "--",
-        "sleep",
-        "60",
-    ]);
+    let r = env
+        .run()
+        .json()
+        .ready_line("never printed")
+        .opt("http", "http://no-such-host.invalid:8000/health")
+        .timeout("60s")
+        .command(&["sleep", "60"])
+        .output();
     assert_eq!(
         (r.code, r.verdict()),
         (7, "monitor_error"),
@@ -279,7 +258,7 @@ fn an_unresolvable_health_host_is_a_monitor_error_within_seconds() {
         "the server was stopped on firedup's own fault"
     );
     let run_id = r.json["run_id"].as_str().unwrap();
-    assert_eq!(env.firedup(&["stop", run_id]).code, 0);
+    assert_eq!(env.fd("stop").arg(run_id).output().code, 0);
 }
 
 #[test]
@@ -288,17 +267,13 @@ fn someone_else_on_the_port_is_reported_not_taken_as_ready() {
     // The test itself holds the port: it is not part of the watched tree.
     let squatter = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = squatter.local_addr().unwrap().port().to_string();
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--port",
-        &port,
-        "--timeout",
-        "3s",
-        "--",
-        "sleep",
-        "30",
-    ]);
+    let r = env
+        .run()
+        .json()
+        .opt("port", &port)
+        .timeout("3s")
+        .command(&["sleep", "30"])
+        .output();
     assert_eq!((r.code, r.verdict()), (124, "timed_out"), "{}", r.explain());
     let me = format!("answered by pid {}", std::process::id());
     assert!(
@@ -331,20 +306,19 @@ time.sleep(30)
 "#,
     )
     .unwrap();
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--notify",
-        // Long enough for python3 to start and send EXTEND on a loaded machine; READY comes
-        // after it, so only the extension can make this `ready`.
-        "--timeout",
-        "3s",
-        "--then",
-        "true",
-        "--",
-        "python3",
-        server.to_str().unwrap(),
-    ]);
+    let r = env
+        .run()
+        .json()
+        .flag("notify")
+        .arg(
+            // Long enough for python3 to start and send EXTEND on a loaded machine; READY comes
+            // after it).arg(so only the extension can make this `ready`.
+            "--timeout",
+        )
+        .arg("3s")
+        .opt("then", "true")
+        .command(&["python3", server.to_str().unwrap()])
+        .output();
     assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
     let n = probe(&r.json, "notify");
     assert!(n["ready_s"].as_f64().unwrap() >= 4.5, "{}", r.explain());
@@ -452,17 +426,14 @@ fn a_phase_budget_bounds_one_phase_and_names_it() {
         "sgl.sh",
         "echo '[2025-03-01 10:00:00 TP0] Load weight begin. avail mem=78.50 GB'\necho '[2025-03-01 10:00:01 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=20.1 GB'\nsleep 30",
     );
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--profile",
-        "sglang",
-        "--no-probe",
-        "--phase-timeout",
-        "capture_cuda_graph=1500ms",
-        "--",
-        &server,
-    ]);
+    let r = env
+        .run()
+        .json()
+        .opt("profile", "sglang")
+        .flag("no-probe")
+        .opt("phase-timeout", "capture_cuda_graph=1500ms")
+        .command(&[&server])
+        .output();
     assert_eq!((r.code, r.verdict()), (124, "timed_out"), "{}", r.explain());
     assert_eq!(r.json["phase"], "capture_cuda_graph");
     assert!(
@@ -474,15 +445,12 @@ fn a_phase_budget_bounds_one_phase_and_names_it() {
         r.explain()
     );
     // A phase the profile does not have is a usage error that lists the ones it has.
-    let r = env.firedup(&[
-        "run",
-        "--profile",
-        "sglang",
-        "--phase-timeout",
-        "compile=1m",
-        "--",
-        "true",
-    ]);
+    let r = env
+        .run()
+        .opt("profile", "sglang")
+        .opt("phase-timeout", "compile=1m")
+        .command(&["true"])
+        .output();
     assert_eq!(r.code, 2, "{}", r.explain());
     assert!(
         r.stderr.contains("no phase 'compile'") && r.stderr.contains("capture_cuda_graph"),
@@ -494,7 +462,7 @@ fn a_phase_budget_bounds_one_phase_and_names_it() {
 #[test]
 fn profiles_list_show_check_and_user_overrides() {
     let env = Env::new();
-    let r = env.firedup(&["profiles"]);
+    let r = env.fd("profiles").output();
     assert_eq!(r.code, 0, "{}", r.explain());
     for name in [
         "sglang",
@@ -515,7 +483,7 @@ fn profiles_list_show_check_and_user_overrides() {
             r.stdout
         );
     }
-    let r = env.firedup(&["profiles", "show", "sglang"]);
+    let r = env.fd("profiles").arg("show").arg("sglang").output();
     assert!(
         r.stdout.contains("fired up and ready to roll"),
         "{}",
@@ -528,7 +496,11 @@ fn profiles_list_show_check_and_user_overrides() {
         "name = \"mysrv\"\ndescription = \"my server\"\ndetect = ['(^|/)mysrv(\\s|$)']\nready = ['serving on']\n\n[[phase]]\nname = \"warm\"\npattern = 'warming'\n",
     )
     .unwrap();
-    let r = env.firedup(&["profiles", "check", good.to_str().unwrap()]);
+    let r = env
+        .fd("profiles")
+        .arg("check")
+        .arg(good.to_str().unwrap())
+        .output();
     assert_eq!(r.code, 0, "{}", r.explain());
     assert!(r.stdout.contains("ok: profile mysrv"), "{}", r.stdout);
 
@@ -538,7 +510,11 @@ fn profiles_list_show_check_and_user_overrides() {
         "name = \"b\"\ndescription = \"d\"\nready = ['(unclosed']\n",
     )
     .unwrap();
-    let r = env.firedup(&["profiles", "check", bad.to_str().unwrap()]);
+    let r = env
+        .fd("profiles")
+        .arg("check")
+        .arg(bad.to_str().unwrap())
+        .output();
     assert_eq!(r.code, 2, "{}", r.explain());
     assert!(
         r.stderr.contains(&format!(

@@ -3,6 +3,7 @@
 
 pub mod bounded;
 pub mod cgroup;
+pub mod invocation;
 pub mod live;
 pub mod llama;
 pub mod llama_cpp_python;
