@@ -59,6 +59,7 @@ pub fn report(context: &Arc<Mutex<GroupContext>>, heard: &Heard) {
             exit: None,
             phase: None,
             log: run.target.log.display().to_string(),
+            timeline: Vec::new(),
         });
     }
     let Some(first) = nodes.first() else {

@@ -125,6 +125,7 @@ fn recorded(n: &RecordedNode) -> NodeReport {
         exit: None,
         phase: None,
         log: n.log.clone(),
+        timeline: Vec::new(),
     }
 }
 
@@ -145,6 +146,7 @@ fn ask(remote: &RemoteArgs, n: &RecordedNode) -> (NodeReport, Option<bool>, Stri
                 exit,
                 phase: f.records.verdict.and_then(|v| v.phase),
                 log: f.target.log.display().to_string(),
+                timeline: Vec::new(),
             };
             let said = match (f.ended, exit) {
                 (false, _) => "running".to_string(),

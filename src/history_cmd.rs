@@ -162,6 +162,14 @@ pub fn show(run_id: &str, json: bool) -> Result<i32> {
     }
     for n in o.nodes.iter().flatten() {
         println!("  node {:<4} {}", n.node_rank, node_text(n));
+        let phases: Vec<String> = n
+            .timeline
+            .iter()
+            .map(|p| format!("{} at {}", p.phase, secs(p.at_s)))
+            .collect();
+        if !phases.is_empty() {
+            println!("            phases {}", phases.join(", "));
+        }
     }
     if let Some(j) = &o.job {
         println!("  job       {}", job_text(j));

@@ -104,6 +104,7 @@ fn a_named_group_is_one_entry_in_ps_show_and_history_and_stops_by_name_with_the_
             s.explain()
         );
         assert!(s.stdout.contains("node0,node1"), "{}", s.explain());
+        assert!(s.stdout.contains("phases "), "{}", s.explain());
         for (i, pid) in pids.iter().enumerate() {
             let line = format!("node {i}    node{i}: pid {pid}");
             assert!(s.stdout.contains(&line), "no {line:?}\n{}", s.explain());
@@ -115,6 +116,21 @@ fn a_named_group_is_one_entry_in_ps_show_and_history_and_stops_by_name_with_the_
         rows[0]["outcome"]["nodes"].as_array().map(Vec::len),
         Some(2)
     );
+    // Node 0's phases, on the group's clock (node 0 is launched first): ready, when the group was.
+    let phases: Vec<&str> = r.json["nodes"][0]["timeline"]
+        .as_array()
+        .expect("node 0's timeline")
+        .iter()
+        .filter_map(|p| p["phase"].as_str())
+        .collect();
+    assert_eq!(phases.last(), Some(&"ready"), "{}", r.explain());
+    let at = r.json["nodes"][0]["timeline"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["at_s"]
+        .clone();
+    assert_eq!(at, r.json["ready_s"], "{}", r.explain());
 
     // stop NAME --json: the contract's `stop --json` object, about every node.
     let s = nodes.fd(&env, &args(&["stop", "web", "--json", "--grace", "2s"]));
