@@ -42,6 +42,16 @@ fn ps_entry(env: &Env, nodes: &Nodes, id: &str, all: bool) -> Option<Value> {
         .cloned()
 }
 
+/// The id of a node's run on its host, from its log's path (`runs/RUN_ID/output.log`).
+fn run_of(node: &Value) -> String {
+    let log = std::path::PathBuf::from(node["log"].as_str().expect("a log"));
+    let dir = log
+        .parent()
+        .and_then(|d| d.file_name())
+        .expect("runs/RUN_ID");
+    dir.to_string_lossy().into_owned()
+}
+
 /// The history's rows of run `id` (`history --json`: one object a line).
 fn history_rows(env: &Env, id: &str) -> Vec<Value> {
     let h = env.firedup(&["history", "--json"]);
@@ -228,6 +238,13 @@ fn ctrl_c_of_a_group_records_it_in_the_history_as_interrupted_with_its_nodes() {
             !common::alive(pid),
             "pid {pid} runs after Ctrl-C\n{explain}"
         );
+    }
+    // logs and watch of the group name each node's own run.
+    for command in ["logs", "watch"] {
+        let l = env.firedup(&[command, &group]);
+        assert_eq!(l.code, 2, "{}", l.explain());
+        let node0 = format!("firedup {command} --host node0 {}", run_of(&listed[0]));
+        assert!(l.stderr.contains(&node0), "no {node0:?}\n{}", l.explain());
     }
     // Every node's stop was clean: the group is over, listed only with --all.
     assert!(ps_entry(&env, &nodes, &group, false).is_none());
