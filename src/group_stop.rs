@@ -159,3 +159,98 @@ fn group_stop_json(id: &str, stops: &[NodeStop], took_s: f64) -> Value {
         "nodes": nodes,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use firedup::{StopReport, SweepNote};
+    use std::time::Duration;
+
+    fn node(rank: u32) -> RecordedNode {
+        RecordedNode {
+            node_rank: rank,
+            node: format!("node{rank}"),
+            run_id: format!("run-{rank}"),
+            pid: Some(100 + rank),
+            log: format!("/logs/{rank}.log"),
+        }
+    }
+
+    fn stopped(targeted: Vec<u32>, survivors: Vec<(u32, String)>) -> Result<RunStop, String> {
+        Ok(RunStop {
+            report: StopReport {
+                targeted,
+                escalated: !survivors.is_empty(),
+                survivors,
+                took: Duration::from_millis(500),
+                swept: Some(SweepNote::default()),
+                job: None,
+            },
+            never_started: false,
+        })
+    }
+
+    #[test]
+    fn the_groups_object_gathers_every_nodes_stop() {
+        let nodes = [node(0), node(1), node(2)];
+        // (each node's stop) → (clean, stopped, escalated, survivors' nodes)
+        let cases: Vec<(
+            Vec<Result<RunStop, String>>,
+            bool,
+            Vec<u32>,
+            bool,
+            Vec<&str>,
+        )> = vec![
+            (
+                vec![stopped(vec![1, 2], vec![]), stopped(vec![3], vec![])],
+                true,
+                vec![1, 2, 3],
+                false,
+                vec![],
+            ),
+            (
+                vec![
+                    stopped(vec![1], vec![]),
+                    stopped(vec![5], vec![(5, "srv".into())]),
+                ],
+                false,
+                vec![1, 5],
+                true,
+                vec!["node1"],
+            ),
+            (
+                vec![stopped(vec![1], vec![]), Err("node1 unreachable".into())],
+                false,
+                vec![1],
+                false,
+                vec![],
+            ),
+        ];
+        for (i, (results, clean, pids, escalated, survivor_nodes)) in cases.into_iter().enumerate()
+        {
+            let stops: Vec<NodeStop> = nodes
+                .iter()
+                .zip(results)
+                .map(|(node, stop)| NodeStop { node, stop })
+                .collect();
+            let v = group_stop_json("group-abc123", &stops, 1.0);
+            assert_eq!(v["run_id"], "group-abc123", "case {i}");
+            assert_eq!(v["clean"], clean, "case {i}: {v}");
+            assert_eq!(v["stopped"], json!(pids), "case {i}: {v}");
+            assert_eq!(v["escalated"], escalated, "case {i}: {v}");
+            let got: Vec<&str> = v["survivors"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|s| s["node"].as_str())
+                .collect();
+            assert_eq!(got, survivor_nodes, "case {i}: {v}");
+            assert!(v["port"].is_null() && v["gpu_after_mib"].is_null(), "{v}");
+            assert_eq!(v["nodes"].as_array().unwrap().len(), stops.len(), "{v}");
+            for (rank, n) in v["nodes"].as_array().unwrap().iter().enumerate() {
+                assert_eq!(n["node_rank"], rank, "case {i}: {v}");
+                assert_eq!(n["run_id"], format!("run-{rank}"), "case {i}: {v}");
+            }
+        }
+    }
+}

@@ -121,3 +121,18 @@ impl GroupRecord {
         groups
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_from_before_the_group_was_listed_still_reads() {
+        // As the first multi-node firedup wrote it: id and nodes only.
+        let old = r#"{"id":"group-0a1b2c","nodes":[{"node_rank":0,"node":"a","run_id":"x-1"}]}"#;
+        let g: GroupRecord = serde_json::from_str(old).unwrap();
+        assert_eq!(g.nodes[0].run_id, "x-1");
+        assert_eq!((g.nodes[0].pid, g.over, g.name), (None, false, None));
+        assert!(g.outcome.is_none() && g.command.is_empty());
+    }
+}
