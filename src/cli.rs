@@ -327,9 +327,8 @@ fn dispatch(cli: Cli) -> Result<i32> {
             command,
         } => {
             if remote.host.len() > 1 {
-                let multi = (slurm, name.is_some(), owner.is_some(), then.is_some());
-                group.refuse_with(multi, detach, notify)?;
-                let args = (log, env, cwd, keep, grace, command);
+                group.refuse_with((slurm, owner.is_some(), then.is_some()), detach, notify)?;
+                let args = (log, env, cwd, keep, grace, name, command).into();
                 return crate::group_cmd::run(&remote, &judge, &group, args);
             }
             group.refuse_single()?;
@@ -408,8 +407,8 @@ fn dispatch(cli: Cli) -> Result<i32> {
             grace,
             json,
             remote,
-        } => match crate::group_cmd::is_group(&remote, &run_id) {
-            true => crate::group_cmd::stop(&remote, &run_id, &grace, json),
+        } => match crate::group_stop::is_group(&remote, &run_id) {
+            true => crate::group_stop::stop(&remote, &run_id, &grace, json),
             false => crate::runs_cmd::stop(
                 remote.run_host(Some(&run_id), "stop")?.as_ref(),
                 &run_id,
@@ -436,7 +435,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 }
                 crate::runs_cmd::pass_through(&host, &args)
             }
-            None => crate::runs_cmd::ps(json, all, wide),
+            None => crate::runs_cmd::ps(json, all, wide, &remote),
         },
         Command::Prune {
             older_than,

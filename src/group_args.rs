@@ -1,6 +1,7 @@
 //! The flags of a multi-node `firedup run` (`--host` given more than once): where node 0 is
-//! reached, its rendezvous port, and which nodes must be ready. Refused on a single-host run,
-//! and the single-host flags a group cannot take yet are refused with them.
+//! reached, its rendezvous port, and which nodes must be ready. Refused on a single-host run;
+//! the single-host flags a group does not take are refused up front, each with what to do
+//! instead (`--name`, `--keep`, `--grace`, `--log`, `--env`, `--cwd` apply to the group).
 
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
@@ -42,25 +43,38 @@ impl GroupArgs {
         Ok(())
     }
 
-    /// Refuses what a multi-node run does not support yet: `(slurm, name, owner, then)`.
+    /// Refuses, before anything is launched, the `run` flags a multi-node run does not take,
+    /// each with what to do instead: `(slurm, owner, then)`.
     pub(crate) fn refuse_with(
         &self,
-        (slurm, name, owner, then): (bool, bool, bool, bool),
+        (slurm, owner, then): (bool, bool, bool),
         detach: bool,
         notify: bool,
     ) -> Result<()> {
         let refused = [
-            (slurm, "--slurm"),
-            (name, "--name"),
-            (owner, "--owner"),
-            (then, "--then"),
-            (detach, "--detach"),
-            (notify, "--notify"),
+            (
+                slurm,
+                "--slurm with several --host: a Slurm job over several nodes is asked of Slurm; give --host once (the login node) and --sbatch-arg=--nodes=N",
+            ),
+            (
+                owner,
+                "--owner with several --host: the owner is a process of this machine; run without --owner and end the group with `firedup stop GROUP_ID`",
+            ),
+            (
+                then,
+                "--then with several --host: run the command after `firedup run` exits 0 (ready), then `firedup stop GROUP_ID`",
+            ),
+            (
+                detach,
+                "--detach with several --host: a multi-node run is watched by the firedup that launched it; run it in the background (`firedup run ... &`) and see it with `firedup ps`",
+            ),
+            (
+                notify,
+                "--notify with several --host: the sd_notify socket would be on this machine; give --ready-line REGEX",
+            ),
         ];
-        if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
-            bail!(
-                "{flag} is not supported with a multi-node run (--host given more than once) yet"
-            );
+        if let Some((_, said)) = refused.iter().find(|(given, _)| *given) {
+            bail!("a multi-node run does not take {said}");
         }
         Ok(())
     }

@@ -1,10 +1,11 @@
 //! `firedup run --host A --host B [...] -- COMMAND`: a multi-node run, parsed and presented
-//! here, launched, watched and ended by the library's [`firedup::group`]. Also `firedup stop
-//! GROUP_ID` (every node stopped, each stop verified there) and `__free-port` (the port a
-//! group's node 0 offers for `{master_port}`).
+//! here, launched, watched and ended by the library's [`firedup::group`]; its record
+//! (`groups/GROUP_ID.json`: what `ps`, `stop GROUP_ID` read) is kept up to date here, and its
+//! verdict recorded in the history, also when a signal ends it (`group_interrupted`). Also
+//! `__free-port` (the port a group's node 0 offers for `{master_port}`).
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{Result, bail};
 
@@ -16,29 +17,67 @@ use crate::report::{print_outcome, transport_verdict};
 use firedup::group::record::{GroupRecord, RecordedNode};
 use firedup::group::{GroupNode, GroupSpec, placeholders, watch};
 use firedup::host::{Host, HostError};
-use firedup::session::interrupts::{AfterSignal, Heard, Interrupts, OnSignal, RunEnded};
+use firedup::session::interrupts::{AfterSignal, Interrupts, OnSignal};
 
-/// `run`'s own flags a group takes: `--log`, `--env`, `--cwd`, `--keep`, `--grace`, COMMAND.
-pub(crate) type GroupRunArgs = (
+/// `run`'s own flags a group takes: `--log`, `--env`, `--cwd`, `--keep`, `--grace`, `--name`,
+/// COMMAND.
+pub(crate) struct GroupRunArgs {
+    pub log: Option<PathBuf>,
+    pub env: Vec<String>,
+    pub cwd: Option<PathBuf>,
+    pub keep: bool,
+    pub grace: String,
+    pub name: Option<String>,
+    pub command: Vec<String>,
+}
+
+type Flags = (
     Option<PathBuf>,
     Vec<String>,
     Option<PathBuf>,
     bool,
     String,
+    Option<String>,
     Vec<String>,
 );
+
+impl From<Flags> for GroupRunArgs {
+    fn from((log, env, cwd, keep, grace, name, command): Flags) -> Self {
+        GroupRunArgs {
+            log,
+            env,
+            cwd,
+            keep,
+            grace,
+            name,
+            command,
+        }
+    }
+}
 
 /// `firedup run` with `--host` given more than once.
 pub(crate) fn run(
     remote: &RemoteArgs,
     judge: &JudgeArgs,
     group: &GroupArgs,
-    (log, env, cwd, keep, grace, command): GroupRunArgs,
+    args: GroupRunArgs,
 ) -> Result<i32> {
+    let GroupRunArgs {
+        log,
+        env,
+        cwd,
+        keep,
+        grace,
+        name,
+        command,
+    } = args;
     if judge.auto_port() {
         bail!(
-            "--port auto is not supported with a multi-node run: the port would be picked on this machine; give --port N"
+            "--port auto is not supported with a multi-node run: the port would be picked on this machine; give --port N (a port free on every node)"
         );
+    }
+    if let Some(n) = &name {
+        crate::rundir::check_name(n)?;
     }
     placeholders::check(&command).map_err(anyhow::Error::msg)?;
     let grace = grace_flag(&grace)?;
@@ -94,6 +133,9 @@ pub(crate) fn run(
     base.grace_ms = Some(grace.as_millis() as u64);
     let hosts = remote.host.join(",");
     let spec_hash = crate::history::launch_hash(&base, Some(&hosts));
+    // The group's name is the group's (its history row, `stop NAME`), not each node run's.
+    let mut recorded = base.clone();
+    recorded.name = name.clone();
     let spec = GroupSpec {
         base: base.clone(),
         master_addr,
@@ -102,9 +144,26 @@ pub(crate) fn run(
         grace,
     };
     let group_id = firedup::group::record::new_id();
-    let names = remote.host.clone();
-    let interrupts =
-        Interrupts::install(AfterSignal::Exit, move |heard| interrupted(&names, &heard))?;
+    let mut record = GroupRecord {
+        id: group_id.clone(),
+        nodes: Vec::new(),
+        name: name.clone(),
+        command: firedup::secrets::redact_args(&command),
+        started_at: crate::rundir::now_unix(),
+        outcome: None,
+        over: false,
+    };
+    let context = Arc::new(Mutex::new(crate::group_interrupted::GroupContext {
+        record: record.clone(),
+        names: remote.host.clone(),
+        spec: recorded.clone(),
+        spec_hash: spec_hash.clone(),
+        launched_at: std::time::Instant::now(),
+    }));
+    let heard_by = Arc::clone(&context);
+    let interrupts = Interrupts::install(AfterSignal::Exit, move |heard| {
+        crate::group_interrupted::report(&heard_by, &heard)
+    })?;
     let on_signal = if keep { OnSignal::Keep } else { OnSignal::Stop };
     let Some(launching) = interrupts.launching() else {
         interrupts.finish();
@@ -127,18 +186,20 @@ pub(crate) fn run(
             return unreachable(e);
         }
     };
-    let record = GroupRecord {
-        id: group_id.clone(),
-        nodes: sessions
-            .iter()
-            .map(|n| RecordedNode {
-                node_rank: n.node_rank,
-                node: n.name.clone(),
-                run_id: n.session.target().run_id.clone(),
-            })
-            .collect(),
-    };
+    record.nodes = sessions
+        .iter()
+        .map(|n| RecordedNode {
+            node_rank: n.node_rank,
+            node: n.name.clone(),
+            run_id: n.session.target().run_id.clone(),
+            pid: n.session.target().pid,
+            log: n.session.target().log.display().to_string(),
+        })
+        .collect();
     record.write()?;
+    if let Ok(mut c) = context.lock() {
+        c.record = record.clone();
+    }
     if !judge.json {
         let runs: Vec<String> = record
             .nodes
@@ -169,77 +230,22 @@ pub(crate) fn run(
         },
     );
     interrupts.finish();
-    let outcome = ending.outcome;
+    let mut outcome = ending.outcome;
+    outcome.name = name;
+    record.over = !outcome.server_running;
+    record.outcome = Some(outcome.clone());
+    if let Err(e) = record.write() {
+        eprintln!("firedup: {e}");
+    }
     print_outcome(judge.json, &outcome, ending.teardown.as_deref(), None);
     crate::history::record_launch(
         "run",
-        &base,
+        &recorded,
         &spec_hash,
         &outcome,
         ending.teardown.as_deref(),
     );
     Ok(outcome.verdict.exit_code())
-}
-
-/// What a signal ended: one line per node.
-fn interrupted(names: &[String], heard: &Heard) {
-    let Heard::Ended(ended) = heard else {
-        return;
-    };
-    let signal = firedup::session::interrupts::signal_name(ended.signal);
-    for (i, run) in ended.runs.iter().enumerate() {
-        let said = match &run.ended {
-            RunEnded::Kept | RunEnded::Cancelled => "left running (--keep)".to_string(),
-            RunEnded::Stopped(Ok(stop)) => stop.describe(),
-            RunEnded::Stopped(Err(e)) => format!("stopping failed: {e}"),
-        };
-        let name = names.get(i).map_or("?", String::as_str);
-        eprintln!(
-            "firedup: interrupted ({signal}): node {i} ({name}) {}: {said}",
-            run.target.run_id
-        );
-    }
-}
-
-/// Whether `stop`'s RUN_ID names a multi-node run launched here (without `--host`).
-pub(crate) fn is_group(remote: &RemoteArgs, id: &str) -> bool {
-    remote.host.is_empty() && GroupRecord::find(id).is_some()
-}
-
-/// `firedup stop GROUP_ID`: every node's run stopped on its host, each stop verified there;
-/// exit 0 only when nothing is left on any node.
-pub(crate) fn stop(remote: &RemoteArgs, group_id: &str, grace: &str, json: bool) -> Result<i32> {
-    let Some(record) = GroupRecord::find(group_id) else {
-        bail!("no multi-node run {group_id} was launched from this machine");
-    };
-    let grace = grace_flag(grace)?;
-    let mut clean = true;
-    let mut nodes = Vec::new();
-    for n in &record.nodes {
-        let host = remote.ssh_host_named(&n.node)?;
-        let (said, ok) = match host.stop(&n.run_id, grace) {
-            Ok(s) => (s.describe(), s.clean()),
-            Err(e) => (format!("stopping failed: {e}"), false),
-        };
-        clean &= ok;
-        if !json {
-            println!(
-                "{group_id}: node {} ({}) {}: {said}",
-                n.node_rank, n.node, n.run_id
-            );
-        }
-        nodes.push(serde_json::json!({
-            "node_rank": n.node_rank, "node": n.node, "run_id": n.run_id,
-            "stopped": said, "clean": ok,
-        }));
-    }
-    if json {
-        println!(
-            "{}",
-            serde_json::json!({"run_id": group_id, "clean": clean, "nodes": nodes})
-        );
-    }
-    Ok(if clean { 0 } else { 1 })
 }
 
 /// `__free-port`: a TCP port free on this host, on stdout.

@@ -156,6 +156,21 @@ pub fn show(run_id: &str, json: bool) -> Result<i32> {
         println!("  env       {k}={v}");
     }
     println!("  where     {}", where_(&r));
+    if let Some(node) = &o.node {
+        let rank = o.rank.map(|r| format!(", rank {r}")).unwrap_or_default();
+        println!("  cause on  {node}{rank}");
+    }
+    for n in o.nodes.iter().flatten() {
+        println!("  node {:<4} {}", n.node_rank, node_text(n));
+        let phases: Vec<String> = n
+            .timeline
+            .iter()
+            .map(|p| format!("{} at {}", p.phase, secs(p.at_s)))
+            .collect();
+        if !phases.is_empty() {
+            println!("            phases {}", phases.join(", "));
+        }
+    }
     if let Some(j) = &o.job {
         println!("  job       {}", job_text(j));
     }
@@ -375,11 +390,32 @@ fn when(unix: f64) -> String {
 
 /// Where the run ran: the SSH host or this machine, and a batch job's id.
 fn where_(r: &RunRecord) -> String {
-    let host = r.host.clone().unwrap_or_else(|| "local".into());
+    let nodes = r.outcome.nodes.as_ref().map(|nodes| {
+        let names: Vec<&str> = nodes.iter().map(|n| n.node.as_str()).collect();
+        names.join(",")
+    });
+    let host = nodes
+        .or_else(|| r.host.clone())
+        .unwrap_or_else(|| "local".into());
     match &r.outcome.job {
         Some(j) => format!("{host}, {} job {}", j.scheduler, j.id),
         None => host,
     }
+}
+
+/// A node of a multi-node run in words: `node1: pid 12, exit code 1, phase load_weights, log
+/// PATH`.
+fn node_text(n: &crate::verdict::NodeReport) -> String {
+    let pid = n.pid.map_or_else(|| "-".into(), |p| p.to_string());
+    let exit = n
+        .exit
+        .as_ref()
+        .map_or_else(|| "no exit".into(), |x| x.describe());
+    let phase = n.phase.as_deref().unwrap_or("-");
+    format!(
+        "{}: pid {pid}, {exit}, phase {phase}, log {}",
+        n.node, n.log
+    )
 }
 
 /// A batch job in words: `slurm job 12: COMPLETED on node1,node2` (with its pending reason).

@@ -1,6 +1,8 @@
 //! A run id (or name) given without `--host` that this machine has no run directory for, while
 //! the history says the run was launched on another host: the command is refused with the one
-//! that works (`firedup stop --host HOST RUN`), instead of "no run" (issue 29).
+//! that works (`firedup stop --host HOST RUN`), instead of "no run" (issue 29). A multi-node
+//! run's id or name is refused the same way, with each node's command (its run there has its
+//! own id).
 
 use crate::history::History;
 use crate::rundir::RunDir;
@@ -11,6 +13,19 @@ use crate::rundir::RunDir;
 pub fn check_here(run_id: &str, command: &str) -> anyhow::Result<()> {
     if RunDir::open(run_id).is_ok() {
         return Ok(());
+    }
+    // A multi-node run is a run on each node, each with its own id there.
+    if let Some(group) = firedup::group::record::GroupRecord::find(run_id) {
+        let per_node: Vec<String> = group
+            .nodes
+            .iter()
+            .map(|n| format!("firedup {command} --host {} {}", n.node, n.run_id))
+            .collect();
+        anyhow::bail!(
+            "'{run_id}' is a multi-node run ({}), a run on each node: {}",
+            group.id,
+            per_node.join("; ")
+        );
     }
     let Ok(Some(history)) = History::open_default() else {
         return Ok(());

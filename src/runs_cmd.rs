@@ -10,6 +10,7 @@ use anyhow::Result;
 use crate::duration::format_duration;
 use crate::plan::{self, WatchOptions};
 use crate::process;
+use crate::remote_args::RemoteArgs;
 use crate::rundir::RunDir;
 use crate::verdict::Verdict;
 use firedup::host::{Host, HostError, SshHost};
@@ -123,13 +124,16 @@ fn live(run: &RunDir) -> bool {
     }
 }
 
-pub(crate) fn ps(json: bool, all: bool, wide: bool) -> Result<i32> {
+/// `firedup ps`: the runs here, and the multi-node runs launched from here, one entry each
+/// (`group_ps`).
+pub(crate) fn ps(json: bool, all: bool, wide: bool, remote: &RemoteArgs) -> Result<i32> {
     let runs: Vec<RunDir> = RunDir::list()
         .into_iter()
         .filter(|r| all || live(r))
         .collect();
+    let groups = crate::group_ps::groups(remote, all);
     if json {
-        let v: Vec<serde_json::Value> = runs
+        let mut v: Vec<serde_json::Value> = runs
             .iter()
             .filter_map(|r| {
                 let m = r.meta().ok()?;
@@ -139,10 +143,11 @@ pub(crate) fn ps(json: bool, all: bool, wide: bool) -> Result<i32> {
                 }))
             })
             .collect();
+        v.extend(groups.iter().map(|g| g.json()));
         println!("{}", serde_json::Value::Array(v));
         return Ok(0);
     }
-    if runs.is_empty() {
+    if runs.is_empty() && groups.is_empty() {
         let which = if all { "no runs" } else { "no live runs" };
         println!(
             "{which} under {}{}",
@@ -173,6 +178,20 @@ pub(crate) fn ps(json: bool, all: bool, wide: bool) -> Result<i32> {
             age,
             run_state(&r),
             crate::secrets::redact_args(&m.command).join(" "),
+        ]);
+    }
+    for g in groups {
+        let age = format_duration(Duration::from_secs_f64(
+            (now - g.record.started_at).max(0.0),
+        ));
+        rows.push(vec![
+            g.record.id.clone(),
+            g.record.name.clone().unwrap_or_else(|| "-".into()),
+            g.pids(),
+            "-".into(),
+            age,
+            g.state.clone(),
+            g.record.command.join(" "),
         ]);
     }
     let header = ["RUN", "NAME", "PID", "OWNER", "AGE", "STATE", "COMMAND"];

@@ -44,6 +44,7 @@ pub fn record_interrupted(
         outcome,
     );
     r.teardown = Some(teardown.to_string());
+    r.name = spec.name.clone();
     r.interrupted = true;
     record_quietly(&r);
 }

@@ -19,7 +19,7 @@
 
 use std::time::Duration;
 
-use crate::verdict::{NodeReport, Outcome, Verdict};
+use crate::verdict::{NodeReport, Outcome, PhaseAt, Verdict};
 
 /// One node's verdict, as the group sees it.
 #[derive(Debug, Clone)]
@@ -140,6 +140,15 @@ pub fn report(n: &NodeEnd) -> NodeReport {
         exit: n.outcome.exit,
         phase: n.outcome.phase.clone(),
         log: n.outcome.log.clone(),
+        timeline: n
+            .outcome
+            .timeline
+            .iter()
+            .map(|p| PhaseAt {
+                phase: p.phase.clone(),
+                at_s: round_ms(n.launched_at.as_secs_f64() + p.at_s),
+            })
+            .collect(),
     }
 }
 

@@ -222,6 +222,34 @@ fn the_deciding_nodes_line_rank_and_log_are_the_groups() {
 }
 
 #[test]
+fn each_nodes_timeline_is_on_the_groups_clock() {
+    // (launched on the group's clock, the node's own phase times) → the node's `timeline`.
+    let cases: [(f64, &[f64], &[f64]); 3] = [
+        (0.0, &[0.5, 2.0], &[0.5, 2.0]),
+        (1.25, &[0.5, 2.0], &[1.75, 3.25]),
+        (3.0, &[], &[]),
+    ];
+    for (launched, own, group) in cases {
+        let mut n = nodes(&[N(Ready, None, 1.0, launched, false, None)]);
+        n[0].outcome.timeline = own
+            .iter()
+            .enumerate()
+            .map(|(i, at)| PhaseAt {
+                phase: format!("p{i}"),
+                at_s: *at,
+            })
+            .collect();
+        let o = group_verdict("grp-t", &n, true);
+        let got: Vec<f64> = o.nodes.unwrap()[0]
+            .timeline
+            .iter()
+            .map(|p| p.at_s)
+            .collect();
+        assert_eq!(got, group, "launched at {launched}");
+    }
+}
+
+#[test]
 fn only_a_fine_node_leaves_the_group_fine() {
     for (v, fails) in [
         (Ready, false),

@@ -21,6 +21,10 @@ pub struct NodeReport {
     pub phase: Option<String>,
     /// The node's log (a path on that node).
     pub log: String,
+    /// The phases the node reached, on the group's clock (from the group's launch, as the
+    /// verdict's `elapsed_s`): additive, empty where not known.
+    #[serde(default)]
+    pub timeline: Vec<super::PhaseAt>,
 }
 
 /// When the line that decided a `failed` verdict was seen, and whether it was an echo (what a

@@ -1,0 +1,99 @@
+//! What a multi-node `firedup run` says and records when SIGINT (Ctrl-C), SIGTERM or SIGHUP ends
+//! it: one line per node on stderr, the group recorded in the history as interrupted (its
+//! `nodes` as far as they were launched), and its record (`groups/GROUP_ID.json`) given that
+//! verdict, `over` when every node's stop was clean. The ending itself (each node stopped, or
+//! left running under `--keep`) is the library's one handler (`firedup::session::interrupts`).
+//!
+//! This runs on the handler's thread while the process is about to exit: a write to a stderr
+//! whose reader is gone fails quietly, and the history is written after the lines.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crate::launch::LaunchSpec;
+use crate::verdict::{NodeReport, Outcome, Verdict};
+use firedup::group::record::GroupRecord;
+use firedup::session::interrupts::{Heard, InterruptedRun, RunEnded, signal_name};
+
+/// What the handler needs to say and record an interrupted group.
+#[derive(Debug)]
+pub struct GroupContext {
+    /// The group's record, its nodes filled in once every node is launched.
+    pub record: GroupRecord,
+    /// The hosts as given, in node-rank order.
+    pub names: Vec<String>,
+    /// The launch as the history records it (the group's name).
+    pub spec: LaunchSpec,
+    pub spec_hash: String,
+    /// When the launch began: the times reported count from it.
+    pub launched_at: Instant,
+}
+
+/// Says and records what a signal ended (the handler's callback). The runs were registered in
+/// node-rank order, so the n-th run is node n.
+pub fn report(context: &Arc<Mutex<GroupContext>>, heard: &Heard) {
+    let Heard::Ended(ended) = heard else {
+        return;
+    };
+    let Ok(c) = context.lock() else { return };
+    let signal = signal_name(ended.signal);
+    let after = crate::duration::format_duration(c.launched_at.elapsed());
+    let mut teardown = Vec::new();
+    let mut nodes = Vec::new();
+    let mut clean = true;
+    for (i, run) in ended.runs.iter().enumerate() {
+        let name = c.names.get(i).map_or("?", String::as_str);
+        let (said, ok) = ended_in_words(run);
+        clean &= ok;
+        let _ = writeln!(
+            std::io::stderr(),
+            "firedup: interrupted ({signal}): node {i} ({name}) {}: {said}",
+            run.target.run_id
+        );
+        teardown.push(format!("node {i} ({name}): {said}"));
+        nodes.push(NodeReport {
+            node_rank: i as u32,
+            node: name.to_string(),
+            pid: run.target.pid,
+            exit: None,
+            phase: None,
+            log: run.target.log.display().to_string(),
+            timeline: Vec::new(),
+        });
+    }
+    let Some(first) = nodes.first() else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "firedup: interrupted ({signal}) after {after}, before the launch: nothing was started"
+        );
+        return;
+    };
+    let mut outcome = Outcome::without_watch(
+        Verdict::MonitorError,
+        format!("interrupted ({signal}) after {after}, before a verdict"),
+        &c.record.id,
+        &first.log,
+        first.pid,
+    );
+    outcome.elapsed_s = (c.launched_at.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+    outcome.name = c.record.name.clone();
+    outcome.server_running = !clean;
+    outcome.nodes = Some(nodes);
+    let mut record = c.record.clone();
+    record.outcome = Some(outcome.clone());
+    record.over = clean;
+    if let Err(e) = record.write() {
+        let _ = writeln!(std::io::stderr(), "firedup: {e}");
+    }
+    crate::history::record_interrupted(&c.spec, &c.spec_hash, &outcome, &teardown.join("; "));
+}
+
+/// A node's ending in words, and whether nothing of it is left.
+fn ended_in_words(run: &InterruptedRun) -> (String, bool) {
+    match &run.ended {
+        RunEnded::Kept | RunEnded::Cancelled => ("left running (--keep)".to_string(), false),
+        RunEnded::Stopped(Ok(stop)) => (stop.describe(), stop.clean()),
+        RunEnded::Stopped(Err(e)) => (format!("stopping failed: {e}"), false),
+    }
+}
