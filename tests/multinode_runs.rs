@@ -4,7 +4,7 @@
 //! `--name` names the group, and the `run` flags a group does not take are refused up front.
 //! Two real sshd on this machine are the nodes (tests/common/nodes.rs).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
