@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::Result;
 
-use crate::classify::{LineClass, Strength};
+use crate::classify::{Classifier, LineClass, Strength};
 use crate::judge::{Event, Judge, Judgement, Observation, Status};
 use crate::line_shape::line_shape;
 use crate::observe::describe_state;
@@ -64,6 +64,18 @@ pub fn watch(
     Ok(outcome(j, plan, target))
 }
 
+/// Compiles the classifier's patterns that it would otherwise compile on the first line that
+/// needs one (a failure line, perhaps at a memory-cgroup OOM), on a thread of its own so that
+/// the watch does not wait for it (about 50 ms of CPU with the catalog). The compiled patterns
+/// are shared with the judge's copy of the classifier.
+fn compile_in_background(classifier: &Classifier) {
+    let classifier = classifier.clone();
+    // A thread that cannot be started leaves the patterns to be compiled on first need.
+    let _ = std::thread::Builder::new()
+        .name("compile-patterns".into())
+        .spawn(move || classifier.compile_all());
+}
+
 /// Feeds the judge from `source` until the verdict, reporting to `progress` on the way.
 pub fn judge_loop(
     plan: &Plan,
@@ -89,6 +101,7 @@ pub fn judge_loop_bounded(
     mut events: Option<&mut dyn Write>,
     bound: Option<Instant>,
 ) -> std::result::Result<Judgement, Box<(Status, Duration)>> {
+    compile_in_background(&plan.judge.classifier);
     let mut judge = Judge::new(plan.judge.clone());
     let mut out = PendingEvents {
         judge_events: Vec::new(),
