@@ -299,11 +299,13 @@ impl Classifier {
         })
     }
 
-    /// Compiles what would otherwise be compiled on the first line that needs it (each pattern
-    /// of the literal prefilter alone), for every clone of this classifier: the shell calls it
-    /// on a thread as a watch starts, so no failure line allocates it (at an OOM, say).
-    pub fn compile_all(&self) {
-        self.prefiltered.iter().for_each(Prefilter::compile_all);
+    /// Compiles up to `n` more of what would otherwise be compiled on the first line that needs
+    /// it (the prefilter's patterns alone), for every clone; whether all is compiled now. The
+    /// shell calls it while a watch waits, so no failure line allocates it (at an OOM, say).
+    pub fn compile_next(&self, n: usize) -> bool {
+        self.prefiltered
+            .as_ref()
+            .is_none_or(|pf| pf.compile_next(n))
     }
 
     /// The phase names, in the order [`LineClass::phase`] indexes them.

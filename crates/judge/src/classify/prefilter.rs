@@ -3,8 +3,8 @@
 //! of strings, one of which every match contains) are derived from its syntax tree, never written
 //! by hand: a catalog entry added tomorrow gets its own. One Aho-Corasick scan of the line for all
 //! of them (ASCII case-insensitive, so `(?i)` patterns are covered) names the few patterns that
-//! can match; each is then confirmed by its own regex (compiled as the watch starts, see
-//! [`Prefilter::compile_all`]). The patterns with
+//! can match; each is then confirmed by its own regex (compiled while the watch waits, see
+//! [`Prefilter::compile_next`]). The patterns with
 //! no usable literal (shorter than [`MIN_LITERAL`], or none: `^\s*$`) are a set that always runs.
 //!
 //! Contract: [`Prefilter::matching`] gives exactly the indices that the whole ASCII set gives on
@@ -43,9 +43,9 @@ pub(super) struct Prefilter {
     owners: Vec<Vec<usize>>,
     /// Every pattern's text, and each gated one compiled alone with ASCII semantics: a small
     /// automaton that stays warm, where the whole set's lazy DFA thrashes on a real log's varied
-    /// lines. Compiled by [`Prefilter::compile_all`] (the shell calls it on a thread of its own
-    /// as a watch starts), else on the first line that needs it. That line is a failure line,
-    /// and at a memory-cgroup OOM the allocation would come when memory is tightest (issue 28).
+    /// lines. Compiled by [`Prefilter::compile_next`] (the shell calls it while the watch has
+    /// nothing to do), else on the first line that needs it. That line is a failure line, and
+    /// at a memory-cgroup OOM the allocation would come when memory is tightest (issue 28).
     /// Shared by clones, so one compile serves the plan's classifier and the judge's copy.
     patterns: Arc<[String]>,
     compiled: Arc<[OnceLock<Regex>]>,
@@ -125,11 +125,15 @@ impl Prefilter {
         (!candidates.is_empty()).then_some(candidates)
     }
 
-    /// Compiles every gated pattern that is not compiled yet (no line then pays for it).
-    pub(super) fn compile_all(&self) {
-        for i in (0..self.patterns.len()).filter(|i| !self.always_ids.contains(i)) {
+    /// Compiles up to `n` more of the gated patterns not compiled yet (no line then pays for
+    /// them); returns whether all of them are compiled now.
+    pub(super) fn compile_next(&self, n: usize) -> bool {
+        let mut pending = (0..self.patterns.len())
+            .filter(|&i| !self.always_ids.contains(&i) && self.compiled[i].get().is_none());
+        for i in pending.by_ref().take(n) {
             self.regex(i);
         }
+        pending.next().is_none()
     }
 
     /// Pattern `i` alone, ASCII semantics.
@@ -355,7 +359,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn compile_all_compiles_every_gated_pattern_once_for_every_clone() {
+    fn compile_next_compiles_every_gated_pattern_once_for_every_clone() {
         let patterns =
             ["CUDA out of memory", r"^\s*$", r"NCCL (?:error|timeout)"].map(String::from);
         let pf = Prefilter::new(&patterns).unwrap();
@@ -363,9 +367,12 @@ mod tests {
         let compiled =
             |p: &Prefilter| -> Vec<bool> { p.compiled.iter().map(|c| c.get().is_some()).collect() };
         assert_eq!(compiled(&judges_copy), vec![false; 3]);
-        pf.compile_all();
+        assert!(!pf.compile_next(1));
+        assert_eq!(compiled(&judges_copy), vec![true, false, false]);
         // The pattern without a literal runs in the `always` set: nothing to compile alone.
+        assert!(pf.compile_next(1));
         assert_eq!(compiled(&judges_copy), vec![true, false, true]);
+        assert!(judges_copy.compile_next(1));
         assert_eq!(judges_copy.matching(b"NCCL error"), Some(vec![2]));
     }
 
