@@ -17,6 +17,8 @@
 //! | `FIREDUP_BENCH_CLASSIFY_RUNS` | 3 | runs per classification figure |
 //! | `FIREDUP_BENCH_SLOW_MB` | 4 | head of the log used by the slow (Unicode RegexSet) paths |
 //! | `FIREDUP_BENCH_KEEP` | unset | keep the classification log and pattern files |
+//! | `FIREDUP_BENCH_FIXTURE_MB` | 64 | size of the log made from the fixtures (`fixtures`) |
+//! | `FIREDUP_BENCH_FIXTURE_SET` | `all` | `serving`: only the vLLM, sglang and GPU fixture logs |
 //! | `FIREDUP_BENCH_IDLE_S` | 10 | idle CPU window |
 //! | `FIREDUP_BENCH_RSS_RUNS` | 1 | runs of the peak-RSS figure |
 //! | `FIREDUP_BENCH_RSS_MB` | 8 | size of the followed log for peak RSS (firedup reads ~0.4 MB/s today) |
@@ -1852,7 +1854,9 @@ fn bench_classify() {
 }
 
 /// Figure 4b alone (`FIREDUP_BENCH=fixtures`, not part of the default run): every line of every
-/// fixture log under tests/fixtures (the widest variety the repository has).
+/// fixture log under tests/fixtures (the widest variety the repository has), or with
+/// `FIREDUP_BENCH_FIXTURE_SET=serving` only the real vLLM, sglang and GPU logs (a real serving
+/// log; with `FIREDUP_BENCH_FIXTURE_MB=1024`, issue 28's 1 GB figure).
 fn bench_fixture_log() {
     let runs = env_num("FIREDUP_BENCH_CLASSIFY_RUNS", 3.0) as usize;
     let (classifier, pats) = sglang_classifier();
@@ -1861,7 +1865,8 @@ fn bench_fixture_log() {
     let pats_rs = dir.join("patterns.txt");
     fs::write(&pats_rs, pats.join("\n") + "\n").unwrap();
     let has_rg = Command::new("rg").arg("--version").output().is_ok();
-    classify_fixture_log(&dir, &classifier, &pats_rs, runs, has_rg, true);
+    let all = std::env::var("FIREDUP_BENCH_FIXTURE_SET").map_or(true, |s| s != "serving");
+    classify_fixture_log(&dir, &classifier, &pats_rs, runs, has_rg, all);
     let _ = fs::remove_dir_all(&dir);
 }
 

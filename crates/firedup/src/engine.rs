@@ -64,6 +64,10 @@ pub fn watch(
     Ok(outcome(j, plan, target))
 }
 
+/// How many of the classifier's patterns are compiled each time the loop is about to wait,
+/// until all are (about 5 ms of CPU each time; the catalog has about 300).
+const COMPILE_PER_WAIT: usize = 32;
+
 /// Feeds the judge from `source` until the verdict, reporting to `progress` on the way.
 pub fn judge_loop(
     plan: &Plan,
@@ -99,6 +103,7 @@ pub fn judge_loop_bounded(
     // The watch's own waits count from its first observation (see `Judge::watch_began`).
     let mut began = false;
     let mut lapse = Lapse::default();
+    let mut compiled = false;
     loop {
         let collected_at = Instant::now();
         // Everything the source held by `look` is collected below (all of it once caught up):
@@ -196,6 +201,13 @@ pub fn judge_loop_bounded(
         }
         if let Some(b) = bound {
             wake_at = wake_at.min(b);
+        }
+        // The patterns a failure line would compile (its first, perhaps at an OOM), compiled
+        // now, a few at a time while there is nothing else to do: on a thread they cost more
+        // memory (its own malloc arena: +4.5 MiB peak against +1.6 MiB here, issue 28), and
+        // all at once they would hold up the first lines by 50 ms. Shared with the judge's copy.
+        if !compiled {
+            compiled = plan.judge.classifier.compile_next(COMPILE_PER_WAIT);
         }
         lapse.before_wait(collected_at, wake_at);
         source.wait(wake_at);

@@ -299,6 +299,15 @@ impl Classifier {
         })
     }
 
+    /// Compiles up to `n` more of what would otherwise be compiled on the first line that needs
+    /// it (the prefilter's patterns alone), for every clone; whether all is compiled now. The
+    /// shell calls it while a watch waits, so no failure line allocates it (at an OOM, say).
+    pub fn compile_next(&self, n: usize) -> bool {
+        self.prefiltered
+            .as_ref()
+            .is_none_or(|pf| pf.compile_next(n))
+    }
+
     /// The phase names, in the order [`LineClass::phase`] indexes them.
     pub fn phase_names(&self) -> &[String] {
         &self.phase_names
@@ -400,7 +409,8 @@ impl Classifier {
         if !b.is_ascii() {
             return self.progress_reference(text);
         }
-        let percent = memchr_byte(b'%', b);
+        // One vectorised scan each (every line is scanned for `%` and `/`).
+        let percent = memchr::memchr(b'%', b).is_some();
         let counter = has_digit_slash_digit(b);
         if !percent && !counter {
             return None;
@@ -473,11 +483,6 @@ fn counts_attempts(before: &str) -> bool {
         word.as_str(),
         "retry" | "retries" | "retrying" | "attempt" | "attempts" | "try" | "tries"
     )
-}
-
-/// Whether `hay` holds `needle`: one vectorised scan (every line is scanned for `%`).
-fn memchr_byte(needle: u8, hay: &[u8]) -> bool {
-    memchr::memchr(needle, hay).is_some()
 }
 
 /// Whether `hay` has an ASCII digit, `/`, an ASCII digit (what `counter` needs on ASCII text).

@@ -3,7 +3,8 @@
 //! of strings, one of which every match contains) are derived from its syntax tree, never written
 //! by hand: a catalog entry added tomorrow gets its own. One Aho-Corasick scan of the line for all
 //! of them (ASCII case-insensitive, so `(?i)` patterns are covered) names the few patterns that
-//! can match; each is then confirmed by its own regex (compiled on first need). The patterns with
+//! can match; each is then confirmed by its own regex (compiled while the watch waits, see
+//! [`Prefilter::compile_next`]). The patterns with
 //! no usable literal (shorter than [`MIN_LITERAL`], or none: `^\s*$`) are a set that always runs.
 //!
 //! Contract: [`Prefilter::matching`] gives exactly the indices that the whole ASCII set gives on
@@ -18,7 +19,7 @@
 //! more lines, never fewer.
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use regex_syntax::hir::{Class, Hir, HirKind};
@@ -33,33 +34,23 @@ const MAX_LEN: usize = 32;
 /// A set of lower-cased strings.
 type Literals = Vec<Vec<u8>>;
 
-/// The literal scan, the patterns it gates (each compiled alone, on first need), and the set of
-/// the patterns that always run.
-#[derive(Debug)]
+/// The literal scan, the patterns it gates (each compiled alone), and the set of the patterns
+/// that always run.
+#[derive(Debug, Clone)]
 pub(super) struct Prefilter {
     literals: AhoCorasick,
     /// For each literal (the scan's pattern id), the patterns that require it.
     owners: Vec<Vec<usize>>,
-    /// Every pattern's text, and each gated one compiled alone with ASCII semantics on the first
-    /// line that holds one of its literals: a small automaton that stays warm, where the whole
-    /// set's lazy DFA thrashes on a real log's varied lines.
-    patterns: Vec<String>,
-    compiled: Vec<OnceLock<Regex>>,
+    /// Every pattern's text, and each gated one compiled alone with ASCII semantics: a small
+    /// automaton that stays warm, where the whole set's lazy DFA thrashes on a real log's varied
+    /// lines. Compiled by [`Prefilter::compile_next`] (the shell calls it while the watch has
+    /// nothing to do), else on the first line that needs it. That line is a failure line, and
+    /// at a memory-cgroup OOM the allocation would come when memory is tightest (issue 28).
+    /// Shared by clones, so one compile serves the plan's classifier and the judge's copy.
+    patterns: Arc<[String]>,
+    compiled: Arc<[OnceLock<Regex>]>,
     always: Option<RegexSet>,
     always_ids: Vec<usize>,
-}
-
-impl Clone for Prefilter {
-    fn clone(&self) -> Self {
-        Prefilter {
-            literals: self.literals.clone(),
-            owners: self.owners.clone(),
-            patterns: self.patterns.clone(),
-            compiled: self.compiled.clone(),
-            always: self.always.clone(),
-            always_ids: self.always_ids.clone(),
-        }
-    }
 }
 
 impl Prefilter {
@@ -100,7 +91,7 @@ impl Prefilter {
         Some(Prefilter {
             literals: scan,
             owners,
-            patterns: patterns.to_vec(),
+            patterns: patterns.into(),
             compiled: (0..patterns.len()).map(|_| OnceLock::new()).collect(),
             always: if always.is_empty() {
                 None
@@ -132,6 +123,17 @@ impl Prefilter {
             candidates.sort_unstable();
         }
         (!candidates.is_empty()).then_some(candidates)
+    }
+
+    /// Compiles up to `n` more of the gated patterns not compiled yet (no line then pays for
+    /// them); returns whether all of them are compiled now.
+    pub(super) fn compile_next(&self, n: usize) -> bool {
+        let mut pending = (0..self.patterns.len())
+            .filter(|&i| !self.always_ids.contains(&i) && self.compiled[i].get().is_none());
+        for i in pending.by_ref().take(n) {
+            self.regex(i);
+        }
+        pending.next().is_none()
     }
 
     /// Pattern `i` alone, ASCII semantics.
@@ -355,6 +357,24 @@ fn class_bytes(c: &Class) -> Option<Literals> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compile_next_compiles_every_gated_pattern_once_for_every_clone() {
+        let patterns =
+            ["CUDA out of memory", r"^\s*$", r"NCCL (?:error|timeout)"].map(String::from);
+        let pf = Prefilter::new(&patterns).unwrap();
+        let judges_copy = pf.clone();
+        let compiled =
+            |p: &Prefilter| -> Vec<bool> { p.compiled.iter().map(|c| c.get().is_some()).collect() };
+        assert_eq!(compiled(&judges_copy), vec![false; 3]);
+        assert!(!pf.compile_next(1));
+        assert_eq!(compiled(&judges_copy), vec![true, false, false]);
+        // The pattern without a literal runs in the `always` set: nothing to compile alone.
+        assert!(pf.compile_next(1));
+        assert_eq!(compiled(&judges_copy), vec![true, false, true]);
+        assert!(judges_copy.compile_next(1));
+        assert_eq!(judges_copy.matching(b"NCCL error"), Some(vec![2]));
+    }
 
     #[test]
     fn literals_are_derived_from_the_syntax() {
