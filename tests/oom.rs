@@ -156,6 +156,8 @@ fn a_rank_killed_by_the_oom_killer_is_oom_killed_on_that_rank() {
 
 /// The peak resident set (KiB) of `firedup run --json --until exit -- sh -c SCRIPT`, with its
 /// verdict: `wait4`'s `ru_maxrss` (firedup's own peak; the processes it reaped are smaller).
+// Reaped by wait4 (for its rusage), which clippy does not know of.
+#[allow(clippy::zombie_processes)]
 fn peak_of_a_run(env: &Env, script: &str) -> (i64, serde_json::Value) {
     use std::io::Read;
     let mut child = env
