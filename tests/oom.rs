@@ -153,3 +153,64 @@ fn a_rank_killed_by_the_oom_killer_is_oom_killed_on_that_rank() {
         r.explain()
     );
 }
+
+/// The peak resident set (KiB) of `firedup run --json --until exit -- sh -c SCRIPT`, with its
+/// verdict: `wait4`'s `ru_maxrss` (firedup's own peak; the processes it reaped are smaller).
+// Reaped by wait4 (for its rusage), which clippy does not know of.
+#[allow(clippy::zombie_processes)]
+fn peak_of_a_run(env: &Env, script: &str) -> (i64, serde_json::Value) {
+    use std::io::Read;
+    let mut child = env
+        .cmd()
+        .args(["run", "--json", "--until", "exit", "--", "sh", "-c", script])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("firedup starts");
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 on our own child, not reaped by anything else.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(
+        r,
+        child.id() as i32,
+        "wait4: {}",
+        std::io::Error::last_os_error()
+    );
+    (
+        usage.ru_maxrss,
+        serde_json::from_str(out.trim()).unwrap_or_default(),
+    )
+}
+
+/// firedup shares the memory cgroup of the server it runs (`systemd-run -p MemoryMax=… firedup
+/// run …`, and the live groups' cgroup cases): what it allocates while the server fills the cgroup
+/// charges the same limit, and right after the OOM killer's kill of the server, before its memory
+/// is uncharged, the kernel's next pick is firedup itself. A warm CI run lost the verdict so:
+/// firedup grew a buffer from 3 to 6 MiB as llama-cpp-python's memory ran out, and was killed 5 ms
+/// after the server. That buffer was the Unicode pattern set, built at the first line with
+/// non-ASCII text (llama.cpp's vocabulary dump, `Ġ`; a progress bar's `█` elsewhere), ~16 MiB at
+/// its peak. What the server prints must not make firedup allocate: its peak is the same with such
+/// a line as without.
+#[test]
+fn a_line_with_non_ascii_text_costs_firedup_no_memory() {
+    let env = Env::new();
+    let ascii = "echo loading; echo 'merges = [\"t h\", \"G a\"]'; echo done";
+    let wide = "echo loading; echo 'merges = [\"t h\", \"\u{120} a\"] \u{2588}\u{2588}'; echo done";
+    let (plain, r) = peak_of_a_run(&env, ascii);
+    assert_eq!(r["exit"]["code"], 0, "{r}");
+    let (non_ascii, r) = peak_of_a_run(&env, wide);
+    assert_eq!(r["exit"]["code"], 0, "{r}");
+    assert!(
+        non_ascii <= plain + 4 * 1024,
+        "firedup's peak was {plain} KiB with ASCII lines and {non_ascii} KiB with one non-ASCII line"
+    );
+}

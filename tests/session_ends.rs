@@ -215,3 +215,62 @@ fn detach_of_a_command_that_cannot_start_is_never_started_and_refuses_then() {
     ]);
     assert_eq!(refused.code, 2, "{}", refused.explain());
 }
+
+/// Continues a stopped process when dropped (also when the test fails before it does).
+struct Stopped(i32);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) with a pid and a signal number.
+        unsafe { libc::kill(self.0, libc::SIGCONT) };
+    }
+}
+
+/// A launched run's exit status is its supervisor's record, also when the supervisor is late with
+/// it: on a loaded machine it reaps the command and writes the record (with an fsync) seconds
+/// after the command's pidfd said it was gone. Here the supervisor is stopped (SIGSTOP: a machine
+/// that gives it no core) while its command exits 3, and continued 3 s later. Before: firedup
+/// gave up on the record after 2 s and the run `exited` "with an unknown status" (twice for vLLM's
+/// API server on a cold CI run under load).
+#[test]
+fn a_supervisor_late_with_its_exit_record_still_gives_the_status() {
+    let env = Env::new();
+    let go = env.work.path().join("go");
+    let script = format!(
+        "echo waiting; while [ ! -e '{}' ]; do sleep 0.05; done; exit 3",
+        go.display()
+    );
+    let child = env
+        .cmd()
+        .args([
+            "run", "--json", "--until", "exit", "--", "sh", "-c", &script,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (id, pid) = wait_for("the launch", || launched_run(&env));
+    let record = env.state.path().join("runs").join(&id).join("process.json");
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(record).unwrap()).unwrap();
+    let supervisor = record["supervisor_pid"].as_i64().expect("supervisor_pid") as i32;
+    // SAFETY: kill(2) on the run's supervisor, recorded just now (alive: its command is).
+    unsafe { libc::kill(supervisor, libc::SIGSTOP) };
+    let stopped = Stopped(supervisor);
+    std::fs::write(&go, "").unwrap();
+    // The command ends; its stopped supervisor cannot reap it: a zombie until continued.
+    wait_for("the command to end", || (!common::alive(pid)).then_some(()));
+    // Longer than the 2 s firedup waited for the record before.
+    std::thread::sleep(Duration::from_secs(3));
+    drop(stopped);
+    let out = common::bounded::wait_output(child, BOUND);
+    let json: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap_or_default();
+    assert_eq!(
+        (json["verdict"].as_str(), &json["exit"]["code"]),
+        (Some("exited"), &serde_json::json!(3)),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+}

@@ -32,6 +32,7 @@ use crate::target::Target;
 use crate::verdict::ExitInfo;
 
 mod daemon;
+mod exit_wait;
 mod firedup_stop;
 mod followed_line;
 mod kernel_log;
@@ -66,9 +67,6 @@ enum Wake {
 
 /// The safety-net poll, for file systems without inotify.
 pub(crate) const SAFETY_POLL: Duration = Duration::from_secs(1);
-/// How long a run's exit waits for its supervisor's exit record and for the watchers of ranks
-/// that ended to report them.
-const EXIT_RECORD_WAIT: Duration = Duration::from_secs(2);
 
 /// What the observer needs besides the target.
 #[derive(Debug, Clone)]
@@ -339,8 +337,12 @@ impl LocalObserver {
                     .exit_record
                     .clone()
                     .or_else(|| self.target.run.as_ref().and_then(|r| r.exit()));
-                let known = record.is_some() || self.target.run.is_none();
-                if (known && !unreported) || gone.elapsed() >= EXIT_RECORD_WAIT {
+                let wait = exit_wait::ExitWait {
+                    waited: gone.elapsed(),
+                    known: record.is_some() || self.target.run.is_none(),
+                    unreported,
+                };
+                if wait.observe_now(|| self.supervisor_alive()) {
                     let exit: Option<ExitInfo> = record
                         .and_then(|r| r.exit)
                         .or_else(|| self.ending.as_ref()?.exit());

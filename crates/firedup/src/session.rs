@@ -353,6 +353,9 @@ pub fn plan_for(
         watches_process && host.watches_process(),
     )
     .map_err(HostError::failed)?;
+    // Paid now, not at the server's first non-ASCII line: what firedup allocates while the
+    // server fills a memory cgroup they share can get firedup OOM-killed after the server.
+    plan.judge.classifier.prepare_for_any_text();
     if let Some(h) = host.name() {
         plan.judge.probe_origin = format!("remote {h}");
     }

@@ -338,12 +338,7 @@ impl Classifier {
                     LineClass::default()
                 }
             }
-            _ => {
-                let wide = self.wide.get_or_init(|| {
-                    Wide::new(&self.patterns).unwrap_or_else(|| Wide::singles_only(&self.patterns))
-                });
-                self.resolve(wide.matches(&self.patterns, text).into_iter())
-            }
+            _ => self.resolve(self.wide().matches(&self.patterns, text).into_iter()),
         };
         class.progress = self.progress(text);
         class

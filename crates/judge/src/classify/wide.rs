@@ -20,6 +20,25 @@ pub(super) struct Wide {
     singles: Vec<OnceLock<Regex>>,
 }
 
+impl super::Classifier {
+    /// The matcher of lines with non-ASCII text, built on first need unless
+    /// [`Self::prepare_for_any_text`] built it.
+    pub(super) fn wide(&self) -> &Wide {
+        self.wide.get_or_init(|| {
+            Wide::new(&self.patterns).unwrap_or_else(|| Wide::singles_only(&self.patterns))
+        })
+    }
+
+    /// Builds now what a line with non-ASCII text needs (a Unicode set of every pattern: ~16 MiB
+    /// at its peak, ~0.1 s of a core), which is otherwise built at the first such line. A watcher
+    /// calls it before the server runs far: that line comes when the server chooses (llama.cpp's
+    /// vocabulary dump, a progress bar's blocks), often as it fills its memory, and a watcher in
+    /// the server's memory cgroup that allocates then is the OOM killer's next pick.
+    pub fn prepare_for_any_text(&self) {
+        self.wide();
+    }
+}
+
 impl Wide {
     pub(super) fn new(patterns: &[String]) -> Option<Wide> {
         let loosened: Vec<Option<String>> =
