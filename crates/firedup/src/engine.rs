@@ -195,7 +195,10 @@ pub fn judge_loop_bounded(
         }
         // Sleep until something happens, the next deadline or the bound.
         let mut wake_at = source.next_wake();
-        if let (Some(d), true) = (judge.next_deadline(), source.can_tick()) {
+        // No wake for a deadline that could not be decided (the source not caught up and no
+        // time to tick up to: the ranks' stacks being compared): the source wakes the loop.
+        let decidable = source.caught_up() || source.read_through().is_some();
+        if let (Some(d), true) = (judge.next_deadline(), source.can_tick() && decidable) {
             let until = d.saturating_sub(now);
             wake_at = wake_at.min(Instant::now() + until);
         }
@@ -216,6 +219,8 @@ pub fn judge_loop_bounded(
 
 #[cfg(test)]
 mod decisive_moment_tests;
+#[cfg(test)]
+mod evidence_before_deadline_tests;
 
 /// Whether a line's class names a failure of its own (fatal, or evidence with a signature): the
 /// moment to read what the process holds before it ends. Echoes of another rank's failure are not.

@@ -218,15 +218,15 @@ impl LocalObserver {
         self.log.take_note()
     }
 
-    /// Whether the log has been read to its end (no slice of a backlog is waiting): only then
-    /// may the judge be ticked.
+    /// Whether the log has been read to its end (no slice of a backlog is waiting) and no
+    /// comparison of the ranks' stacks is running: only then may the judge be ticked.
     pub(crate) fn caught_up(&self) -> bool {
-        !self.log.backlog()
+        !self.log.backlog() && !self.ranks.comparing()
     }
 
     /// While not caught up: the time by which everything the log held has been read.
     pub(crate) fn read_through(&self) -> Option<Duration> {
-        self.log.read_through()
+        self.log.read_through().filter(|_| !self.ranks.comparing())
     }
 
     /// A line just named a failure: GPU memory is read now, while the process still holds it.

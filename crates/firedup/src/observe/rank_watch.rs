@@ -19,7 +19,6 @@
 //! once until another rank is.
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
@@ -29,7 +28,9 @@ use super::Wake;
 use crate::judge::Observation;
 use crate::process::{self, ending::Ending};
 use crate::rank_processes::{Level, Member, rank_of_environ, rank_of_title, rank_processes};
-use crate::rank_stacks::{self, RankStack, View};
+use crate::rank_stacks;
+
+mod stack_views;
 
 /// At most this many rank processes are watched at once (each holds a thread and a pidfd).
 const MAX_RANKS: usize = 64;
@@ -46,8 +47,6 @@ const FAST_SCAN_FOR: Duration = Duration::from_secs(120);
 /// CPU use of the tree that counts as activity, as the judge counts progress: 2% of one core
 /// (in the kernel's 100 ticks a second).
 const BUSY_TICKS_PER_SEC: f64 = 2.0;
-/// How long `py-spy dump` may take before the kernel's view is used instead.
-const PY_SPY_BOUND: Duration = Duration::from_secs(10);
 
 struct Watched {
     rank: u32,
@@ -69,10 +68,13 @@ pub(super) struct RankWatch {
     outside_reported: Option<u32>,
     last_line: Instant,
     sample_every: Duration,
-    last_cpu: Option<u64>,
+    /// The tree's CPU ticks at the last usage sample, and when it was taken.
+    last_cpu: Option<(u64, Instant)>,
     silent_after: Duration,
     next_check: Instant,
     checking: Arc<AtomicBool>,
+    /// A comparison was started and its end not yet seen by [`RankWatch::check_silence`].
+    started_check: bool,
     began: Instant,
     /// When the tree should be scanned again between usage samples; `None`: at them only.
     next_scan: Option<Instant>,
@@ -125,6 +127,7 @@ impl RankWatch {
             silent_after,
             next_check: Instant::now() + silent_after,
             checking: Arc::new(AtomicBool::new(false)),
+            started_check: false,
             began: Instant::now(),
             next_scan: Some(Instant::now()),
         }
@@ -132,11 +135,17 @@ impl RankWatch {
 
     /// The tree's CPU ticks at a usage sample: the ranks are not silent while they compute.
     pub(super) fn usage_sample(&mut self, cpu_ticks: u64) {
-        let busy = BUSY_TICKS_PER_SEC * self.sample_every.as_secs_f64();
-        let active = self
-            .last_cpu
-            .is_some_and(|before| cpu_ticks.saturating_sub(before) as f64 >= busy);
-        self.last_cpu = Some(cpu_ticks);
+        // Busy as the judge counts progress: over the time since the last sample as it passed,
+        // not the nominal interval. A loaded machine samples late, and the ticks of a longer
+        // interval counted against a shorter one were work the judge did not see: the
+        // silence restarted here while the judge's ran on, and its stall came before any
+        // comparison (seen on a loaded CI run: `stalled`, rank null).
+        let now = Instant::now();
+        let active = self.last_cpu.is_some_and(|(before, at)| {
+            let busy = BUSY_TICKS_PER_SEC * now.duration_since(at).as_secs_f64();
+            cpu_ticks.saturating_sub(before) as f64 >= busy
+        });
+        self.last_cpu = Some((cpu_ticks, now));
         if active {
             self.heard_line();
         }
@@ -324,36 +333,46 @@ impl RankWatch {
         }
     }
 
+    /// Whether the ranks' stacks are being compared now. The observer is not caught up
+    /// meanwhile, so no deadline is decided before the answer: a stall decided while the
+    /// comparison runs would go out without the rank its evidence names (seen on a loaded CI
+    /// machine: `stalled`, rank null, the `py-spy dump`s still running at the 20 s window). The
+    /// wait is bounded by [`stack_views::PY_SPY_BOUND`]: the ranks are read in parallel.
+    pub(super) fn comparing(&self) -> bool {
+        self.checking.load(Ordering::Relaxed)
+    }
+
     /// Compares the live ranks' stacks on a thread when they have been silent long enough.
     pub(super) fn check_silence(&mut self, tx: &Sender<Wake>) {
         let now = Instant::now();
+        if self.started_check && !self.comparing() {
+            // The next comparison waits a whole interval after this one's end, not its start:
+            // one that takes longer than the interval must not follow at once, or deadlines
+            // (which wait while one runs) would never be decided.
+            self.started_check = false;
+            self.next_check = now + self.sample_every;
+        }
         let ranks: Vec<(u32, u32)> = self.live().map(|w| (w.rank, w.pid)).collect();
-        if ranks.len() < 2 || now < self.next_check || self.checking.load(Ordering::Relaxed) {
+        if ranks.len() < 2 || now < self.next_check || self.comparing() {
             return;
         }
         self.next_check = now + self.sample_every;
+        self.started_check = true;
         self.checking.store(true, Ordering::Relaxed);
         let checking = self.checking.clone();
         let tx = tx.clone();
         std::thread::spawn(move || {
-            let py_spy = on_path("py-spy");
-            let stacks: Vec<RankStack> = ranks
-                .iter()
-                .map(|&(rank, pid)| RankStack {
-                    rank,
-                    view: py_spy
-                        .as_ref()
-                        .and_then(|p| python_view(p, pid))
-                        .unwrap_or_else(|| kernel_view(pid)),
-                })
-                .collect();
-            if let Some((rank, evidence)) = rank_stacks::outside_collective(&stacks) {
+            let stacks = stack_views::read_stacks(&ranks);
+            let found = rank_stacks::outside_collective(&stacks);
+            if let Some((rank, evidence)) = found {
                 let _ = tx.send(Wake::Obs(Observation::RankOutsideCollective {
                     rank,
                     evidence,
                 }));
             }
             checking.store(false, Ordering::Relaxed);
+            // The judge loop waits for this answer before any deadline: wake it.
+            let _ = tx.send(Wake::Fs);
         });
     }
 }
@@ -430,63 +449,31 @@ fn spawn_end_watch(
     });
 }
 
-fn on_path(name: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
-
-/// The main thread's Python stack by `py-spy dump`, bounded; `None` when it fails.
-fn python_view(py_spy: &PathBuf, pid: u32) -> Option<View> {
-    let mut child = std::process::Command::new(py_spy)
-        .args(["dump", "--pid", &pid.to_string()])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .ok()?;
-    // Read on a thread of its own: a dump larger than the pipe must not block py-spy.
-    let mut out = child.stdout.take()?;
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = std::io::Read::read_to_string(&mut out, &mut text);
-        text
-    });
-    let deadline = Instant::now() + PY_SPY_BOUND;
-    let exited = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status.success(),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break false;
-            }
-        }
-    };
-    let text = reader.join().ok()?;
-    if !exited {
-        return None;
-    }
-    let frames = rank_stacks::parse_py_spy_dump(&text).filter(|f| !f.is_empty())?;
-    Some(View::Python(frames))
-}
-
-/// The kernel's view of the main thread: its state, wait channel and kernel stack (the stack is
-/// readable as root only; the wait channel is enough).
-fn kernel_view(pid: u32) -> View {
-    let task = format!("/proc/{pid}/task/{pid}");
-    let read = |f: &str| std::fs::read_to_string(format!("{task}/{f}")).unwrap_or_default();
-    View::Kernel {
-        state: process::parse_stat(&read("stat")).map_or('?', |s| s.state),
-        wchan: read("wchan").trim().to_string(),
-        stack: rank_stacks::parse_kernel_stack(&read("stack")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rank_stacks::View;
+
+    #[test]
+    fn cpu_use_is_measured_over_the_time_that_passed_not_the_nominal_interval() {
+        // 1 s samples: 2 ticks a second is busy. A sample taken late, 3 ticks over 2 s and
+        // more, is below that rate: the ranks stay silent (the judge sees no progress either).
+        let mut watch = RankWatch::new(Duration::from_secs(1));
+        watch.usage_sample(100);
+        let silent_until = watch.next_check;
+        std::thread::sleep(Duration::from_secs(2));
+        watch.usage_sample(103);
+        assert_eq!(
+            watch.next_check, silent_until,
+            "3 ticks in 2 s counted as work"
+        );
+        // 5 ticks over the next moment is work: the silence starts again.
+        watch.usage_sample(108);
+        assert!(
+            watch.next_check > silent_until,
+            "5 ticks at once not counted as work"
+        );
+    }
 
     #[test]
     fn each_rank_ends_once_and_a_rank_outside_is_said_until_another_is() {
@@ -612,13 +599,13 @@ mod tests {
             .spawn()
             .unwrap();
         let pid = child.id();
-        let mut view = kernel_view(pid);
+        let mut view = stack_views::kernel_view(pid);
         for _ in 0..100 {
             if matches!(&view, View::Kernel { state: 'S', .. }) {
                 break;
             }
             std::thread::sleep(Duration::from_millis(10));
-            view = kernel_view(pid);
+            view = stack_views::kernel_view(pid);
         }
         let _ = child.kill();
         let _ = child.wait();
