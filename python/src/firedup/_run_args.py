@@ -75,12 +75,17 @@ RUN_FLAGS: Dict[str, str] = {
     "--reconnect-for": "reconnect_for",
 }
 
+_GROUP_ONLY = "a multi-node group run (several --host) is the CLI's for now; host takes one"
+
 NOT_FROM_PYTHON: Dict[str, str] = {
     "--json": "always given: the API reads the JSON verdict",
     "--then": "the code after start() or inside the with block is what runs after ready",
     "--keep": "launch(keep=True) and Server.keep() leave the server running",
     "--detach": "start() returns once the verdict is in; detached runs are the CLI's",
     "--help": "not a run option",
+    "--master-addr": _GROUP_ONLY,
+    "--master-port": _GROUP_ONLY,
+    "--ready-on": _GROUP_ONLY,
 }
 
 
