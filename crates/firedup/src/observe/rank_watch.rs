@@ -362,17 +362,16 @@ impl RankWatch {
         let checking = self.checking.clone();
         let tx = tx.clone();
         std::thread::spawn(move || {
+            // Deadlines wait while `checking` is set: it is cleared however this thread ends
+            // (a panic included), and the judge loop woken.
+            let _done = stack_views::ComparisonDone::new(checking, tx.clone());
             let stacks = stack_views::read_stacks(&ranks);
-            let found = rank_stacks::outside_collective(&stacks);
-            if let Some((rank, evidence)) = found {
+            if let Some((rank, evidence)) = rank_stacks::outside_collective(&stacks) {
                 let _ = tx.send(Wake::Obs(Observation::RankOutsideCollective {
                     rank,
                     evidence,
                 }));
             }
-            checking.store(false, Ordering::Relaxed);
-            // The judge loop waits for this answer before any deadline: wake it.
-            let _ = tx.send(Wake::Fs);
         });
     }
 }
@@ -453,6 +452,27 @@ fn spawn_end_watch(
 mod tests {
     use super::*;
     use crate::rank_stacks::View;
+
+    #[test]
+    fn a_comparison_that_panics_still_ends_so_deadlines_are_decided() {
+        let checking = Arc::new(AtomicBool::new(true));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let flag = checking.clone();
+        let ended = std::thread::spawn(move || {
+            let _done = stack_views::ComparisonDone::new(flag, tx);
+            panic!("a comparison that fails");
+        })
+        .join();
+        assert!(ended.is_err());
+        assert!(
+            !checking.load(Ordering::Relaxed),
+            "still comparing after a panic"
+        );
+        assert!(
+            matches!(rx.try_recv(), Ok(Wake::Fs)),
+            "the judge loop was not woken"
+        );
+    }
 
     #[test]
     fn cpu_use_is_measured_over_the_time_that_passed_not_the_nominal_interval() {

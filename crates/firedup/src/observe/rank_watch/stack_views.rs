@@ -6,11 +6,36 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+
+use super::super::Wake;
 use crate::process;
 use crate::rank_stacks::{self, RankStack, View};
 
 /// How long `py-spy dump` may take before the kernel's view is used instead.
 pub(super) const PY_SPY_BOUND: Duration = Duration::from_secs(10);
+
+/// Ends a comparison when dropped: clears its flag and wakes the judge loop, which decides no
+/// deadline while the flag is set. On drop, so that a panic cannot leave it set.
+pub(super) struct ComparisonDone {
+    checking: Arc<AtomicBool>,
+    tx: Sender<Wake>,
+}
+
+impl ComparisonDone {
+    pub(super) fn new(checking: Arc<AtomicBool>, tx: Sender<Wake>) -> ComparisonDone {
+        ComparisonDone { checking, tx }
+    }
+}
+
+impl Drop for ComparisonDone {
+    fn drop(&mut self) {
+        self.checking.store(false, Ordering::Relaxed);
+        let _ = self.tx.send(Wake::Fs);
+    }
+}
 
 /// Each `(rank, pid)`'s stack, read in parallel.
 pub(super) fn read_stacks(ranks: &[(u32, u32)]) -> Vec<RankStack> {
