@@ -11,6 +11,19 @@ pub struct Out {
     pub took: Duration,
 }
 
+impl From<Out> for super::Run {
+    /// The same outcome, stdout parsed as JSON when it is JSON.
+    fn from(out: Out) -> super::Run {
+        super::Run {
+            json: serde_json::from_str(out.stdout.trim()).unwrap_or(serde_json::Value::Null),
+            code: out.code,
+            stdout: out.stdout,
+            stderr: out.stderr,
+            took: out.took,
+        }
+    }
+}
+
 /// Runs `cmd` to completion, killing it if it outlives `bound`.
 pub fn run_bounded(mut cmd: Command, bound: Duration) -> Out {
     let what = format!("{cmd:?}");

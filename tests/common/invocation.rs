@@ -11,6 +11,7 @@
 //! the end (the same `Run` as `Env::firedup`), `spawn()` starts it for a test that signals or
 //! watches it midway.
 use std::process::{Child, Stdio};
+use std::time::Duration;
 
 use super::{Env, Run};
 
@@ -18,6 +19,7 @@ pub struct Invocation<'a> {
     env: &'a Env,
     args: Vec<String>,
     vars: Vec<(String, String)>,
+    bound: Option<Duration>,
 }
 
 impl Env {
@@ -27,6 +29,7 @@ impl Env {
             env: self,
             args: vec![subcommand.to_string()],
             vars: Vec::new(),
+            bound: None,
         }
     }
 
@@ -40,6 +43,12 @@ impl Invocation<'_> {
     /// One more argument, as given.
     pub fn arg(mut self, a: impl ToString) -> Self {
         self.args.push(a.to_string());
+        self
+    }
+
+    /// Several arguments, as given (a list a test builds case by case).
+    pub fn args_from(mut self, args: &[&str]) -> Self {
+        self.args.extend(args.iter().map(|a| a.to_string()));
         self
     }
 
@@ -92,6 +101,13 @@ impl Invocation<'_> {
         self.command(&["sh", "-c", script])
     }
 
+    /// Kill firedup and fail the test if it has not ended within `bound` (a test whose subject
+    /// could hang says how long it waits instead of waiting forever).
+    pub fn bounded(mut self, bound: Duration) -> Self {
+        self.bound = Some(bound);
+        self
+    }
+
     /// The arguments so far, for a failure message.
     pub fn args(&self) -> &[String] {
         &self.args
@@ -99,6 +115,11 @@ impl Invocation<'_> {
 
     /// Runs firedup to its end; stdout parsed as JSON when it is JSON.
     pub fn output(self) -> Run {
+        if let Some(bound) = self.bound {
+            let mut c = self.env.cmd();
+            c.envs(self.vars).args(&self.args);
+            return super::bounded::run_bounded(c, bound).into();
+        }
         let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
         let vars: Vec<(&str, &str)> = self
             .vars

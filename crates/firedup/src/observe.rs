@@ -218,15 +218,16 @@ impl LocalObserver {
         self.log.take_note()
     }
 
-    /// Whether the log has been read to its end (no slice of a backlog is waiting) and no
-    /// comparison of the ranks' stacks is running: only then may the judge be ticked.
+    /// Whether the log was read to its end (no backlog slice waits), no comparison of the ranks'
+    /// stacks runs and no exit seen waits for its status: only then may the judge be ticked.
     pub(crate) fn caught_up(&self) -> bool {
-        !self.log.backlog() && !self.ranks.comparing()
+        !self.log.backlog() && !self.ranks.comparing() && !self.exit_pending()
     }
 
     /// While not caught up: the time by which everything the log held has been read.
     pub(crate) fn read_through(&self) -> Option<Duration> {
-        self.log.read_through().filter(|_| !self.ranks.comparing())
+        let busy = self.ranks.comparing() || self.exit_pending();
+        self.log.read_through().filter(|_| !busy)
     }
 
     /// A line just named a failure: GPU memory is read now, while the process still holds it.
@@ -333,17 +334,17 @@ impl LocalObserver {
                     None => self.observe_exit(None, out),
                 }
             } else {
-                let record = self
-                    .exit_record
-                    .clone()
-                    .or_else(|| self.target.run.as_ref().and_then(|r| r.exit()));
+                let record = self.exit_record_now();
                 let wait = exit_wait::ExitWait {
                     waited: gone.elapsed(),
                     known: record.is_some() || self.target.run.is_none(),
                     unreported,
                 };
                 if wait.observe_now(|| self.supervisor_alive()) {
+                    // Read again: the supervisor writes its record, then ends, perhaps between
+                    // the read above and the finding that it is gone.
                     let exit: Option<ExitInfo> = record
+                        .or_else(|| self.exit_record_now())
                         .and_then(|r| r.exit)
                         .or_else(|| self.ending.as_ref()?.exit());
                     // A launcher that exits 0 while processes of the run live on daemonized:

@@ -50,6 +50,20 @@ impl ExitWait {
 }
 
 impl LocalObserver {
+    /// The process was seen gone and its exit is not observed yet. No deadline is decided
+    /// meanwhile: a hold that ended while the supervisor's record was on its way (an fsync on a
+    /// loaded disk) said `ready ... still healthy` of a server already gone.
+    pub(super) fn exit_pending(&self) -> bool {
+        self.process_gone_at.is_some() && !self.exit_reported
+    }
+
+    /// The supervisor's record of how the command ended, sent on its pipe or on disk.
+    pub(super) fn exit_record_now(&self) -> Option<crate::rundir::ExitRecord> {
+        self.exit_record
+            .clone()
+            .or_else(|| self.target.run.as_ref().and_then(|r| r.exit()))
+    }
+
     /// Whether the run's supervisor (of a launched run: the one that records its command's end)
     /// is still the same live process.
     pub(super) fn supervisor_alive(&self) -> bool {
