@@ -63,15 +63,13 @@ fn a_log_the_writer_created_after_it_started_is_judged_from_the_start_without_a_
         log.display()
     ));
     wait_for_text(&log, "listening on");
-    let r = env.firedup(&[
-        "watch",
-        "--json",
-        "--no-probe",
-        "--timeout",
-        "60s",
-        "--log",
-        log.to_str().unwrap(),
-    ]);
+    let r = env
+        .fd("watch")
+        .json()
+        .flag("no-probe")
+        .timeout("60s")
+        .opt("log", log.to_str().unwrap())
+        .output();
     assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
     assert_eq!(r.json["pid"], writer.0.id(), "{}", r.explain());
     assert!(
@@ -94,15 +92,13 @@ fn a_log_that_held_lines_before_its_writer_started_is_still_refused_without_a_fl
         log.display()
     ));
     wait_for_text(&log, "listening on");
-    let r = env.firedup(&[
-        "watch",
-        "--json",
-        "--no-probe",
-        "--timeout",
-        "60s",
-        "--log",
-        log.to_str().unwrap(),
-    ]);
+    let r = env
+        .fd("watch")
+        .json()
+        .flag("no-probe")
+        .timeout("60s")
+        .opt("log", log.to_str().unwrap())
+        .output();
     assert_eq!(r.code, 2, "{}", r.explain());
     assert!(
         r.stderr.contains("--from-start") && r.stderr.contains("--from-end"),
@@ -220,13 +216,11 @@ fn watch_pid_alone_of_a_process_writing_to_a_pipe_is_refused_with_what_to_do() {
         .spawn()
         .unwrap();
     let piped = Started(piped);
-    let r = env.firedup(&[
-        "watch",
-        "--ready-line",
-        "x",
-        "--pid",
-        &piped.0.id().to_string(),
-    ]);
+    let r = env
+        .fd("watch")
+        .ready_line("x")
+        .opt("pid", piped.0.id().to_string())
+        .output();
     assert_eq!(r.code, 2, "{}", r.explain());
     assert!(
         r.stderr.contains("not a regular file") && r.stderr.contains("--log PATH"),

@@ -8,19 +8,12 @@
 //! temporary one; killed by the test if firedup's stop leaves it.
 
 use crate::common;
-use common::bounded::run_bounded;
 use common::{Env, alive, free_port};
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BOUND: Duration = Duration::from_secs(180);
-
-fn firedup(env: &Env, args: &[&str]) -> common::bounded::Out {
-    let mut c = env.cmd();
-    c.args(args);
-    run_bounded(c, BOUND)
-}
 
 /// Kills the daemon whose pid `pidfile` holds, if it is still there, when dropped.
 struct DaemonGuard(std::path::PathBuf);
@@ -56,15 +49,15 @@ fn a_daemonized_redis_writing_to_dev_null_is_ready_by_its_port_and_stop_leaves_n
     std::fs::create_dir(&dir).unwrap();
     let pidfile = dir.join("redis.pid");
     let guard = DaemonGuard(pidfile.clone());
-    let out = firedup(
-        &env,
-        &[
-            "run",
-            "--json",
+    let out = env
+        .run()
+        .json()
+        .arg(
             // Bounds the run before the fix (it waited out the 2-minute stall).
             "--timeout",
-            "60s",
-            "--",
+        )
+        .arg("60s")
+        .command(&[
             "redis-server",
             "--daemonize",
             "yes",
@@ -76,8 +69,9 @@ fn a_daemonized_redis_writing_to_dev_null_is_ready_by_its_port_and_stop_leaves_n
             pidfile.to_str().unwrap(),
             "--save",
             "",
-        ],
-    );
+        ])
+        .bounded(BOUND)
+        .output();
     let explain = format!(
         "exit {}\nstdout: {}\nstderr: {}",
         out.code, out.stdout, out.stderr
@@ -96,7 +90,7 @@ fn a_daemonized_redis_writing_to_dev_null_is_ready_by_its_port_and_stop_leaves_n
     let daemon = guard.pid().expect("redis wrote its pidfile");
     assert!(alive(daemon as u64), "the daemon was stopped: {explain}");
     let run_id = v["run_id"].as_str().unwrap_or("").to_string();
-    let stop = firedup(&env, &["stop", &run_id]);
+    let stop = env.fd("stop").arg(&run_id).bounded(BOUND).output();
     assert_eq!(stop.code, 0, "{}\n{}", stop.stdout, stop.stderr);
     assert!(stop.stdout.contains("none left"), "{}", stop.stdout);
     let deadline = Instant::now() + Duration::from_secs(10);

@@ -47,17 +47,12 @@ fn a_log_symlink_planted_by_another_user_is_refused_and_its_target_untouched() {
         &user,
         &format!("ln -s {} {}", target.display(), log.display()),
     );
-    let r = env.firedup(&[
-        "run",
-        "--until",
-        "exit",
-        "--log",
-        log.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        "echo INJECTED",
-    ]);
+    let r = env
+        .run()
+        .until("exit")
+        .opt("log", log.to_str().unwrap())
+        .shell("echo INJECTED")
+        .output();
     assert_eq!(r.code, 2, "{}", r.explain());
     assert!(
         r.stderr.contains("symlink owned by another user"),
@@ -78,17 +73,12 @@ fn an_events_symlink_planted_by_another_user_is_refused_and_its_target_untouched
         &user,
         &format!("ln -s {} {}", target.display(), events.display()),
     );
-    let r = env.firedup(&[
-        "run",
-        "--until",
-        "exit",
-        "--events",
-        events.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        "echo hello",
-    ]);
+    let r = env
+        .run()
+        .until("exit")
+        .opt("events", events.to_str().unwrap())
+        .shell("echo hello")
+        .output();
     assert_ne!(r.code, 0, "{}", r.explain());
     assert!(
         r.stderr.contains(&format!("--events {}", events.display()))
@@ -100,15 +90,12 @@ fn an_events_symlink_planted_by_another_user_is_refused_and_its_target_untouched
     // A file of the other user's is refused too, and left as it was.
     let their_file = theirs.path().join("their-events.jsonl");
     as_other(&user, &format!("echo theirs > {}", their_file.display()));
-    let r = env.firedup(&[
-        "run",
-        "--until",
-        "exit",
-        "--events",
-        their_file.to_str().unwrap(),
-        "--",
-        "true",
-    ]);
+    let r = env
+        .run()
+        .until("exit")
+        .opt("events", their_file.to_str().unwrap())
+        .command(&["true"])
+        .output();
     assert!(
         r.stderr.contains("belongs to another user"),
         "{}",
@@ -141,17 +128,12 @@ fn a_log_path_swapped_for_a_symlink_while_firedup_runs_never_reaches_the_target(
         .unwrap();
     let mut outcomes = std::collections::BTreeMap::<i32, usize>::new();
     for _ in 0..40 {
-        let r = env.firedup(&[
-            "run",
-            "--until",
-            "exit",
-            "--log",
-            log.to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            "echo INJECTED",
-        ]);
+        let r = env
+            .run()
+            .until("exit")
+            .opt("log", log.to_str().unwrap())
+            .shell("echo INJECTED")
+            .output();
         *outcomes.entry(r.code).or_default() += 1;
         unchanged(&target);
     }

@@ -241,7 +241,7 @@ fn the_servers_api_key_is_never_sent_to_another_users_listener() {
     let impostor_pid = impostor.id();
     let waited = foreign_probe_seen(&mut run, &events, "request", impostor_pid);
     end(impostor);
-    let stop = env.firedup(&["stop", &run_id]);
+    let stop = env.fd("stop").arg(&run_id).output();
     let out = wait_output(run, BOUND);
     let received = common::file_text(&home.path().join("received"));
     assert!(
@@ -262,13 +262,18 @@ fn roots_stop_leaves_another_users_process_carrying_the_run_id_alone() {
     let Some(other) = other_user() else { return };
     let env = Env::new();
     let server = env.script("server.sh", "echo READY\nexec sleep 300");
-    let r = env.firedup(&["run", "--json", "--ready-line", "READY", "--", &server]);
+    let r = env
+        .run()
+        .json()
+        .ready_line("READY")
+        .command(&[&server])
+        .output();
     assert_eq!(r.verdict(), "ready", "{}", r.explain());
     let run_id = r.run_id().to_string();
     let home = other.dir();
     let impostor = as_other_user(&other, home.path(), &run_id, &["sleep", "300"]);
     let pid = impostor.id();
-    let stop = env.firedup(&["stop", &run_id]);
+    let stop = env.fd("stop").arg(&run_id).output();
     let survived = alive(pid as u64);
     end(impostor);
     assert!(
@@ -332,12 +337,12 @@ fn a_launcher_that_exits_beside_another_users_process_carrying_the_run_id_has_ex
 fn another_users_process_carrying_the_run_id_does_not_keep_the_run_from_prune() {
     let Some(other) = other_user() else { return };
     let env = Env::new();
-    let r = env.firedup(&["run", "--json", "--until", "exit", "--", "true"]);
+    let r = env.run().json().until("exit").command(&["true"]).output();
     assert_eq!(r.verdict(), "succeeded", "{}", r.explain());
     let run_id = r.run_id().to_string();
     let home = other.dir();
     let impostor = as_other_user(&other, home.path(), &run_id, &["sleep", "300"]);
-    let prune = env.firedup(&["prune", "--older-than", "0s"]);
+    let prune = env.fd("prune").opt("older-than", "0s").output();
     end(impostor);
     assert!(
         prune.stdout.contains(&format!("removed {run_id} ")),

@@ -25,7 +25,7 @@ fn a_server_listening_on_the_ipv6_loopback_only_is_ready() {
         args.extend(&probe);
         args.extend(["--", "python3", "-m", "http.server", "--bind", "::1", &p]);
         let r = env.firedup(&args);
-        let _ = env.firedup(&["stop", r.run_id()]);
+        let _ = env.fd("stop").arg(r.run_id()).output();
         assert_eq!(
             (r.code, r.verdict()),
             (0, "ready"),

@@ -80,7 +80,12 @@ const BOUND: Duration = Duration::from_secs(120);
 
 /// The history rows of one matrix, as JSON.
 fn history_of(env: &Env, matrix_id: &str) -> Vec<serde_json::Value> {
-    let r = env.firedup(&["history", "--matrix", matrix_id, "--json", "--limit", "0"]);
+    let r = env
+        .fd("history")
+        .opt("matrix", matrix_id)
+        .json()
+        .opt("limit", "0")
+        .output();
     assert_eq!(r.code, 0, "{}", r.explain());
     r.stdout
         .lines()
@@ -702,7 +707,7 @@ values = ["quick", "slow", "never"]
         1
     );
     // Nothing of the interrupted cell is left running.
-    let ps = env.firedup(&["ps", "--all", "--json"]);
+    let ps = env.fd("ps").flag("all").json().output();
     let runs = ps.json.as_array().expect("ps --json").clone();
     assert_eq!(runs.len(), 2, "{}", ps.explain());
     for r in runs {
@@ -738,7 +743,7 @@ values = ["slow", "never"]
         });
         assert_eq!(got, Some(code), "SIG{signal}: {json}");
         assert_eq!(json["state"], "interrupted", "SIG{signal}");
-        let ps = env.firedup(&["ps", "--all", "--json"]);
+        let ps = env.fd("ps").flag("all").json().output();
         let runs = ps.json.as_array().expect("ps --json").clone();
         assert_eq!(runs.len(), 1, "SIG{signal}: {}", ps.explain());
         let pid = runs[0]["pid"].as_u64().unwrap();

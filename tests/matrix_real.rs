@@ -163,12 +163,11 @@ metrics = {{ set_rps = 'SET: ([0-9.]+) requests per second', get_rps = 'GET: ([0
         "{explain}"
     );
     // The metrics landed in the history.
-    let h = env.firedup(&[
-        "history",
-        "--matrix",
-        json["matrix_id"].as_str().unwrap(),
-        "--json",
-    ]);
+    let h = env
+        .fd("history")
+        .opt("matrix", json["matrix_id"].as_str().unwrap())
+        .json()
+        .output();
     assert!(h.stdout.contains("\"set_rps\""), "{}", h.explain());
     drop(taken);
 }

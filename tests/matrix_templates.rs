@@ -41,7 +41,7 @@ fn http_and_port_take_the_slots_port_and_dry_run_shows_it() {
     let env = Env::new();
     let (file, p0, p1) = slotted(&env, "");
     let file = file.to_str().unwrap();
-    let dry = env.firedup(&["matrix", file, "--dry-run"]);
+    let dry = env.fd("matrix").arg(file).flag("dry-run").output();
     assert_eq!(dry.code, 0, "{}", dry.explain());
     // Cell 1 in slot 0, cell 2 in slot 1, each with its own port (before: slot 0's for both).
     let cell2 = dry.stdout.split("[2]").nth(1).unwrap_or_default();
@@ -62,14 +62,14 @@ fn http_and_port_take_the_slots_port_and_dry_run_shows_it() {
         dry.explain()
     );
 
-    let r = env.firedup(&["matrix", file, "--format", "json"]);
+    let r = env.fd("matrix").arg(file).opt("format", "json").output();
     assert_eq!(r.code, 0, "{}", r.explain());
     for c in r.json["cells"].as_array().unwrap() {
         assert_eq!(c["runs"][0]["verdict"], "ready", "{}", r.explain());
     }
 
     // After the full run every cell has a last run, whichever slot it ran in.
-    let again = env.firedup(&["matrix", file, "--dry-run"]);
+    let again = env.fd("matrix").arg(file).flag("dry-run").output();
     assert_eq!(again.code, 0, "{}", again.explain());
     assert_eq!(
         again.stdout.matches("    last     ready").count(),
@@ -120,7 +120,7 @@ fn an_unknown_or_unusable_name_is_refused_before_anything_launches() {
             text = text.replacen("port = \"{port}\"", port_line, 1);
         }
         std::fs::write(&file, text).unwrap();
-        let r = env.firedup(&["matrix", file.to_str().unwrap()]);
+        let r = env.fd("matrix").arg(file.to_str().unwrap()).output();
         assert_eq!(r.code, 2, "{want}: {}", r.explain());
         assert!(r.stderr.contains(want), "{want}: {}", r.explain());
         assert!(

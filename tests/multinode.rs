@@ -15,19 +15,13 @@ fn args(a: &[&str]) -> Vec<String> {
 #[test]
 fn an_unknown_placeholder_is_refused_before_anything_is_launched() {
     let env = Env::new();
-    let r = env.firedup(&[
-        "run",
-        "--until",
-        "exit",
-        "--host",
-        "node0",
-        "--host",
-        "node1",
-        "--",
-        "sh",
-        "-c",
-        "echo {node_rank} {rank}",
-    ]);
+    let r = env
+        .run()
+        .until("exit")
+        .host("node0")
+        .host("node1")
+        .shell("echo {node_rank} {rank}")
+        .output();
     assert_eq!(r.code, 2, "{}", r.explain());
     assert!(r.stderr.contains("{rank}"), "{}", r.explain());
     assert!(!env.state.path().join("groups").exists(), "{}", r.explain());

@@ -54,7 +54,7 @@ fn run_of(node: &Value) -> String {
 
 /// The history's rows of run `id` (`history --json`: one object a line).
 fn history_rows(env: &Env, id: &str) -> Vec<Value> {
-    let h = env.firedup(&["history", "--json"]);
+    let h = env.fd("history").json().output();
     assert_eq!(h.code, 0, "{}", h.explain());
     h.stdout
         .lines()
@@ -105,7 +105,7 @@ fn a_named_group_is_one_entry_in_ps_show_and_history_and_stops_by_name_with_the_
 
     // show and history: the group's verdict and its nodes, by id and by name.
     for id in [group.as_str(), "web"] {
-        let s = env.firedup(&["show", id]);
+        let s = env.fd("show").arg(id).output();
         assert_eq!(s.code, 0, "{}", s.explain());
         eprintln!("show {id}:\n{}", s.stdout);
         assert!(
@@ -225,7 +225,7 @@ fn ctrl_c_of_a_group_records_it_in_the_history_as_interrupted_with_its_nodes() {
         .expect("nodes")
         .clone();
     assert_eq!(listed.len(), 2, "{rows:?}");
-    let s = env.firedup(&["show", &group]);
+    let s = env.fd("show").arg(&group).output();
     assert!(
         s.stdout.starts_with(&format!("{group}: interrupted")),
         "{}",

@@ -84,9 +84,7 @@ fn an_earlier_victim_with_the_same_pid_is_not_this_process() {
             eprintln!("skipped: cannot set the next pid here (ns_last_pid)");
             return;
         }
-        let r = env.firedup(&[
-            "run", "--json", "--until", "exit", "--", "sh", "-c", "exit 137",
-        ]);
+        let r = env.run().json().until("exit").shell("exit 137").output();
         assert_eq!(
             (r.verdict(), r.signature()),
             ("killed", Some("sigkill")),
@@ -124,9 +122,7 @@ fn a_rank_killed_by_the_oom_killer_is_oom_killed_on_that_rank() {
          wait $r1; echo \"rank 1 ended with $?\"; kill $r0; exit 1",
         procs.display()
     );
-    let r = env.firedup(&[
-        "run", "--json", "--until", "exit", "--", "sh", "-c", &launcher,
-    ]);
+    let r = env.run().json().until("exit").shell(&launcher).output();
     let _ = std::fs::remove_dir(procs.parent().unwrap());
     if r.json["signature"] == "sigkill"
         && r.json["reason"]

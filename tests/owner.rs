@@ -80,7 +80,7 @@ impl Drop for Cleanup {
 }
 
 fn show(env: &Env, run_id: &str) -> String {
-    let r = env.firedup(&["show", run_id]);
+    let r = env.fd("show").arg(run_id).output();
     format!("{}{}", r.stdout, r.stderr)
 }
 
@@ -89,27 +89,21 @@ fn a_ready_server_is_stopped_when_its_owner_is_killed_after_run_exited() {
     let env = Env::new();
     let mut owner = Owner::start();
     let pid = owner.pid().to_string();
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--owner",
-        &pid,
-        "--grace",
-        "2s",
-        "--ready-line",
-        "ready",
-        "--",
-        "sh",
-        "-c",
-        "echo ready; sleep 1000",
-    ]);
+    let r = env
+        .run()
+        .json()
+        .opt("owner", &pid)
+        .opt("grace", "2s")
+        .ready_line("ready")
+        .shell("echo ready; sleep 1000")
+        .output();
     let _cleanup = Cleanup(r.run_id().to_string());
     assert_eq!(r.code, 0, "{}", r.explain());
     assert_eq!(r.verdict(), "ready", "{}", r.explain());
     assert_eq!(r.json["owner"].as_u64(), Some(owner.pid() as u64));
     let server = r.json["pid"].as_u64();
     assert!(server.is_some_and(common::alive), "{}", r.explain());
-    let ps = env.firedup(&["ps", "--json"]);
+    let ps = env.fd("ps").json().output();
     assert_eq!(
         ps.json[0]["owner"].as_u64(),
         Some(owner.pid() as u64),
@@ -254,7 +248,7 @@ fn an_owner_that_is_not_running_launches_nothing() {
         assert_eq!(r.code, 2, "{extra:?}: {}", r.explain());
         assert!(r.stderr.contains("--owner"), "{extra:?}: {}", r.explain());
     }
-    let r = env.firedup(&["run", "--owner", &pid, "--", "sh", "-c", &touch]);
+    let r = env.run().opt("owner", &pid).shell(&touch).output();
     assert!(
         r.stderr.contains("no such process is running"),
         "{}",

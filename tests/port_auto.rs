@@ -36,7 +36,7 @@ fn a_server_on_an_auto_port_is_ready_there_and_a_json_stop_finds_the_port_free()
     assert!(log.contains(&format!("env port {port}")), "{log}");
     let pid = run.json["pid"].as_u64().expect("a pid");
 
-    let stop = env.firedup(&["stop", "--json", "--grace", "5s", "web"]);
+    let stop = env.fd("stop").json().opt("grace", "5s").arg("web").output();
     assert_eq!(stop.code, 0, "{}", stop.explain());
     let s = &stop.json;
     assert_eq!(s["run_id"], run.json["run_id"], "{}", stop.explain());
@@ -91,7 +91,12 @@ fn a_command_without_a_placeholder_is_told_to_use_firedup_port() {
         run.explain()
     );
     assert_eq!(run.verdict(), "ready", "{}", run.explain());
-    let stop = env.firedup(&["stop", "--json", "--grace", "5s", run.run_id()]);
+    let stop = env
+        .fd("stop")
+        .json()
+        .opt("grace", "5s")
+        .arg(run.run_id())
+        .output();
     assert_eq!(stop.json["port_free"], true, "{}", stop.explain());
 }
 
@@ -99,19 +104,13 @@ fn a_command_without_a_placeholder_is_told_to_use_firedup_port() {
 fn a_fixed_port_is_in_the_verdict_and_placeholders_are_left_alone_without_auto() {
     let env = Env::new();
     let port = common::free_port();
-    let run = env.firedup(&[
-        "run",
-        "--json",
-        "--port",
-        &port.to_string(),
-        "--timeout",
-        "60s",
-        "--",
-        "sh",
-        "-c",
-        "echo \"arg $0\"; exit 3",
-        "{port}",
-    ]);
+    let run = env
+        .run()
+        .json()
+        .opt("port", port.to_string())
+        .timeout("60s")
+        .command(&["sh", "-c", "echo \"arg $0\"; exit 3", "{port}"])
+        .output();
     assert_eq!(run.verdict(), "exited", "{}", run.explain());
     assert_eq!(run.json["port"], port);
     assert_eq!(run.json["line"]["text"], "arg {port}");
@@ -144,21 +143,21 @@ fn port_auto_is_refused_where_it_cannot_mean_this_machine() {
 #[test]
 fn a_json_stop_of_a_run_with_no_known_port_says_null() {
     let env = Env::new();
-    let run = env.firedup(&[
-        "run",
-        "--json",
-        "--ready-line",
-        "up",
-        "--timeout",
-        "60s",
-        "--",
-        "sh",
-        "-c",
-        "echo up; exec sleep 300",
-    ]);
+    let run = env
+        .run()
+        .json()
+        .ready_line("up")
+        .timeout("60s")
+        .shell("echo up; exec sleep 300")
+        .output();
     assert_eq!(run.verdict(), "ready", "{}", run.explain());
     assert_eq!(run.json["url"], serde_json::Value::Null);
-    let stop = env.firedup(&["stop", "--json", "--grace", "5s", run.run_id()]);
+    let stop = env
+        .fd("stop")
+        .json()
+        .opt("grace", "5s")
+        .arg(run.run_id())
+        .output();
     assert_eq!(stop.code, 0, "{}", stop.explain());
     assert_eq!(stop.json["clean"], true, "{}", stop.explain());
     assert_eq!(stop.json["port"], serde_json::Value::Null);
@@ -173,26 +172,30 @@ fn a_json_stop_says_who_still_holds_the_port() {
     // profile's ready line alone (--no-probe); the port comes from the command's own --port.
     let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = holder.local_addr().unwrap().port().to_string();
-    let run = env.firedup(&[
-        "run",
-        "--json",
-        "--profile",
-        "redis",
-        "--no-probe",
-        "--timeout",
-        "60s",
-        "--",
-        "sh",
-        "-c",
-        "echo 'Ready to accept connections'; exec sleep 300",
-        "sh",
-        "--port",
-        &port,
-    ]);
+    let run = env
+        .run()
+        .json()
+        .opt("profile", "redis")
+        .flag("no-probe")
+        .timeout("60s")
+        .command(&[
+            "sh",
+            "-c",
+            "echo 'Ready to accept connections'; exec sleep 300",
+            "sh",
+            "--port",
+            &port,
+        ])
+        .output();
     assert_eq!(run.verdict(), "ready", "{}", run.explain());
     assert_eq!(run.json["port"].to_string(), port);
 
-    let stop = env.firedup(&["stop", "--json", "--grace", "5s", run.run_id()]);
+    let stop = env
+        .fd("stop")
+        .json()
+        .opt("grace", "5s")
+        .arg(run.run_id())
+        .output();
     let s = &stop.json;
     // The run's processes are gone; the port is not free, and the stop says who holds it.
     assert_eq!(stop.code, 0, "{}", stop.explain());
@@ -210,20 +213,20 @@ fn a_json_stop_says_who_still_holds_the_port() {
 #[test]
 fn a_server_that_ignores_sigterm_is_killed_and_the_json_stop_says_it_escalated() {
     let env = Env::new();
-    let run = env.firedup(&[
-        "run",
-        "--json",
-        "--ready-line",
-        "up",
-        "--timeout",
-        "60s",
-        "--",
-        "sh",
-        "-c",
-        "trap '' TERM; echo up; while :; do sleep 1; done",
-    ]);
+    let run = env
+        .run()
+        .json()
+        .ready_line("up")
+        .timeout("60s")
+        .shell("trap '' TERM; echo up; while :; do sleep 1; done")
+        .output();
     assert_eq!(run.verdict(), "ready", "{}", run.explain());
-    let stop = env.firedup(&["stop", "--json", "--grace", "500ms", run.run_id()]);
+    let stop = env
+        .fd("stop")
+        .json()
+        .opt("grace", "500ms")
+        .arg(run.run_id())
+        .output();
     assert_eq!(stop.code, 0, "{}", stop.explain());
     assert_eq!(stop.json["escalated"], true, "{}", stop.explain());
     assert_eq!(stop.json["clean"], true);
@@ -263,7 +266,12 @@ fn a_profiles_health_probe_asks_on_the_auto_port() {
         run.explain()
     );
     assert!(http["ready_s"].is_number(), "{}", run.explain());
-    let stop = env.firedup(&["stop", "--json", "--grace", "5s", run.run_id()]);
+    let stop = env
+        .fd("stop")
+        .json()
+        .opt("grace", "5s")
+        .arg(run.run_id())
+        .output();
     assert_eq!(stop.json["clean"], true, "{}", stop.explain());
 }
 

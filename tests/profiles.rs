@@ -707,7 +707,7 @@ fn check(env: &Env, c: &Case) -> Result<(), String> {
     // Whatever the verdict, leave nothing running.
     if let Some(pid) = r.json["pid"].as_u64() {
         if r.verdict() == "ready" {
-            let s = env.firedup(&["stop", r.run_id()]);
+            let s = env.fd("stop").arg(r.run_id()).output();
             if s.code != 0 {
                 return Err(format!("stop failed: {}", s.explain()));
             }

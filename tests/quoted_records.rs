@@ -20,19 +20,16 @@ fn serve_then_print(env: &Env, lines: &[&str]) -> common::Run {
     }
     body.push_str("exec sleep 60\n");
     let script = env.script("server", &body);
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--ready-line",
-        "READY",
-        "--no-probe",
-        "--hold",
-        "3s",
-        "--",
-        &script,
-    ]);
+    let r = env
+        .run()
+        .json()
+        .ready_line("READY")
+        .flag("no-probe")
+        .opt("hold", "3s")
+        .command(&[&script])
+        .output();
     if !r.run_id().is_empty() {
-        env.firedup(&["stop", "--grace", "1s", r.run_id()]);
+        env.fd("stop").opt("grace", "1s").arg(r.run_id()).output();
     }
     r
 }

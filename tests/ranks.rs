@@ -197,24 +197,24 @@ fn live_torchrun_failures_name_the_root_cause_rank() {
             m => (m, "0.1"),
         };
         let port = free_port().to_string();
-        let r = env.firedup(&[
-            "run",
-            "--until",
-            "exit",
-            "--json",
-            "--",
-            &python,
-            "-m",
-            "torch.distributed.run",
-            "--nproc-per-node",
-            "2",
-            "--monitor-interval",
-            interval,
-            "--master-port",
-            &port,
-            &script,
-            mode,
-        ]);
+        let r = env
+            .run()
+            .until("exit")
+            .json()
+            .command(&[
+                &python,
+                "-m",
+                "torch.distributed.run",
+                "--nproc-per-node",
+                "2",
+                "--monitor-interval",
+                interval,
+                "--master-port",
+                &port,
+                &script,
+                mode,
+            ])
+            .output();
         check(case, &r, true);
     }
 }

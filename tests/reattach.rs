@@ -34,16 +34,13 @@ print(\"server READY\")
 fn run_to_ready(env: &Env, port: u16, then_exit: Option<i32>) -> Run {
     let server = server(env, port, then_exit);
     let port = port.to_string();
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--ready-line",
-        "READY",
-        "--port",
-        &port,
-        "--",
-        &server,
-    ]);
+    let r = env
+        .run()
+        .json()
+        .ready_line("READY")
+        .opt("port", &port)
+        .command(&[&server])
+        .output();
     assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
     r
 }
@@ -63,7 +60,7 @@ fn wait_for_exit_record(env: &Env, id: &str) {
 
 /// The run's row in the history, as `show --json` prints it.
 fn shown(env: &Env, id: &str) -> serde_json::Value {
-    let s = env.firedup(&["show", "--json", id]);
+    let s = env.fd("show").json().arg(id).output();
     assert_eq!(s.code, 0, "{}", s.explain());
     s.json
 }
@@ -84,12 +81,12 @@ fn a_ready_run_stopped_by_firedup_stop_is_named_as_firedups_stop_when_watched_ag
     let r = run_to_ready(&env, port, None);
     let id = r.run_id().to_string();
     let pid = r.json["pid"].as_u64().unwrap();
-    let s = env.firedup(&["stop", &id]);
+    let s = env.fd("stop").arg(&id).output();
     assert_eq!(s.code, 0, "{}", s.explain());
     assert!(!alive(pid));
     // Not `ready` (exit 0): the server is gone, and a script reading the exit code would call it
     // up. Its SIGTERM was firedup's, after ready, and the reason says so.
-    let w = env.firedup(&["watch", "--json", &id]);
+    let w = env.fd("watch").json().arg(&id).output();
     assert_eq!(
         (w.code, w.verdict(), w.signature()),
         (4, "killed", Some("terminated")),
@@ -127,9 +124,9 @@ fn a_watch_of_an_ended_run_reports_the_recorded_times_and_probes() {
         "the server took its second: {}",
         r.explain()
     );
-    let s = env.firedup(&["stop", &id]);
+    let s = env.fd("stop").arg(&id).output();
     assert_eq!(s.code, 0, "{}", s.explain());
-    let w = env.firedup(&["watch", "--json", &id]);
+    let w = env.fd("watch").json().arg(&id).output();
     assert_eq!(w.json["ready_s"], r.json["ready_s"], "{}", w.explain());
     assert_eq!(w.json["timeline"], r.json["timeline"], "{}", w.explain());
     assert_eq!(w.json["probes"], r.json["probes"], "{}", w.explain());
@@ -149,7 +146,7 @@ fn a_crash_after_ready_is_still_how_a_re_attached_run_ended() {
     let r = run_to_ready(&env, port, Some(1));
     let id = r.run_id().to_string();
     wait_for_exit_record(&env, &id);
-    let w = env.firedup(&["watch", "--json", &id]);
+    let w = env.fd("watch").json().arg(&id).output();
     assert_eq!(
         (w.code, w.verdict()),
         (3, "exited"),
@@ -200,7 +197,7 @@ fn a_run_stopped_by_firedup_while_starting_names_the_stop_not_someone_else() {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .next()
         .unwrap();
-    let s = env.firedup(&["stop", &id]);
+    let s = env.fd("stop").arg(&id).output();
     assert_eq!(s.code, 0, "{}", s.explain());
     let out = run.wait_with_output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -210,7 +207,7 @@ fn a_run_stopped_by_firedup_while_starting_names_the_stop_not_someone_else() {
     assert!(!reason.contains("someone else"), "{reason}");
     assert!(reason.contains("firedup stop"), "{reason}");
     // A re-attach says the same.
-    let w = env.firedup(&["watch", "--json", &id]);
+    let w = env.fd("watch").json().arg(&id).output();
     assert_eq!((w.code, w.verdict()), (4, "killed"), "{}", w.explain());
     assert_eq!(w.json["reason"], v["reason"], "{}", w.explain());
 }
@@ -257,7 +254,7 @@ fn a_run_whose_firedup_died_before_its_verdict_claims_no_times_it_cannot_know() 
     std::fs::write(&gate, "").unwrap();
     wait_for_exit_record(&env, &id);
     assert!(!runs.join(&id).join("verdict.json").exists());
-    let w = env.firedup(&["watch", "--json", &id]);
+    let w = env.fd("watch").json().arg(&id).output();
     assert_eq!((w.code, w.verdict()), (3, "exited"), "{}", w.explain());
     // Read at the end, the log cannot say when the server became ready.
     assert_eq!(

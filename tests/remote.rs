@@ -857,7 +857,7 @@ metrics = {{ throughput = 'Output token throughput \(tok/s\):\s+([0-9.]+)' }}
         bench_log.display()
     );
     // Recorded here, with the host.
-    let h = env.firedup(&["history", "--json", "--host", "fdtest"]);
+    let h = env.fd("history").json().host("fdtest").output();
     assert_eq!(h.stdout.lines().count(), 2, "{}", h.explain());
     // The port is free again on the host (which is this machine).
     std::net::TcpListener::bind(("127.0.0.1", port)).expect("the port was released");

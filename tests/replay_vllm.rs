@@ -143,7 +143,7 @@ fn each_recorded_vllm_log_replays_to_its_verdict() {
         args.extend_from_slice(&["--", "sh", &replay, &log, exit]);
         let r = env.firedup(&args);
         if verdict == "ready" {
-            let _ = env.firedup(&["stop", r.run_id()]);
+            let _ = env.fd("stop").arg(r.run_id()).output();
         }
         let got_line = r.json["line"]["text"].as_str().unwrap_or("");
         let ok = r.verdict() == verdict
@@ -164,19 +164,14 @@ fn each_recorded_vllm_log_replays_to_its_verdict() {
 fn the_recorded_ready_run_shows_the_cpu_builds_phases() {
     let env = Env::new();
     let log = fixture("servers/vllm-real/ready_request.log");
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--profile",
-        "vllm",
-        "--no-probe",
-        "--",
-        "sh",
-        &fixture("replay.sh"),
-        &log,
-        "hang",
-    ]);
-    let _ = env.firedup(&["stop", r.run_id()]);
+    let r = env
+        .run()
+        .json()
+        .opt("profile", "vllm")
+        .flag("no-probe")
+        .command(&["sh", &fixture("replay.sh"), &log, "hang"])
+        .output();
+    let _ = env.fd("stop").arg(r.run_id()).output();
     let phases: Vec<&str> = r.json["timeline"]
         .as_array()
         .map(|t| t.iter().filter_map(|p| p["phase"].as_str()).collect())

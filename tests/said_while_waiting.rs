@@ -24,17 +24,13 @@ fn script_installed() -> bool {
 
 /// A server launched detached that prints a line and never becomes ready.
 fn detached_server(env: &Env, ready: &str) -> (String, u64) {
-    let r = env.firedup(&[
-        "run",
-        "--detach",
-        "--json",
-        "--ready-line",
-        ready,
-        "--",
-        "sh",
-        "-c",
-        "echo starting; echo READY; exec sleep 300",
-    ]);
+    let r = env
+        .run()
+        .flag("detach")
+        .json()
+        .ready_line(ready)
+        .shell("echo starting; echo READY; exec sleep 300")
+        .output();
     assert_eq!(r.code, 0, "{}", r.explain());
     let pid = r.json["pid"].as_u64().expect("the pid");
     (r.run_id().to_string(), pid)
@@ -74,7 +70,7 @@ fn stop_on_a_terminal_says_what_it_does_during_the_grace_period() {
     assert!(!common::alive(pid), "the server was stopped");
     // Not on a terminal: the result line alone, for scripts.
     let (quiet_id, _) = detached_server(&env, "READY");
-    let quiet = env.firedup(&["stop", &quiet_id]);
+    let quiet = env.fd("stop").arg(&quiet_id).output();
     assert_eq!(quiet.code, 0, "{}", quiet.explain());
     assert!(!quiet.stderr.contains("stopping"), "{}", quiet.explain());
 }
@@ -124,6 +120,6 @@ fn ctrl_c_on_watch_detaches_and_says_how_to_stop_the_run() {
         "{said}"
     );
     assert!(common::alive(pid), "the watch stopped the run: {said}");
-    let stop = env.firedup(&["stop", &run_id]);
+    let stop = env.fd("stop").arg(&run_id).output();
     assert_eq!(stop.code, 0, "{}", stop.explain());
 }

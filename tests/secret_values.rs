@@ -90,7 +90,7 @@ fn an_env_value_given_by_name_is_in_no_process_command_line() {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let json: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_default();
     if let Some(id) = json["run_id"].as_str() {
-        env.firedup(&["stop", "--grace", "1s", id]);
+        env.fd("stop").opt("grace", "1s").arg(id).output();
     }
     assert!(
         seen.contains("__supervise"),
@@ -164,8 +164,8 @@ fn secrets_the_server_prints_are_stored_and_shown_nowhere() {
         assert!(printed.contains(s), "the server printed {s}: {printed}");
     }
     // A later look at the run prints and reads what was stored.
-    let show = env.firedup(&["show", r.run_id()]);
-    let history = env.firedup(&["history", "--json"]);
+    let show = env.fd("show").arg(r.run_id()).output();
+    let history = env.fd("history").json().output();
     for s in secrets {
         assert!(
             !r.stdout.contains(s),

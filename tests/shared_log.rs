@@ -37,7 +37,7 @@ fn detached(env: &Env, log: &Path, flags: &[&str], script: &str) -> String {
 }
 
 fn history_verdict(env: &Env, id: &str) -> String {
-    let r = env.firedup(&["show", id, "--json"]);
+    let r = env.fd("show").arg(id).json().output();
     r.json["verdict"]
         .as_str()
         .or(r.json["outcome"]["verdict"].as_str())
@@ -57,32 +57,32 @@ fn watching_an_ended_run_judges_its_own_part_of_a_shared_log_and_keeps_its_verdi
     );
     ended(&env, &a);
     // The next launch appends to the same log after the first has ended.
-    let b = env.firedup(&[
-        "run",
-        "--json",
-        "--until",
-        "exit",
-        "--log",
-        log.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        "echo 'FATAL: the next run broke'; exit 1",
-    ]);
+    let b = env
+        .run()
+        .json()
+        .until("exit")
+        .opt("log", log.to_str().unwrap())
+        .shell("echo 'FATAL: the next run broke'; exit 1")
+        .output();
     assert_eq!(b.verdict(), "exited", "the next run ran: {}", b.explain());
     // `logs` shows the first run's part only.
-    let logs = env.firedup(&["logs", &a]);
+    let logs = env.fd("logs").arg(&a).output();
     assert!(
         logs.stdout.contains("hello") && !logs.stdout.contains("next run"),
         "{}",
         logs.explain()
     );
-    let w = env.firedup(&["watch", &a, "--json"]);
+    let w = env.fd("watch").arg(&a).json().output();
     assert_eq!(w.verdict(), "succeeded", "{}", w.explain());
     assert!(!w.stdout.contains("next run"), "{}", w.explain());
     assert_eq!(history_verdict(&env, &a), "succeeded");
     // A re-judge with other flags reports the verdict recorded, and leaves the row as it was.
-    let again = env.firedup(&["watch", &a, "--json", "--fail-line", "hello"]);
+    let again = env
+        .fd("watch")
+        .arg(&a)
+        .json()
+        .opt("fail-line", "hello")
+        .output();
     assert_eq!(again.verdict(), "succeeded", "{}", again.explain());
     assert_eq!(history_verdict(&env, &a), "succeeded");
 }
@@ -101,19 +101,14 @@ fn a_hard_link_to_a_live_runs_log_is_refused_as_another_runs_log() {
     // The first run's supervisor creates the log: bounded wait for it.
     until("the first run's log", || log.exists());
     std::fs::hard_link(&log, &alias).unwrap();
-    let b = env.firedup(&[
-        "run",
-        "--json",
-        "--until",
-        "exit",
-        "--log",
-        alias.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        "echo second",
-    ]);
-    let stop = env.firedup(&["stop", &a]);
+    let b = env
+        .run()
+        .json()
+        .until("exit")
+        .opt("log", alias.to_str().unwrap())
+        .shell("echo second")
+        .output();
+    let stop = env.fd("stop").arg(&a).output();
     assert_eq!(b.code, 2, "{}", b.explain());
     assert!(
         b.stderr.contains(&a) && b.stderr.contains("give this run a log of its own"),
@@ -138,7 +133,7 @@ fn an_old_file_moved_into_place_after_a_rotation_is_not_judged_as_the_runs() {
     // Rotated (renamed away), and an older file moved into place.
     std::fs::rename(&log, env.path("app.log.1")).unwrap();
     std::fs::rename(&old, &log).unwrap();
-    let w = env.firedup(&["watch", &a, "--json"]);
+    let w = env.fd("watch").arg(&a).json().output();
     assert_eq!(w.verdict(), "succeeded", "{}", w.explain());
     assert!(!w.stdout.contains("yesterday"), "{}", w.explain());
 }
@@ -168,7 +163,7 @@ fn an_appended_log_truncated_by_copytruncate_is_read_from_its_start() {
         .unwrap();
     std::fs::write(env.path("go"), "").unwrap();
     ended(&env, &a);
-    let w = env.firedup(&["watch", &a, "--json"]);
+    let w = env.fd("watch").arg(&a).json().output();
     assert_eq!(w.verdict(), "failed", "{}", w.explain());
     assert!(
         w.stdout.contains("FATAL: written after the truncation"),

@@ -61,16 +61,12 @@ fn every_line_signature_is_reported_through_the_binary() {
 fn evidence_lines_name_the_cause_only_when_the_process_dies() {
     let env = Env::new();
     // A bare Python exception followed by a crash: python_exception.
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--until",
-        "exit",
-        "--",
-        "sh",
-        "-c",
-        "echo 'Traceback (most recent call last):'; echo 'KeyError: 0'; exit 1",
-    ]);
+    let r = env
+        .run()
+        .json()
+        .until("exit")
+        .shell("echo 'Traceback (most recent call last):'; echo 'KeyError: 0'; exit 1")
+        .output();
     assert_eq!(
         (r.verdict(), r.signature()),
         ("failed", Some("python_exception")),
@@ -78,28 +74,21 @@ fn evidence_lines_name_the_cause_only_when_the_process_dies() {
         r.explain()
     );
     // The same lines in a job that then succeeds: a handled exception, not a failure.
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--until",
-        "exit",
-        "--",
-        "sh",
-        "-c",
-        "echo 'Traceback (most recent call last):'; echo 'KeyError: 0'; echo recovered",
-    ]);
+    let r = env
+        .run()
+        .json()
+        .until("exit")
+        .shell("echo 'Traceback (most recent call last):'; echo 'KeyError: 0'; echo recovered")
+        .output();
     assert_eq!(r.verdict(), "succeeded", "{}", r.explain());
 }
 
 #[test]
 fn precedence_picks_the_root_cause_over_the_whole_failure() {
     let env = Env::new();
-    let r = env.firedup(&[
-        "run", "--json", "--ready-line", "NEVER-PRINTED", "--", "sh", "-c",
-        "echo 'Traceback (most recent call last):'; \
+    let r = env.run().json().ready_line("NEVER-PRINTED").shell("echo 'Traceback (most recent call last):'; \
          echo 'RuntimeError: CUDA error: operation not permitted when stream is capturing'; \
-         echo 'Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 1.00 GiB'; exit 1",
-    ]);
+         echo 'Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 1.00 GiB'; exit 1").output();
     assert_eq!(
         (r.verdict(), r.signature()),
         ("failed", Some("cuda_oom")),
@@ -118,18 +107,13 @@ fn precedence_picks_the_root_cause_over_the_whole_failure() {
 #[test]
 fn user_fail_lines_end_the_watch() {
     let env = Env::new();
-    let r = env.firedup(&[
-        "run",
-        "--json",
-        "--fail-line",
-        "^FATAL-MINE",
-        "--ready-line",
-        "READY",
-        "--",
-        "sh",
-        "-c",
-        "echo 'FATAL-MINE disk array offline'; sleep 300",
-    ]);
+    let r = env
+        .run()
+        .json()
+        .opt("fail-line", "^FATAL-MINE")
+        .ready_line("READY")
+        .shell("echo 'FATAL-MINE disk array offline'; sleep 300")
+        .output();
     assert_eq!(
         (r.code, r.verdict(), r.signature()),
         (1, "failed", None),

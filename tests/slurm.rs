@@ -92,13 +92,13 @@ fn a_server_job_becomes_ready_and_stop_cancels_it_and_proves_it_gone() {
         !processes_of(&run_id).is_empty(),
         "the job's processes carry the run id\n{explain}"
     );
-    let ps = env.firedup(&["ps", "--json"]);
+    let ps = env.fd("ps").json().output();
     assert!(
         ps.stdout.contains(&run_id),
         "ps lists the live job run: {}",
         ps.stdout
     );
-    let stop = env.firedup(&["stop", &run_id]);
+    let stop = env.fd("stop").arg(&run_id).output();
     assert_eq!(stop.code, 0, "{}", stop.explain());
     assert!(
         stop.stdout.contains(&format!("cancelled Slurm job {id}")),
@@ -353,16 +353,13 @@ fn watch_attaches_to_a_job_submitted_with_plain_sbatch() {
         out.display()
     ));
     assert!(!id.is_empty(), "sbatch submitted");
-    let r = env.firedup(&[
-        "watch",
-        "--slurm-job",
-        &id,
-        "--until",
-        "exit",
-        "--json",
-        "--timeout",
-        "2m",
-    ]);
+    let r = env
+        .fd("watch")
+        .opt("slurm-job", &id)
+        .until("exit")
+        .json()
+        .timeout("2m")
+        .output();
     let explain = r.explain();
     assert_eq!(r.verdict(), "exited", "{explain}");
     assert_eq!(r.json["exit"]["code"], 3, "{explain}");
@@ -424,26 +421,7 @@ fn a_matrix_of_jobs_judges_each_cell_names_its_job_and_cancels_it() {
         return;
     }
     let env = Env::new();
-    let r = env.firedup(&[
-        "matrix",
-        "--slurm",
-        "--parallel",
-        "2",
-        "--format",
-        "json",
-        "--axis",
-        "env:A=1,2",
-        "--axis",
-        "env:B=1,2",
-        "--ready-line",
-        "cell up",
-        "--timeout",
-        "2m",
-        "--",
-        "sh",
-        "-c",
-        "if [ \"$A$B\" = 22 ]; then echo \"ModuleNotFoundError: No module named 'flash_attn'\"; exit 1; fi; echo \"cell up $A $B\"; sleep 300",
-    ]);
+    let r = env.fd("matrix").flag("slurm").opt("parallel", "2").opt("format", "json").opt("axis", "env:A=1,2").opt("axis", "env:B=1,2").ready_line("cell up").timeout("2m").shell("if [ \"$A$B\" = 22 ]; then echo \"ModuleNotFoundError: No module named 'flash_attn'\"; exit 1; fi; echo \"cell up $A $B\"; sleep 300").output();
     let explain = r.explain();
     assert_eq!(r.code, 1, "one cell is not ready\n{explain}");
     let cells = r.json["cells"].as_array().cloned().unwrap_or_default();
@@ -482,7 +460,7 @@ fn a_matrix_of_jobs_judges_each_cell_names_its_job_and_cancels_it() {
     assert_eq!(jobs.len(), 4, "four distinct jobs: {jobs:?}");
     // The table shows them too.
     let (id, run_id) = &jobs[0];
-    let history = env.firedup(&["history", "--json", "--job", id]);
+    let history = env.fd("history").json().opt("job", id).output();
     let row: serde_json::Value =
         serde_json::from_str(history.stdout.lines().next().unwrap_or_default()).unwrap_or_default();
     assert_eq!(row["run_id"], run_id.as_str(), "{}", history.explain());
@@ -498,13 +476,13 @@ fn a_matrix_of_jobs_judges_each_cell_names_its_job_and_cancels_it() {
         "{}",
         history.explain()
     );
-    let show = env.firedup(&["show", run_id]);
+    let show = env.fd("show").arg(run_id).output();
     assert!(
         show.stdout.contains(&format!("job       slurm job {id}: ")),
         "{}",
         show.explain()
     );
-    let table = env.firedup(&["history"]);
+    let table = env.fd("history").output();
     assert!(
         table.stdout.contains(&format!("slurm job {id}")),
         "{}",

@@ -11,57 +11,32 @@ use crate::common;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::Env;
-use common::bounded::run_bounded;
+use common::{Env, Run};
 
 /// What no firedup call here may take (a hang, not a speed limit).
 const BOUND: Duration = Duration::from_secs(60);
 
-struct Out {
-    code: i32,
-    json: serde_json::Value,
-    stdout: String,
-    stderr: String,
-}
-
-impl Out {
-    fn explain(&self) -> String {
-        format!(
-            "exit {}\nstdout: {}\nstderr: {}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-    fn verdict(&self) -> &str {
-        self.json["verdict"].as_str().unwrap_or("<no json>")
-    }
-    fn run_id(&self) -> String {
-        self.json["run_id"].as_str().unwrap_or("").to_string()
-    }
-}
-
 /// Runs firedup with `args` (bounded), JSON on stdout parsed when it is JSON.
-fn firedup(env: &Env, args: &[&str]) -> Out {
+fn firedup(env: &Env, args: &[&str]) -> Run {
     firedup_with(env, args, &[])
 }
 
-fn firedup_with(env: &Env, args: &[&str], vars: &[(&str, &str)]) -> Out {
-    let mut c = env.cmd();
-    c.args(args);
+fn firedup_with(env: &Env, args: &[&str], vars: &[(&str, &str)]) -> Run {
+    let mut call = env.fd(args[0]).args_from(&args[1..]).bounded(BOUND);
     for (k, v) in vars {
-        c.env(k, v);
+        call = call.var(k, v);
     }
-    let o = run_bounded(c, BOUND);
-    Out {
-        code: o.code,
-        json: serde_json::from_str(o.stdout.trim()).unwrap_or(serde_json::Value::Null),
-        stdout: o.stdout,
-        stderr: o.stderr,
-    }
+    call.output()
 }
 
 /// The history rows, newest first.
 fn history(env: &Env) -> Vec<serde_json::Value> {
-    let h = firedup(env, &["history", "--json", "--limit", "0"]);
+    let h = env
+        .fd("history")
+        .json()
+        .opt("limit", "0")
+        .bounded(BOUND)
+        .output();
     assert_eq!(h.code, 0, "{}", h.explain());
     h.stdout
         .lines()
@@ -78,9 +53,9 @@ fn rows_of(env: &Env, run_id: &str) -> Vec<serde_json::Value> {
 
 /// `ps --all --json`, or `ps --json` on a firedup that lists every run by default.
 fn ps_all(env: &Env) -> Vec<serde_json::Value> {
-    let mut p = firedup(env, &["ps", "--all", "--json"]);
+    let mut p = env.fd("ps").flag("all").json().bounded(BOUND).output();
     if p.code == 2 {
-        p = firedup(env, &["ps", "--json"]);
+        p = env.fd("ps").json().bounded(BOUND).output();
     }
     assert_eq!(p.code, 0, "{}", p.explain());
     p.json.as_array().cloned().unwrap_or_default()
@@ -115,7 +90,12 @@ fn launch_and_abandon(env: &Env, args: &[&str], after: Duration) -> String {
 }
 
 fn stop(env: &Env, id: &str) {
-    let s = firedup(env, &["stop", "--grace", "2s", id]);
+    let s = env
+        .fd("stop")
+        .opt("grace", "2s")
+        .arg(id)
+        .bounded(BOUND)
+        .output();
     assert_eq!(s.code, 0, "{}", s.explain());
 }
 
@@ -129,10 +109,13 @@ fn secs(v: &serde_json::Value) -> f64 {
 #[test]
 fn a_one_second_job_reports_at_least_one_second() {
     let env = Env::new();
-    let r = firedup(
-        &env,
-        &["run", "--until", "exit", "--json", "--", "sleep", "1"],
-    );
+    let r = env
+        .run()
+        .until("exit")
+        .json()
+        .command(&["sleep", "1"])
+        .bounded(BOUND)
+        .output();
     assert_eq!(r.verdict(), "succeeded", "{}", r.explain());
     let elapsed = secs(&r.json["elapsed_s"]);
     assert!(elapsed >= 1.0, "elapsed_s {elapsed} < 1 s: {}", r.explain());
@@ -156,7 +139,7 @@ fn a_later_watch_counts_from_the_launch() {
         ],
         Duration::from_secs(1),
     );
-    let w = firedup(&env, &["watch", &id, "--json"]);
+    let w = env.fd("watch").arg(&id).json().bounded(BOUND).output();
     stop(&env, &id);
     assert_eq!(w.verdict(), "ready", "{}", w.explain());
     let (elapsed, ready) = (secs(&w.json["elapsed_s"]), secs(&w.json["ready_s"]));
@@ -178,28 +161,18 @@ fn a_later_watch_counts_from_the_launch() {
 fn a_late_watch_waits_from_the_attach() {
     let env = Env::new();
     let port = common::free_port().to_string();
-    let r = firedup(
-        &env,
-        &[
-            "run",
-            "--json",
-            "--port",
-            &port,
-            "--timeout",
-            "2s",
-            "--",
-            "python3",
-            "-m",
-            "http.server",
-            &port,
-            "--bind",
-            "127.0.0.1",
-        ],
-    );
+    let r = env
+        .run()
+        .json()
+        .opt("port", &port)
+        .timeout("2s")
+        .command(&["python3", "-m", "http.server", &port, "--bind", "127.0.0.1"])
+        .bounded(BOUND)
+        .output();
     assert_eq!(r.verdict(), "ready", "{}", r.explain());
-    let id = r.run_id();
+    let id = r.run_id().to_string();
     std::thread::sleep(Duration::from_millis(2500));
-    let w = firedup(&env, &["watch", &id, "--json"]);
+    let w = env.fd("watch").arg(&id).json().bounded(BOUND).output();
     stop(&env, &id);
     assert_eq!(w.verdict(), "ready", "{}", w.explain());
     assert!(secs(&w.json["elapsed_s"]) >= 2.5, "{}", w.explain());
@@ -230,9 +203,9 @@ fn a_reattach_updates_the_runs_one_row_and_keeps_the_launchs_times() {
     let env = Env::new();
     let r = firedup(&env, &run_phased_args());
     assert_eq!(r.verdict(), "ready", "{}", r.explain());
-    let id = r.run_id();
+    let id = r.run_id().to_string();
     for _ in 0..2 {
-        let w = firedup(&env, &["watch", &id, "--json"]);
+        let w = env.fd("watch").arg(&id).json().bounded(BOUND).output();
         assert_eq!(w.verdict(), "ready", "{}", w.explain());
     }
     stop(&env, &id);
@@ -247,13 +220,13 @@ fn a_reattach_updates_the_runs_one_row_and_keeps_the_launchs_times() {
 fn times_of_a_reattach_make_no_eta() {
     let env = Env::new();
     let id = launch_and_abandon(&env, &run_phased_args(), Duration::ZERO);
-    let w = firedup(&env, &["watch", &id, "--json"]);
+    let w = env.fd("watch").arg(&id).json().bounded(BOUND).output();
     assert_eq!(w.verdict(), "ready", "{}", w.explain());
     stop(&env, &id);
     assert_eq!(rows_of(&env, &id).len(), 1);
     let next = firedup(&env, &run_phased_args());
     assert_eq!(next.verdict(), "ready", "{}", next.explain());
-    stop(&env, &next.run_id());
+    stop(&env, next.run_id());
     assert!(
         !next.stderr.contains("last time"),
         "an ETA from a re-attach's times: {}",
@@ -265,7 +238,7 @@ fn times_of_a_reattach_make_no_eta() {
 
 const UP_SERVER: [&str; 4] = ["sh", "-c", "echo up; exec sleep 300", ""];
 
-fn run_up(env: &Env, name: Option<&str>) -> Out {
+fn run_up(env: &Env, name: Option<&str>) -> Run {
     let mut args = vec!["run", "--json", "--ready-line", "up"];
     if let Some(n) = name {
         args.extend(["--name", n]);
@@ -277,9 +250,9 @@ fn run_up(env: &Env, name: Option<&str>) -> Out {
 
 fn ps_ids(env: &Env, all: bool) -> Vec<String> {
     let p = if all {
-        firedup(env, &["ps", "--all", "--json"])
+        env.fd("ps").flag("all").json().bounded(BOUND).output()
     } else {
-        firedup(env, &["ps", "--json"])
+        env.fd("ps").json().bounded(BOUND).output()
     };
     assert_eq!(p.code, 0, "{}", p.explain());
     p.json
@@ -297,7 +270,7 @@ fn a_name_goes_where_a_run_id_goes() {
     assert_eq!(r.verdict(), "ready", "{}", r.explain());
     assert_eq!(r.json["name"], "web", "{}", r.explain());
     assert_eq!(r.json["schema"], 1, "{}", r.explain());
-    let id = r.run_id();
+    let id = r.run_id().to_string();
     assert_ne!(id, "web");
 
     // A second live run of the name is refused, in one sentence, and launches nothing.
@@ -317,18 +290,18 @@ fn a_name_goes_where_a_run_id_goes() {
         bad.explain()
     );
 
-    let w = firedup(&env, &["watch", "web", "--json"]);
+    let w = env.fd("watch").arg("web").json().bounded(BOUND).output();
     assert_eq!(w.verdict(), "ready", "{}", w.explain());
     assert_eq!(w.run_id(), id);
     assert_eq!(w.json["name"], "web");
-    let logs = firedup(&env, &["logs", "web"]);
+    let logs = env.fd("logs").arg("web").bounded(BOUND).output();
     assert_eq!(
         (logs.code, logs.stdout.as_str()),
         (0, "up\n"),
         "{}",
         logs.explain()
     );
-    let p = firedup(&env, &["ps", "--json"]);
+    let p = env.fd("ps").json().bounded(BOUND).output();
     assert_eq!(p.json[0]["name"], "web", "{}", p.explain());
     stop(&env, "web");
     // ps lists live runs; --all every run.
@@ -339,11 +312,17 @@ fn a_name_goes_where_a_run_id_goes() {
     let next = run_up(&env, Some("web"));
     assert_eq!(next.verdict(), "ready", "{}", next.explain());
     stop(&env, "web");
-    let show = firedup(&env, &["show", "web", "--json"]);
+    let show = env.fd("show").arg("web").json().bounded(BOUND).output();
     assert_eq!(show.code, 0, "{}", show.explain());
     assert_eq!(show.json["run_id"], next.run_id(), "{}", show.explain());
     assert_eq!(show.json["name"], "web", "{}", show.explain());
-    let cmp = firedup(&env, &["compare", &id, "web", "--json"]);
+    let cmp = env
+        .fd("compare")
+        .arg(&id)
+        .arg("web")
+        .json()
+        .bounded(BOUND)
+        .output();
     assert_eq!(cmp.json["b"]["run_id"], next.run_id(), "{}", cmp.explain());
 }
 
@@ -351,49 +330,60 @@ fn a_name_goes_where_a_run_id_goes() {
 fn an_attach_by_log_gets_a_run_id_that_show_finds() {
     let env = Env::new();
     std::fs::write(env.path("server.log"), "booting\nup\n").unwrap();
-    let w = firedup(
-        &env,
-        &[
-            "watch",
-            "--log",
-            "server.log",
-            "--from-start",
-            "--ready-line",
-            "up",
-            "--json",
-        ],
-    );
+    let w = env
+        .fd("watch")
+        .opt("log", "server.log")
+        .flag("from-start")
+        .ready_line("up")
+        .json()
+        .bounded(BOUND)
+        .output();
     assert_eq!(w.verdict(), "ready", "{}", w.explain());
-    let id = w.run_id();
+    let id = w.run_id().to_string();
     let shape = regex::Regex::new(r"^server-[0-9a-f]{6}$").unwrap();
     assert!(shape.is_match(&id), "run id {id:?}: {}", w.explain());
-    let show = firedup(&env, &["show", &id, "--json"]);
+    let show = env.fd("show").arg(&id).json().bounded(BOUND).output();
     assert_eq!(show.code, 0, "{}", show.explain());
     assert_eq!(show.json["run_id"], id);
-    let table = firedup(&env, &["history"]);
+    let table = env.fd("history").bounded(BOUND).output();
     assert!(table.stdout.contains("command"), "{}", table.explain());
 }
 
 #[test]
 fn prune_removes_old_ended_runs_and_never_a_live_one() {
     let env = Env::new();
-    let ended = firedup(&env, &["run", "--json", "--until", "exit", "--", "true"]);
+    let ended = env
+        .run()
+        .json()
+        .until("exit")
+        .command(&["true"])
+        .bounded(BOUND)
+        .output();
     assert_eq!(ended.verdict(), "succeeded", "{}", ended.explain());
     let live = run_up(&env, None);
     assert_eq!(live.verdict(), "ready", "{}", live.explain());
     let runs = env.state.path().join("runs");
 
-    let dry = firedup(&env, &["prune", "--older-than", "0s", "--dry-run"]);
+    let dry = env
+        .fd("prune")
+        .opt("older-than", "0s")
+        .flag("dry-run")
+        .bounded(BOUND)
+        .output();
     assert_eq!(dry.code, 0, "{}", dry.explain());
-    assert!(dry.stdout.contains(&ended.run_id()), "{}", dry.explain());
-    assert!(!dry.stdout.contains(&live.run_id()), "{}", dry.explain());
+    assert!(dry.stdout.contains(ended.run_id()), "{}", dry.explain());
+    assert!(!dry.stdout.contains(live.run_id()), "{}", dry.explain());
     assert!(runs.join(ended.run_id()).exists());
 
-    let recent = firedup(&env, &["prune"]);
+    let recent = env.fd("prune").bounded(BOUND).output();
     assert_eq!(recent.code, 0, "{}", recent.explain());
     assert!(runs.join(ended.run_id()).exists(), "{}", recent.explain());
 
-    let p = firedup(&env, &["prune", "--older-than", "0s"]);
+    let p = env
+        .fd("prune")
+        .opt("older-than", "0s")
+        .bounded(BOUND)
+        .output();
     assert_eq!(p.code, 0, "{}", p.explain());
     assert!(
         p.stdout.contains(&format!("removed {}", ended.run_id())),
@@ -403,9 +393,9 @@ fn prune_removes_old_ended_runs_and_never_a_live_one() {
     assert!(!runs.join(ended.run_id()).exists(), "{}", p.explain());
     assert!(runs.join(live.run_id()).join("meta.json").exists());
     assert_eq!(ps_ids(&env, true), vec![live.run_id()]);
-    stop(&env, &live.run_id());
+    stop(&env, live.run_id());
     // The history keeps the pruned run.
-    assert_eq!(rows_of(&env, &ended.run_id()).len(), 1);
+    assert_eq!(rows_of(&env, ended.run_id()).len(), 1);
 }
 
 /// The README's example ids are ids the binary gives to the README's example commands.
@@ -453,7 +443,7 @@ fn the_readmes_example_ids_are_ids_the_binary_produces() {
             .find(|w| id_shape.is_match(w))
             .unwrap_or_else(|| panic!("no `{before_id}ID` in the README"));
         let r = firedup(&env, &args);
-        let id = r.run_id();
+        let id = r.run_id().to_string();
         if r.verdict() == "ready" {
             stop(&env, &id);
         }
@@ -508,17 +498,17 @@ fn secrets_by_name_and_by_value_are_never_stored_or_shown() {
     let r = firedup(&env, &args);
     // The command got the real values (it checks them before saying READY).
     assert_eq!(r.verdict(), "ready", "{}", r.explain());
-    let id = r.run_id();
+    let id = r.run_id().to_string();
     let meta =
         std::fs::read_to_string(env.state.path().join("runs").join(&id).join("meta.json")).unwrap();
-    let ps = firedup(&env, &["ps", "--json"]);
-    let ps_all = firedup(&env, &["ps", "--all"]);
-    let w = firedup(&env, &["watch", &id, "--json"]);
+    let ps = env.fd("ps").json().bounded(BOUND).output();
+    let ps_all = env.fd("ps").flag("all").bounded(BOUND).output();
+    let w = env.fd("watch").arg(&id).json().bounded(BOUND).output();
     assert_eq!(w.verdict(), "ready", "{}", w.explain());
     stop(&env, &id);
-    let hist = firedup(&env, &["history", "--json"]);
-    let table = firedup(&env, &["history"]);
-    let show = firedup(&env, &["show", &id]);
+    let hist = env.fd("history").json().bounded(BOUND).output();
+    let table = env.fd("history").bounded(BOUND).output();
+    let show = env.fd("show").arg(&id).bounded(BOUND).output();
     assert!(meta.contains("<redacted>"), "{meta}");
     for (what, text) in [
         ("meta.json", meta.as_str()),
@@ -579,12 +569,12 @@ fn a_name_goes_where_a_run_id_goes_over_ssh() {
     );
     assert_eq!(r.verdict(), "ready", "{}", r.explain());
     assert_eq!(r.json["name"], "far", "{}", r.explain());
-    let id = r.run_id();
+    let id = r.run_id().to_string();
     let w = firedup_with(&env, &["watch", "--host", "fdtest", "far", "--json"], &vars);
     assert_eq!(w.verdict(), "ready", "{}", w.explain());
     assert_eq!(
         (w.run_id(), &w.json["name"]),
-        (id.clone(), &serde_json::json!("far"))
+        (id.as_str(), &serde_json::json!("far"))
     );
     let meta = std::fs::read_to_string(remote_state.join("runs").join(&id).join("meta.json"))
         .unwrap_or_default();
@@ -601,15 +591,12 @@ fn a_later_watch_sends_the_servers_own_api_key() {
     let env = Env::new();
     let vllm = env.fake_vllm();
     let port = common::free_port().to_string();
-    let r = firedup(
-        &env,
-        &[
-            "run",
-            "--json",
-            "--timeout",
-            "30s",
-            "--ready-request",
-            "--",
+    let r = env
+        .run()
+        .json()
+        .timeout("30s")
+        .flag("ready-request")
+        .command(&[
             &vllm,
             "serve",
             "m",
@@ -617,11 +604,18 @@ fn a_later_watch_sends_the_servers_own_api_key() {
             &port,
             "--api-key",
             "sk-Mark8abcdefghijkl",
-        ],
-    );
+        ])
+        .bounded(BOUND)
+        .output();
     assert_eq!(r.verdict(), "ready", "{}", r.explain());
-    let id = r.run_id();
-    let w = firedup(&env, &["watch", &id, "--json", "--timeout", "30s"]);
+    let id = r.run_id().to_string();
+    let w = env
+        .fd("watch")
+        .arg(&id)
+        .json()
+        .timeout("30s")
+        .bounded(BOUND)
+        .output();
     stop(&env, &id);
     assert_eq!(w.verdict(), "ready", "{}", w.explain());
     assert!(
@@ -638,21 +632,14 @@ fn the_event_stream_stores_no_secret_a_log_line_printed() {
     let events_arg = events.display().to_string();
     let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
     let script = format!("echo 'using token {token}'; echo done");
-    let r = firedup(
-        &env,
-        &[
-            "run",
-            "--until",
-            "exit",
-            "--json",
-            "--events",
-            &events_arg,
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ],
-    );
+    let r = env
+        .run()
+        .until("exit")
+        .json()
+        .opt("events", &events_arg)
+        .shell(&script)
+        .bounded(BOUND)
+        .output();
     assert_eq!(r.json["verdict"], "succeeded", "{}", r.explain());
     let stream = std::fs::read_to_string(&events).unwrap();
     assert!(stream.contains("using token"), "{stream}");

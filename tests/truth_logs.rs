@@ -28,7 +28,7 @@ fn bounded(env: &Env, args: &[&str]) -> common::Run {
 
 fn stop(env: &Env, r: &common::Run) {
     if !r.run_id().is_empty() {
-        env.firedup(&["stop", r.run_id(), "--grace", "1s"]);
+        env.fd("stop").arg(r.run_id()).opt("grace", "1s").output();
     }
 }
 
@@ -140,7 +140,7 @@ fn an_old_oom_line_in_a_reused_log_does_not_fail_a_healthy_server() {
         .map(|id| id.trim().to_string())
         .unwrap_or_default();
     assert!(!id.is_empty(), "{}", r.explain());
-    env.firedup(&["stop", &id, "--grace", "1s"]);
+    env.fd("stop").arg(&id).opt("grace", "1s").output();
     assert_eq!(r.code, 0, "{}", r.explain());
     assert!(r.stdout.contains("READY"), "{}", r.explain());
     assert!(

@@ -15,41 +15,16 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::bounded::run_bounded;
-use common::{Env, alive, fixture, free_port};
+use common::{Env, Run, alive, fixture, free_port};
 
 const BOUND: Duration = Duration::from_secs(60);
 
-struct Ran {
-    code: i32,
-    json: serde_json::Value,
-    stdout: String,
-    stderr: String,
-}
-
-impl Ran {
-    fn verdict(&self) -> &str {
-        self.json["verdict"].as_str().unwrap_or("<no json>")
-    }
-    fn explain(&self) -> String {
-        format!(
-            "exit {}\nstdout: {}\nstderr: {}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
-
 /// Runs firedup with `args`, killed and failed past [`BOUND`].
-fn firedup(env: &Env, args: &[&str]) -> Ran {
-    let mut c = env.cmd();
-    c.args(args);
-    let out = run_bounded(c, BOUND);
-    Ran {
-        code: out.code,
-        json: serde_json::from_str(out.stdout.trim()).unwrap_or(serde_json::Value::Null),
-        stdout: out.stdout,
-        stderr: out.stderr,
-    }
+fn firedup(env: &Env, args: &[&str]) -> Run {
+    env.fd(args[0])
+        .args_from(&args[1..])
+        .bounded(BOUND)
+        .output()
 }
 
 /// A process the test started, killed (and reaped) when dropped.
@@ -162,23 +137,20 @@ fn a_daemon_of_the_run_holding_the_port_is_the_runs_own() {
     let script =
         format!("(setsid timeout 60 python3 -m {daemon} >/dev/null 2>&1 &); exec sleep 30");
     let url = format!("http://127.0.0.1:{port}/");
-    let r = firedup(
-        &env,
-        &[
-            "run",
-            "--json",
-            "--http",
-            &url,
-            "--timeout",
-            "20s",
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ],
-    );
+    let r = env
+        .run()
+        .json()
+        .opt("http", &url)
+        .timeout("20s")
+        .shell(&script)
+        .bounded(BOUND)
+        .output();
     // The daemon is the test's to clean up (`firedup stop` follows the tree).
-    let _ = firedup(&env, &["stop", r.json["run_id"].as_str().unwrap_or("none")]);
+    let _ = env
+        .fd("stop")
+        .arg(r.json["run_id"].as_str().unwrap_or("none"))
+        .bounded(BOUND)
+        .output();
     for pid in pids_with_cmdline(&daemon) {
         // SAFETY: kill(2) on processes this test started (their command line names its port).
         unsafe { libc::kill(pid as i32, libc::SIGTERM) };
@@ -235,7 +207,12 @@ values = ["a", "b"]
         file.display().to_string()
     };
     let shared = write("shared.toml", "[[slot]]\n[[slot]]\n");
-    let r = firedup(&env, &["matrix", &shared, "--dry-run"]);
+    let r = env
+        .fd("matrix")
+        .arg(&shared)
+        .flag("dry-run")
+        .bounded(BOUND)
+        .output();
     assert_eq!(r.code, 2, "{}", r.explain());
     assert!(
         r.stderr.contains("cell 1 (MODE=a) in slot 0")
@@ -248,7 +225,12 @@ values = ["a", "b"]
         "own-ports.toml",
         "[[slot]]\nvars = { port = \"18000\" }\n[[slot]]\nvars = { port = \"18001\" }\n",
     );
-    let r = firedup(&env, &["matrix", &own, "--dry-run"]);
+    let r = env
+        .fd("matrix")
+        .arg(&own)
+        .flag("dry-run")
+        .bounded(BOUND)
+        .output();
     assert_eq!(r.code, 0, "{}", r.explain());
 }
 
@@ -345,22 +327,14 @@ fn a_refused_probe_before_the_ready_line_lets_the_bind_failure_decide() {
     let env = Env::new();
     let p = free_port().to_string();
     let script = fixture("truth/port_taken_in_tree.sh");
-    let r = firedup(
-        &env,
-        &[
-            "run",
-            "--json",
-            "--profile",
-            "vllm",
-            "--timeout",
-            "50s",
-            "--",
-            "sh",
-            &script,
-            "--port",
-            &p,
-        ],
-    );
+    let r = env
+        .run()
+        .json()
+        .opt("profile", "vllm")
+        .timeout("50s")
+        .command(&["sh", &script, "--port", &p])
+        .bounded(BOUND)
+        .output();
     assert_eq!(
         (r.code, r.verdict(), r.json["signature"].as_str()),
         (1, "failed", Some("port_in_use")),
@@ -379,24 +353,15 @@ fn a_refused_probe_before_the_ready_line_lets_the_bind_failure_decide() {
 fn a_uvicorn_app_that_binds_is_ready_at_the_time_of_its_ready_line() {
     let env = Env::new();
     let p = free_port().to_string();
-    let r = firedup(
-        &env,
-        &[
-            "run",
-            "--json",
-            "--profile",
-            "vllm",
-            "--timeout",
-            "30s",
-            "--then",
-            "true",
-            "--",
-            "python3",
-            &fake_uvicorn(),
-            "--port",
-            &p,
-        ],
-    );
+    let r = env
+        .run()
+        .json()
+        .opt("profile", "vllm")
+        .timeout("30s")
+        .opt("then", "true")
+        .command(&["python3", &fake_uvicorn(), "--port", &p])
+        .bounded(BOUND)
+        .output();
     assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
     let ready_s = r.json["ready_s"].as_f64().expect("ready_s");
     assert_eq!(r.json["elapsed_s"].as_f64(), Some(ready_s), "{}", r.json);
@@ -461,7 +426,7 @@ fn a_monitor_error_leaves_the_server_running_with_the_commands_to_go_on() {
         };
         // The server still serves, and the printed command stops it.
         assert!(TcpStream::connect(("127.0.0.1", port)).is_ok());
-        let stop = firedup(&env, &["stop", &run_id]);
+        let stop = env.fd("stop").arg(&run_id).bounded(BOUND).output();
         assert_eq!(stop.code, 0, "{}", stop.explain());
     }
 }
@@ -475,24 +440,18 @@ fn then_gets_the_address_of_the_http_url() {
     let env = Env::new();
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}/health");
-    let r = firedup(
-        &env,
-        &[
-            "run",
-            "--json",
-            "--http",
-            &url,
-            "--timeout",
-            "30s",
-            "--then",
+    let r = env
+        .run()
+        .json()
+        .opt("http", &url)
+        .timeout("30s")
+        .opt(
+            "then",
             "printf '%s|%s|%s' \"$FIREDUP_HOST\" \"$FIREDUP_PORT\" \"$FIREDUP_URL\" > then-env.txt",
-            "--",
-            "python3",
-            &fake_uvicorn(),
-            "--port",
-            &port.to_string(),
-        ],
-    );
+        )
+        .command(&["python3", &fake_uvicorn(), "--port", &port.to_string()])
+        .bounded(BOUND)
+        .output();
     assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
     assert_eq!(
         common::file_text(&env.path("then-env.txt")),

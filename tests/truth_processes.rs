@@ -103,17 +103,11 @@ fn assert_nothing_left(marker: &str, what: &str) {
     );
 }
 
-fn firedup(env: &Env, args: &[&str]) -> common::bounded::Out {
-    let mut c = env.cmd();
-    c.args(args);
-    run_bounded(c, BOUND)
+fn json(out: &common::Run) -> serde_json::Value {
+    out.json.clone()
 }
 
-fn json(out: &common::bounded::Out) -> serde_json::Value {
-    serde_json::from_str(out.stdout.trim()).unwrap_or(serde_json::Value::Null)
-}
-
-fn explain(out: &common::bounded::Out) -> String {
+fn explain(out: &common::Run) -> String {
     format!(
         "exit {}\nstdout: {}\nstderr: {}",
         out.code, out.stdout, out.stderr
@@ -145,16 +139,12 @@ fn a_daemonizing_redis_is_ready_and_running_and_stop_finds_it() {
     let port = free_port().to_string();
     let log = env.path("redis.log").display().to_string();
     let pidfile = env.path("redis.pid").display().to_string();
-    let out = firedup(
-        &env,
-        &[
-            "run",
-            "--json",
-            "--timeout",
-            "30s",
-            "--log",
-            &log,
-            "--",
+    let out = env
+        .run()
+        .json()
+        .timeout("30s")
+        .opt("log", &log)
+        .command(&[
             "redis-server",
             "--port",
             &port,
@@ -166,8 +156,9 @@ fn a_daemonizing_redis_is_ready_and_running_and_stop_finds_it() {
             &pidfile,
             "--save",
             "",
-        ],
-    );
+        ])
+        .bounded(BOUND)
+        .output();
     let v = json(&out);
     let run_id = v["run_id"].as_str().unwrap_or("").to_string();
     let daemon: Option<u32> = std::fs::read_to_string(&pidfile)
@@ -188,16 +179,16 @@ fn a_daemonizing_redis_is_ready_and_running_and_stop_finds_it() {
     );
     let daemon = daemon.expect("redis wrote its pidfile");
     assert!(alive(daemon as u64));
-    let ps = firedup(&env, &["ps"]);
+    let ps = env.fd("ps").bounded(BOUND).output();
     assert!(
         ps.stdout.contains(&format!("running (daemon {daemon}")),
         "{}",
         explain(&ps)
     );
     // A re-attach sees the daemon serving: ready, not a run that has ended.
-    let again = firedup(&env, &["watch", "--json", &run_id]);
+    let again = env.fd("watch").json().arg(&run_id).bounded(BOUND).output();
     assert_eq!(json(&again)["verdict"], "ready", "{}", explain(&again));
-    let stop = firedup(&env, &["stop", &run_id]);
+    let stop = env.fd("stop").arg(&run_id).bounded(BOUND).output();
     assert_eq!(stop.code, 0, "{}", explain(&stop));
     assert!(stop.stdout.contains("none left"), "{}", explain(&stop));
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -221,10 +212,13 @@ fn a_double_forked_daemon_is_followed_to_ready_and_a_dead_one_is_the_exit() {
         "daemon.sh",
         "(setsid sh -c 'sleep 0.3; echo READY; exec sleep 300' &)\nexit 0",
     );
-    let out = firedup(
-        &env,
-        &["run", "--json", "--ready-line", "READY", "--", &daemon],
-    );
+    let out = env
+        .run()
+        .json()
+        .ready_line("READY")
+        .command(&[&daemon])
+        .bounded(BOUND)
+        .output();
     let v = json(&out);
     let run_id = v["run_id"].as_str().unwrap_or("").to_string();
     let ok = v["verdict"] == "ready" && v["server_running"] == true;
@@ -232,7 +226,7 @@ fn a_double_forked_daemon_is_followed_to_ready_and_a_dead_one_is_the_exit() {
         kill_all(&left_of_run(&run_id));
     }
     assert!(ok, "{}", explain(&out));
-    let stop = firedup(&env, &["stop", &run_id]);
+    let stop = env.fd("stop").arg(&run_id).bounded(BOUND).output();
     assert!(stop.stdout.contains("none left"), "{}", explain(&stop));
     assert_nothing_left(&run_id, "after stop");
 
@@ -241,10 +235,13 @@ fn a_double_forked_daemon_is_followed_to_ready_and_a_dead_one_is_the_exit() {
     // a plain exit 0, with no daemon to name.
     let env = Env::new();
     let short = env.script("short.sh", "(setsid sh -c 'sleep 3' &)\nexit 0");
-    let out = firedup(
-        &env,
-        &["run", "--json", "--ready-line", "READY", "--", &short],
-    );
+    let out = env
+        .run()
+        .json()
+        .ready_line("READY")
+        .command(&[&short])
+        .bounded(BOUND)
+        .output();
     let v = json(&out);
     assert_eq!(v["verdict"], "exited", "{}", explain(&out));
     assert!(
@@ -266,10 +263,13 @@ fn a_runtime_helper_outliving_an_exit_0_is_no_daemon() {
         "python3 -c 'from multiprocessing.resource_tracker import main; import time; \
          time.sleep(30)' </dev/null >/dev/null 2>&1 &\nsleep 0.3\nexit 0",
     );
-    let out = firedup(
-        &env,
-        &["run", "--json", "--ready-line", "READY", "--", &program],
-    );
+    let out = env
+        .run()
+        .json()
+        .ready_line("READY")
+        .command(&[&program])
+        .bounded(BOUND)
+        .output();
     let v = json(&out);
     let run_id = v["run_id"].as_str().unwrap_or("-").to_string();
     let reason = v["reason"].as_str().unwrap_or("").to_string();
@@ -290,14 +290,17 @@ fn stop_and_teardown_stop_a_setsid_grandchild_that_left_the_tree() {
         "escape.sh",
         "(setsid sleep 301 </dev/null >/dev/null 2>&1 &)\necho READY\nexec sleep 302",
     );
-    let out = firedup(
-        &env,
-        &["run", "--json", "--ready-line", "READY", "--", &server],
-    );
+    let out = env
+        .run()
+        .json()
+        .ready_line("READY")
+        .command(&[&server])
+        .bounded(BOUND)
+        .output();
     let v = json(&out);
     assert_eq!(v["verdict"], "ready", "{}", explain(&out));
     let run_id = v["run_id"].as_str().unwrap().to_string();
-    let stop = firedup(&env, &["stop", &run_id]);
+    let stop = env.fd("stop").arg(&run_id).bounded(BOUND).output();
     assert_eq!(stop.code, 0, "{}", explain(&stop));
     assert!(
         stop.stdout.contains("none left") && stop.stdout.contains("FIREDUP_RUN_ID"),
@@ -312,19 +315,14 @@ fn stop_and_teardown_stop_a_setsid_grandchild_that_left_the_tree() {
         "failing.sh",
         "(setsid sleep 303 </dev/null >/dev/null 2>&1 &)\nsleep 0.2\necho BOOM\nexec sleep 304",
     );
-    let out = firedup(
-        &env,
-        &[
-            "run",
-            "--json",
-            "--ready-line",
-            "READY",
-            "--fail-line",
-            "BOOM",
-            "--",
-            &failing,
-        ],
-    );
+    let out = env
+        .run()
+        .json()
+        .ready_line("READY")
+        .opt("fail-line", "BOOM")
+        .command(&[&failing])
+        .bounded(BOUND)
+        .output();
     let v = json(&out);
     assert_eq!(v["verdict"], "failed", "{}", explain(&out));
     assert_eq!(v["server_running"], false, "{}", explain(&out));
@@ -335,11 +333,7 @@ fn stop_and_teardown_stop_a_setsid_grandchild_that_left_the_tree() {
 
 /// Runs `args` in a private mount namespace where the state directory is a 64 KiB tmpfs with
 /// `free_pages` pages left. `Err` where mounting is not allowed here.
-fn on_a_full_disk(
-    env: &Env,
-    free_pages: u32,
-    args: &[&str],
-) -> Result<common::bounded::Out, String> {
+fn on_a_full_disk(env: &Env, free_pages: u32, args: &[&str]) -> Result<common::Run, String> {
     let dir = env.path("statefs");
     std::fs::create_dir_all(&dir).unwrap();
     let setup = format!(
@@ -374,7 +368,7 @@ fn on_a_full_disk(
     .env("FIREDUP_STATE_DIR", dir.join("state"))
     .env("FIREDUP_PLAIN", "1")
     .current_dir(env.work.path());
-    Ok(run_bounded(c, BOUND))
+    Ok(run_bounded(c, BOUND).into())
 }
 
 #[test]
@@ -479,7 +473,7 @@ fn signal(child: &std::process::Child, sig: i32) {
 
 /// A history row of `run_id`, as `firedup show --json` prints it.
 fn shown(env: &Env, run_id: &str) -> serde_json::Value {
-    json(&firedup(env, &["show", run_id, "--json"]))
+    json(&env.fd("show").arg(run_id).json().bounded(BOUND).output())
 }
 
 #[test]
@@ -501,22 +495,18 @@ fn a_signal_to_run_stops_the_server_says_so_records_it_and_exits_128_plus_n() {
         let child = start_and_wait_for(&env, &["run", "--ready-line", "NEVER", "--", &server], &up);
         let run_id = only_run_id(&env);
         signal(&child, sig);
-        let out = wait_output(child, BOUND);
-        assert_eq!(out.code, code, "{name}: {}", explain_out(&out));
+        let out: common::Run = wait_output(child, BOUND).into();
+        assert_eq!(out.code, code, "{name}: {}", explain(&out));
         assert!(
             out.stderr.contains(&format!("interrupted ({name})"))
                 && out.stderr.contains("none left"),
             "{name}: {}",
-            explain_out(&out)
+            explain(&out)
         );
         assert_nothing_left(&run_id, name);
         let row = shown(&env, &run_id);
         assert_eq!(row["interrupted"], true, "{name}: {row}");
     }
-}
-
-fn explain_out(out: &common::bounded::Out) -> String {
-    explain(out)
 }
 
 #[test]
@@ -534,7 +524,7 @@ fn a_signal_with_keep_leaves_the_server_and_says_how_to_stop_it() {
     );
     let run_id = only_run_id(&env);
     signal(&child, libc::SIGINT);
-    let out = wait_output(child, BOUND);
+    let out: common::Run = wait_output(child, BOUND).into();
     let still = processes_marked(&run_id);
     assert_eq!(out.code, 130, "{}", explain(&out));
     assert!(
@@ -544,7 +534,7 @@ fn a_signal_with_keep_leaves_the_server_and_says_how_to_stop_it() {
         explain(&out)
     );
     assert!(!still.is_empty(), "--keep must leave the server running");
-    let stop = firedup(&env, &["stop", &run_id]);
+    let stop = env.fd("stop").arg(&run_id).bounded(BOUND).output();
     assert!(stop.stdout.contains("none left"), "{}", explain(&stop));
     assert_nothing_left(&run_id, "after stop");
 }
@@ -570,7 +560,7 @@ fn a_signal_during_then_stops_the_then_command_and_the_server() {
     );
     let run_id = only_run_id(&env);
     signal(&child, libc::SIGTERM);
-    let out = wait_output(child, BOUND);
+    let out: common::Run = wait_output(child, BOUND).into();
     assert_eq!(out.code, 143, "{}", explain(&out));
     assert!(
         out.stderr.contains("interrupted (SIGTERM)"),
@@ -601,7 +591,7 @@ fn a_then_command_that_cannot_start_stops_the_server() {
         "--",
         &server,
     ]);
-    let out = run_bounded(c, BOUND);
+    let out: common::Run = run_bounded(c, BOUND).into();
     let run_id = only_run_id(&env);
     let left = left_of_run(&run_id);
     kill_all(&left);

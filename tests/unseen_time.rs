@@ -108,7 +108,7 @@ fn a_firedup_stopped_longer_than_the_stall_window_does_not_call_a_busy_server_st
     std::io::Read::read_to_string(&mut stdout, &mut out).unwrap();
     std::io::Read::read_to_string(&mut stderr, &mut err).unwrap();
     let json: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
-    let stop = env.firedup(&["stop", &run_id, "--grace", "2s"]);
+    let stop = env.fd("stop").arg(&run_id).opt("grace", "2s").output();
     assert_eq!(
         (status.code(), json["verdict"].as_str()),
         (Some(0), Some("ready")),
@@ -126,17 +126,14 @@ fn a_deadline_is_decided_only_after_the_log_already_written_is_read() {
     let log = env.path("server.log");
     // 64 MiB of start-up chatter, then READY: far more than one read of the follower.
     common::write_long_log(&log, "READY");
-    let run = env.firedup(&[
-        "watch",
-        "--json",
-        "--from-start",
-        "--log",
-        log.to_str().unwrap(),
-        "--ready-line",
-        "READY",
-        "--timeout",
-        "200ms",
-    ]);
+    let run = env
+        .fd("watch")
+        .json()
+        .flag("from-start")
+        .opt("log", log.to_str().unwrap())
+        .ready_line("READY")
+        .timeout("200ms")
+        .output();
     assert_eq!((run.code, run.verdict()), (0, "ready"), "{}", run.explain());
     // Ready when the log held READY (before the watch began), not when it was read.
     let ready_s = run.json["ready_s"].as_f64().expect("ready_s");
@@ -153,17 +150,13 @@ fn a_re_attach_reports_readiness_when_the_log_said_it_not_when_firedup_looked() 
         "echo loading; echo READY; date +%s.%N > {}; exec sleep 300",
         ready_at.display()
     );
-    let detached = env.firedup(&[
-        "run",
-        "--detach",
-        "--json",
-        "--ready-line",
-        "READY",
-        "--",
-        "sh",
-        "-c",
-        &server,
-    ]);
+    let detached = env
+        .run()
+        .flag("detach")
+        .json()
+        .ready_line("READY")
+        .shell(&server)
+        .output();
     assert_eq!(detached.code, 0, "{}", detached.explain());
     let run_id = detached.run_id().to_string();
     let written: f64 = wait_for("the server's READY", || {
@@ -173,8 +166,8 @@ fn a_re_attach_reports_readiness_when_the_log_said_it_not_when_firedup_looked() 
     while wall_now() < written + 3.0 {
         std::thread::sleep(Duration::from_millis(100));
     }
-    let watch = env.firedup(&["watch", &run_id, "--json"]);
-    let stop = env.firedup(&["stop", &run_id, "--grace", "2s"]);
+    let watch = env.fd("watch").arg(&run_id).json().output();
+    let stop = env.fd("stop").arg(&run_id).opt("grace", "2s").output();
     assert_eq!(
         (watch.code, watch.verdict()),
         (0, "ready"),

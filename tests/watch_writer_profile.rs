@@ -34,16 +34,14 @@ fn the_writer_of_the_log_gives_the_profile_and_the_port() {
         assert!(Instant::now() < deadline, "the script never wrote its log");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let r = env.firedup(&[
-        "watch",
-        "--json",
-        "--from-start",
-        "--no-probe",
-        "--timeout",
-        "60s",
-        "--log",
-        log.to_str().unwrap(),
-    ]);
+    let r = env
+        .fd("watch")
+        .json()
+        .flag("from-start")
+        .flag("no-probe")
+        .timeout("60s")
+        .opt("log", log.to_str().unwrap())
+        .output();
     let _ = writer.kill();
     let _ = writer.wait();
     assert_eq!((r.code, r.verdict()), (0, "ready"), "{}", r.explain());
