@@ -77,7 +77,7 @@ pub(crate) fn run(
         );
     }
     if let Some(n) = &name {
-        crate::rundir::check_name(n)?;
+        crate::group_names::refuse_for_a_group(n)?;
     }
     placeholders::check(&command).map_err(anyhow::Error::msg)?;
     let grace = grace_flag(&grace)?;
