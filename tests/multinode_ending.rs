@@ -1,7 +1,7 @@
 //! How a multi-node run ends, through the real binary (issue 27's leftovers): `stop GROUP_ID`
 //! with a node out of reach exits as `stop --host` of an unreachable host does (7), the
 //! reachable nodes still stopped; `--name` refused as a single run's is while a live run or
-//! group has it; Ctrl-C leaves each node's run directory with the verdict. Two real sshd on
+//! group has it; Ctrl-C leaves each node's run directory with its verdict. Two real sshd on
 //! this machine are the nodes (tests/common/nodes.rs).
 
 use crate::common;
@@ -146,4 +146,77 @@ fn a_name_is_refused_for_a_group_or_a_run_while_a_live_group_or_run_has_it() {
     // Once the group is over, its name is free again.
     let after = env.firedup(&["run", "--until", "exit", "--name", "web", "--", "true"]);
     assert_eq!(after.code, 0, "{}", after.explain());
+}
+
+#[test]
+fn ctrl_c_of_a_group_leaves_each_nodes_run_with_its_stop_as_its_recorded_verdict() {
+    let env = Env::new();
+    let nodes = Nodes::start(&env, 2);
+    let mut a = args(&["run", "--until", "exit", "--grace", "2s"]);
+    a.extend(nodes.host_args());
+    a.extend(args(&["--", "sleep", "300"]));
+    let child = nodes.spawn(&env, &a);
+    let groups = env.state.path().join("groups");
+    let record: serde_json::Value =
+        wait_for("the group's record", Duration::from_secs(120), || {
+            let entry = std::fs::read_dir(&groups).ok()?.flatten().find(|e| {
+                e.file_name().to_string_lossy().ends_with(".json")
+                    && std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("\"node1\""))
+            })?;
+            serde_json::from_str(&std::fs::read_to_string(entry.path()).ok()?).ok()
+        });
+    // SAFETY: kill(2) on the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = wait_output(child, Duration::from_secs(120));
+    let explain = format!("{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 130, "{explain}");
+    for (i, n) in record["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .enumerate()
+    {
+        let run_id = n["run_id"].as_str().expect("a run id");
+        // The node's own record (its host's run directory) holds a verdict.
+        let recorded = nodes
+            .remote_state
+            .join("runs")
+            .join(run_id)
+            .join("verdict.json");
+        let text = std::fs::read_to_string(&recorded)
+            .unwrap_or_else(|e| panic!("node {i}: no {} ({e})\n{explain}", recorded.display()));
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        // The node's own watch's verdict once the interrupt stopped it.
+        assert_eq!(v["verdict"], "killed", "node {i}: {v}\n{explain}");
+        assert!(
+            v["reason"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("stopped it"),
+            "node {i}: {v}\n{explain}"
+        );
+        // What the node's host says of it: ended, with that verdict, not running or unknown.
+        let host = format!("node{i}");
+        let w = nodes.fd(&env, &args(&["watch", "--json", "--host", &host, run_id]));
+        eprintln!("watch --host {host} {run_id}: {}", w.explain());
+        assert_eq!(
+            (&w.json["verdict"], &w.json["reason"]),
+            (&v["verdict"], &v["reason"]),
+            "node {i}: {}\n{explain}",
+            w.explain()
+        );
+        assert_eq!(w.json["server_running"], false, "{}", w.explain());
+        let ps = nodes.fd(&env, &args(&["ps", "--json", "--all", "--host", &host]));
+        let entry = ps
+            .json
+            .as_array()
+            .and_then(|a| a.iter().find(|e| e["run_id"] == run_id).cloned());
+        eprintln!("ps --host {host}: {entry:?}");
+        let state = entry
+            .as_ref()
+            .and_then(|e| e["state"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        assert!(state.starts_with("ended"), "node {i}: {}", ps.explain());
+    }
 }

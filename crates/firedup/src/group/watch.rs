@@ -30,6 +30,33 @@ pub const SETTLE: Duration = Duration::from_secs(10);
 /// How long a node stopped by the group has to end its watch with the stop's verdict.
 const STOPPED_WATCH_WAIT: Duration = Duration::from_secs(60);
 
+/// How many nodes' watches have recorded their verdict in the node's own run directory (over
+/// SSH: `__record-verdict`), shared with whoever must not end the process before they have (a
+/// signal's handler: the stop it made ends each node's watch, whose verdict is the node's
+/// record for a later `watch --host NODE RUN_ID` or `ps --host NODE`).
+#[derive(Debug, Clone, Default)]
+pub struct Recorded(Arc<(std::sync::Mutex<usize>, std::sync::Condvar)>);
+
+impl Recorded {
+    fn note(&self) {
+        let (count, changed) = &*self.0;
+        if let Ok(mut c) = count.lock() {
+            *c += 1;
+        }
+        changed.notify_all();
+    }
+
+    /// Waits until `n` verdicts are recorded, at most `bound`; how many are.
+    pub fn wait_for(&self, n: usize, bound: Duration) -> usize {
+        let (count, changed) = &*self.0;
+        let Ok(c) = count.lock() else { return 0 };
+        match changed.wait_timeout_while(c, bound, |c| *c < n) {
+            Ok((c, _)) => *c,
+            Err(_) => 0,
+        }
+    }
+}
+
 /// How the group ended.
 #[derive(Debug, Clone)]
 pub struct GroupEnding {
@@ -92,13 +119,13 @@ impl crate::engine::Progress for Notes {
 }
 
 /// Watches `nodes` to the group's one verdict and ends them (see the module doc). `heard` is
-/// told of each node's notes and own verdict as they come.
+/// told of each node's notes and own verdict as they come; `recorded` counts the nodes whose
+/// verdict is recorded on their host.
 pub fn watch(
     group_id: &str,
     nodes: Vec<NodeSession>,
-    server: bool,
-    ready_on_all: bool,
-    keep: bool,
+    (server, ready_on_all, keep): (bool, bool, bool),
+    recorded: &Recorded,
     heard: &mut dyn FnMut(NodeNews<'_>),
 ) -> GroupEnding {
     let (tx, rx) = mpsc::channel::<Message>();
@@ -118,6 +145,7 @@ pub fn watch(
         });
         let tx = tx.clone();
         let mut session = Box::new(n.session);
+        let recorded = recorded.clone();
         std::thread::spawn(move || {
             let mut notes = Notes {
                 node: i,
@@ -128,6 +156,7 @@ pub fn watch(
                 return;
             };
             session.record_verdict(&outcome);
+            recorded.note();
             let _ = tx.send(Message::Ended(i, session, outcome));
         });
     }
