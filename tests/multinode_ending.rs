@@ -1,7 +1,8 @@
 //! How a multi-node run ends, through the real binary (issue 27's leftovers): `stop GROUP_ID`
 //! with a node out of reach exits as `stop --host` of an unreachable host does (7), the
 //! reachable nodes still stopped; `--name` refused as a single run's is while a live run or
-//! group has it; Ctrl-C leaves each node's run directory with its verdict. Two real sshd on
+//! group has it; Ctrl-C leaves each node's run directory with its verdict; a matrix cell over
+//! several hosts is refused, saying what to do instead. Two real sshd on
 //! this machine are the nodes (tests/common/nodes.rs).
 
 use crate::common;
@@ -218,5 +219,37 @@ fn ctrl_c_of_a_group_leaves_each_nodes_run_with_its_stop_as_its_recorded_verdict
             .unwrap_or_default()
             .to_string();
         assert!(state.starts_with("ended"), "node {i}: {}", ps.explain());
+    }
+}
+
+#[test]
+fn a_matrix_cell_over_several_hosts_is_refused_before_anything_starts_saying_what_to_do() {
+    let env = Env::new();
+    let file = env.path("group.toml");
+    std::fs::write(
+        &file,
+        "[base]\ncommand = [\"true\"]\nuntil = \"exit\"\nhost = [\"node0\", \"node1\"]\n\n[[axis]]\nenv = \"A\"\nvalues = [\"1\", \"2\"]\n",
+    )
+    .unwrap();
+    let flags: [&[&str]; 3] = [
+        &["matrix", "--host", "node0", "--host", "node1"],
+        &["matrix", "--host", "node0,node1"],
+        &["matrix", file.to_str().unwrap()],
+    ];
+    for given in flags {
+        let mut a = given.to_vec();
+        if given.len() > 2 {
+            a.extend(["--axis", "env:A=1,2", "--", "true"]);
+        }
+        let r = env.firedup(&a);
+        assert_eq!(r.code, 2, "{given:?}: {}", r.explain());
+        assert!(
+            r.stderr
+                .contains("multi-node group as a cell is not supported")
+                && r.stderr.contains("firedup run --host A --host B"),
+            "{given:?}: {}",
+            r.explain()
+        );
+        assert!(!env.state.path().join("runs").exists(), "{}", r.explain());
     }
 }
