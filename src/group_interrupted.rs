@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::launch::LaunchSpec;
-use crate::verdict::{NodeReport, Outcome, Verdict};
+use crate::verdict::{NodeReport, NodeTeardown, Outcome, Verdict};
 use firedup::group::record::GroupRecord;
 use firedup::group::watch::Recorded;
 use firedup::session::interrupts::{Heard, InterruptedRun, RunEnded, signal_name};
@@ -75,6 +75,7 @@ pub fn report(context: &Arc<Mutex<GroupContext>>, heard: &Heard) {
             phase: None,
             log: run.target.log.display().to_string(),
             timeline: Vec::new(),
+            teardown: node_teardown(run),
         });
     }
     let Some(first) = nodes.first() else {
@@ -116,6 +117,21 @@ pub fn report(context: &Arc<Mutex<GroupContext>>, heard: &Heard) {
             got,
             crate::duration::format_duration(NODE_RECORD_WAIT)
         );
+    }
+}
+
+/// A node's stop as the JSON's `nodes[].teardown` says it (none for a node left running).
+fn node_teardown(run: &InterruptedRun) -> Option<NodeTeardown> {
+    match &run.ended {
+        RunEnded::Kept | RunEnded::Cancelled => None,
+        RunEnded::Stopped(Ok(stop)) => Some(NodeTeardown {
+            clean: Some(stop.clean()),
+            description: stop.describe(),
+        }),
+        RunEnded::Stopped(Err(e)) => Some(NodeTeardown {
+            clean: None,
+            description: format!("stopping failed: {e}"),
+        }),
     }
 }
 

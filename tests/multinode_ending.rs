@@ -253,3 +253,31 @@ fn a_matrix_cell_over_several_hosts_is_refused_before_anything_starts_saying_wha
         assert!(!env.state.path().join("runs").exists(), "{}", r.explain());
     }
 }
+
+#[test]
+fn after_a_node_fails_each_nodes_verified_teardown_is_in_the_verdicts_nodes() {
+    let env = Env::new();
+    let nodes = Nodes::start(&env, 2);
+    let script = env.script(
+        "job.sh",
+        "if [ \"$FIREDUP_NODE_RANK\" = 1 ]; then sleep 1; echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB'; exit 1; fi\nsleep 300",
+    );
+    let mut a = args(&["run", "--json", "--until", "exit", "--grace", "2s"]);
+    a.extend(nodes.host_args());
+    a.extend(args(&["--", &script]));
+    let r = nodes.fd(&env, &a);
+    assert_eq!((r.code, r.verdict()), (1, "failed"), "{}", r.explain());
+    assert_eq!(r.json["node"], "node1", "{}", r.explain());
+    for i in 0..2 {
+        let t = &r.json["nodes"][i]["teardown"];
+        // Node 0 stopped by the group, node 1's leftovers by its own end: each verified there.
+        assert_eq!(t["clean"], true, "node {i}: {}", r.explain());
+        assert!(
+            t["description"].as_str().is_some_and(|d| !d.is_empty()),
+            "node {i}: {}",
+            r.explain()
+        );
+        let pid = r.json["nodes"][i]["pid"].as_u64().expect("a pid");
+        assert!(!common::alive(pid), "node {i}: {}", r.explain());
+    }
+}
