@@ -334,6 +334,9 @@ fn dispatch(cli: Cli) -> Result<i32> {
             group.refuse_single()?;
             if let Some(n) = &name {
                 crate::rundir::check_name(n)?;
+                if remote.host.is_empty() {
+                    crate::group_names::refuse_a_live_groups(n)?;
+                }
             }
             let elsewhere = remote.ssh_host()?.is_some();
             let owner = owner

@@ -77,7 +77,7 @@ pub(crate) fn run(
         );
     }
     if let Some(n) = &name {
-        crate::rundir::check_name(n)?;
+        crate::group_names::refuse_for_a_group(n)?;
     }
     placeholders::check(&command).map_err(anyhow::Error::msg)?;
     let grace = grace_flag(&grace)?;
@@ -153,17 +153,21 @@ pub(crate) fn run(
         outcome: None,
         over: false,
     };
+    let recorded_on_nodes = watch::Recorded::default();
     let context = Arc::new(Mutex::new(crate::group_interrupted::GroupContext {
         record: record.clone(),
         names: remote.host.clone(),
         spec: recorded.clone(),
         spec_hash: spec_hash.clone(),
         launched_at: std::time::Instant::now(),
+        recorded: recorded_on_nodes.clone(),
     }));
     let heard_by = Arc::clone(&context);
     let interrupts = Interrupts::install(AfterSignal::Exit, move |heard| {
         crate::group_interrupted::report(&heard_by, &heard)
     })?;
+    // The handler waits for each node's own verdict to be recorded there (see group_interrupted).
+    interrupts.allow_report(crate::group_interrupted::REPORT_WAIT);
     let on_signal = if keep { OnSignal::Keep } else { OnSignal::Stop };
     let Some(launching) = interrupts.launching() else {
         interrupts.finish();
@@ -211,9 +215,8 @@ pub(crate) fn run(
     let ending = watch::watch(
         &group_id,
         sessions,
-        server,
-        spec.ready_on_all,
-        keep,
+        (server, spec.ready_on_all, keep),
+        &recorded_on_nodes,
         &mut |news| match news {
             watch::NodeNews::Note {
                 node_rank,

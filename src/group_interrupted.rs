@@ -4,16 +4,22 @@
 //! verdict, `over` when every node's stop was clean. The ending itself (each node stopped, or
 //! left running under `--keep`) is the library's one handler (`firedup::session::interrupts`).
 //!
+//! Each node's stop ends that node's watch with the node's own verdict (`killed`, firedup run
+//! stopped it), which the watch records in the node's run directory on its host; the process
+//! does not exit before every node's is recorded, for at most [`NODE_RECORD_WAIT`], so that a
+//! later `watch --host NODE RUN_ID` or `ps --host NODE` tells how the node ended.
+//!
 //! This runs on the handler's thread while the process is about to exit: a write to a stderr
 //! whose reader is gone fails quietly, and the history is written after the lines.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::launch::LaunchSpec;
-use crate::verdict::{NodeReport, Outcome, Verdict};
+use crate::verdict::{NodeReport, NodeTeardown, Outcome, Verdict};
 use firedup::group::record::GroupRecord;
+use firedup::group::watch::Recorded;
 use firedup::session::interrupts::{Heard, InterruptedRun, RunEnded, signal_name};
 
 /// What the handler needs to say and record an interrupted group.
@@ -28,7 +34,16 @@ pub struct GroupContext {
     pub spec_hash: String,
     /// When the launch began: the times reported count from it.
     pub launched_at: Instant,
+    /// The nodes whose own verdict is recorded on their host.
+    pub recorded: Recorded,
 }
+
+/// How long the process waits, once every node is stopped, for each node's watch to record its
+/// verdict on its host (the watch learns of the end, then one SSH command).
+pub const NODE_RECORD_WAIT: Duration = Duration::from_secs(15);
+
+/// How long the whole report may take ([`firedup::session::interrupts::Interrupts::allow_report`]).
+pub const REPORT_WAIT: Duration = Duration::from_secs(20);
 
 /// Says and records what a signal ended (the handler's callback). The runs were registered in
 /// node-rank order, so the n-th run is node n.
@@ -60,6 +75,7 @@ pub fn report(context: &Arc<Mutex<GroupContext>>, heard: &Heard) {
             phase: None,
             log: run.target.log.display().to_string(),
             timeline: Vec::new(),
+            teardown: node_teardown(run),
         });
     }
     let Some(first) = nodes.first() else {
@@ -87,6 +103,36 @@ pub fn report(context: &Arc<Mutex<GroupContext>>, heard: &Heard) {
         let _ = writeln!(std::io::stderr(), "firedup: {e}");
     }
     crate::history::record_interrupted(&c.spec, &c.spec_hash, &outcome, &teardown.join("; "));
+    // Only the nodes stopped here end their watch; one left running (--keep) has no verdict.
+    let stopped = ended
+        .runs
+        .iter()
+        .filter(|r| matches!(r.ended, RunEnded::Stopped(Ok(_))))
+        .count();
+    let got = c.recorded.wait_for(stopped, NODE_RECORD_WAIT);
+    if got < stopped {
+        let _ = writeln!(
+            std::io::stderr(),
+            "firedup: {} of {stopped} stopped node(s) have their verdict recorded on their host after {}; `firedup ps --host NODE --all` tells how the others ended",
+            got,
+            crate::duration::format_duration(NODE_RECORD_WAIT)
+        );
+    }
+}
+
+/// A node's stop as the JSON's `nodes[].teardown` says it (none for a node left running).
+fn node_teardown(run: &InterruptedRun) -> Option<NodeTeardown> {
+    match &run.ended {
+        RunEnded::Kept | RunEnded::Cancelled => None,
+        RunEnded::Stopped(Ok(stop)) => Some(NodeTeardown {
+            clean: Some(stop.clean()),
+            description: stop.describe(),
+        }),
+        RunEnded::Stopped(Err(e)) => Some(NodeTeardown {
+            clean: None,
+            description: format!("stopping failed: {e}"),
+        }),
+    }
 }
 
 /// A node's ending in words, and whether nothing of it is left.

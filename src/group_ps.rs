@@ -126,6 +126,7 @@ fn recorded(n: &RecordedNode) -> NodeReport {
         phase: None,
         log: n.log.clone(),
         timeline: Vec::new(),
+        teardown: None,
     }
 }
 
@@ -147,6 +148,7 @@ fn ask(remote: &RemoteArgs, n: &RecordedNode) -> (NodeReport, Option<bool>, Stri
                 phase: f.records.verdict.and_then(|v| v.phase),
                 log: f.target.log.display().to_string(),
                 timeline: Vec::new(),
+                teardown: None,
             };
             let said = match (f.ended, exit) {
                 (false, _) => "running".to_string(),

@@ -1,6 +1,10 @@
 //! `firedup stop GROUP_ID` (or the group's `--name`): every node's run stopped on its host at
 //! once, each stop verified there; exit 0 only when nothing is left on any node, and the group's
-//! record then says it is over. `--json` prints the object CONTRACT.md gives for `stop --json`
+//! record then says it is over. The exit code is a single stop's, over the nodes: 1 when a
+//! survivor was found on any node; else 2 when firedup itself failed on a node; else 7
+//! (`monitor_error`, as `stop --host HOST` of an unreachable host) when a node could not be
+//! reached, its reason said on stderr with what to do: the reachable nodes are still stopped
+//! and verified. `--json` prints the object CONTRACT.md gives for `stop --json`
 //! about the whole group (`stopped` and `survivors` gathered from every node, each survivor with
 //! its `node`; `port`, `port_free`, `gpu_after_mib` null: the nodes are other hosts), plus
 //! `nodes`: each node's own stop object with its `node_rank` and `node`.
@@ -12,8 +16,9 @@ use serde_json::{Value, json};
 
 use crate::judge_args::grace_flag;
 use crate::remote_args::RemoteArgs;
+use crate::verdict::Verdict;
 use firedup::group::record::{GroupRecord, RecordedNode};
-use firedup::host::{Host, RunStop};
+use firedup::host::{Host, HostError, RunStop};
 
 /// Whether `stop`'s RUN_ID names a multi-node run launched here (without `--host`): a group's
 /// id, or its name where no run here has that name.
@@ -23,10 +28,36 @@ pub(crate) fn is_group(remote: &RemoteArgs, id: &str) -> bool {
         && GroupRecord::find(id).is_some()
 }
 
+/// Why a node's stop could not be done.
+#[derive(Debug)]
+enum NotStopped {
+    /// The host could not be reached or used (SSH, the remote firedup).
+    Unreachable(String),
+    /// firedup's own failure there (the run unknown on that host).
+    Failed(String),
+}
+
+impl std::fmt::Display for NotStopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotStopped::Unreachable(e) | NotStopped::Failed(e) => f.write_str(e),
+        }
+    }
+}
+
+impl From<HostError> for NotStopped {
+    fn from(e: HostError) -> Self {
+        match e {
+            HostError::Unreachable(reason) => NotStopped::Unreachable(reason),
+            HostError::Failed(e) => NotStopped::Failed(e.to_string()),
+        }
+    }
+}
+
 /// One node's stop: what its host found, or why it could not be asked.
 struct NodeStop<'a> {
     node: &'a RecordedNode,
-    stop: Result<RunStop, String>,
+    stop: Result<RunStop, NotStopped>,
 }
 
 impl NodeStop<'_> {
@@ -76,7 +107,7 @@ pub(crate) fn stop(remote: &RemoteArgs, group_id: &str, grace: &str, json: bool)
             .map(|(node, host)| {
                 scope.spawn(move || NodeStop {
                     node,
-                    stop: host.stop(&node.run_id, grace).map_err(|e| e.to_string()),
+                    stop: host.stop(&node.run_id, grace).map_err(NotStopped::from),
                 })
             })
             .collect();
@@ -102,13 +133,45 @@ pub(crate) fn stop(remote: &RemoteArgs, group_id: &str, grace: &str, json: bool)
             );
         }
     }
+    for s in &stops {
+        if let Err(e) = &s.stop {
+            let n = s.node;
+            eprintln!(
+                "firedup: node {} ({}) was not stopped: {e}; the other nodes' stops are above: run `firedup stop {id}` again once {} can be reached",
+                n.node_rank, n.node, n.node
+            );
+        }
+    }
     if clean && !record.over {
         record.over = true;
         if let Err(e) = record.write() {
             eprintln!("firedup: {e}");
         }
     }
-    Ok(if clean { 0 } else { 1 })
+    Ok(exit_code(&stops))
+}
+
+/// A single stop's exit code over the nodes (see the module doc).
+fn exit_code(stops: &[NodeStop]) -> i32 {
+    let survived = stops
+        .iter()
+        .any(|s| s.stop.as_ref().is_ok_and(|s| !s.clean()));
+    let failed = |unreachable: bool| {
+        stops.iter().any(|s| match &s.stop {
+            Err(NotStopped::Unreachable(_)) => unreachable,
+            Err(NotStopped::Failed(_)) => !unreachable,
+            Ok(_) => false,
+        })
+    };
+    if survived {
+        1
+    } else if failed(false) {
+        2
+    } else if failed(true) {
+        Verdict::MonitorError.exit_code()
+    } else {
+        0
+    }
 }
 
 /// The group's stop object (see the module doc).
@@ -176,7 +239,7 @@ mod tests {
         }
     }
 
-    fn stopped(targeted: Vec<u32>, survivors: Vec<(u32, String)>) -> Result<RunStop, String> {
+    fn stopped(targeted: Vec<u32>, survivors: Vec<(u32, String)>) -> Result<RunStop, NotStopped> {
         Ok(RunStop {
             report: StopReport {
                 targeted,
@@ -195,7 +258,7 @@ mod tests {
         let nodes = [node(0), node(1), node(2)];
         // (each node's stop) → (clean, stopped, escalated, survivors' nodes)
         let cases: Vec<(
-            Vec<Result<RunStop, String>>,
+            Vec<Result<RunStop, NotStopped>>,
             bool,
             Vec<u32>,
             bool,
@@ -219,7 +282,10 @@ mod tests {
                 vec!["node1"],
             ),
             (
-                vec![stopped(vec![1], vec![]), Err("node1 unreachable".into())],
+                vec![
+                    stopped(vec![1], vec![]),
+                    Err(NotStopped::Unreachable("node1 unreachable".into())),
+                ],
                 false,
                 vec![1],
                 false,
@@ -251,6 +317,41 @@ mod tests {
                 assert_eq!(n["node_rank"], rank, "case {i}: {v}");
                 assert_eq!(n["run_id"], format!("run-{rank}"), "case {i}: {v}");
             }
+        }
+    }
+
+    #[test]
+    fn the_exit_code_is_a_single_stops_over_the_nodes() {
+        let nodes = [node(0), node(1)];
+        let unreachable = || Err(NotStopped::Unreachable("node1: connection refused".into()));
+        let failed = || Err(NotStopped::Failed("no run x here".into()));
+        let survivor = || stopped(vec![5], vec![(5, "srv".into())]);
+        let clean = || stopped(vec![1], vec![]);
+        // (node 0's stop, node 1's stop) → exit code
+        let cases: Vec<(
+            Result<RunStop, NotStopped>,
+            Result<RunStop, NotStopped>,
+            i32,
+        )> = vec![
+            (clean(), clean(), 0),
+            (clean(), survivor(), 1),
+            (clean(), unreachable(), 7),
+            (survivor(), unreachable(), 1),
+            (clean(), failed(), 2),
+            (failed(), unreachable(), 2),
+        ];
+        for (i, (a, b, code)) in cases.into_iter().enumerate() {
+            let stops = vec![
+                NodeStop {
+                    node: &nodes[0],
+                    stop: a,
+                },
+                NodeStop {
+                    node: &nodes[1],
+                    stop: b,
+                },
+            ];
+            assert_eq!(exit_code(&stops), code, "case {i}");
         }
     }
 }

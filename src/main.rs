@@ -11,6 +11,7 @@ mod generated_docs;
 mod group_args;
 mod group_cmd;
 mod group_interrupted;
+mod group_names;
 mod group_ps;
 mod group_stop;
 mod hidden_commands;

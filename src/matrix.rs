@@ -22,6 +22,7 @@ mod context;
 mod display;
 mod dry_run;
 pub mod host_side;
+pub mod one_host;
 pub mod ports;
 pub mod runner;
 pub mod schedule;
@@ -95,7 +96,8 @@ pub struct Base {
     pub phase_timeouts: Vec<String>,
     /// Grace between SIGTERM and SIGKILL at teardown.
     pub grace: Option<String>,
-    /// Run every cell on this SSH host (as for `firedup run --host`).
+    /// Run every cell on this SSH host (as for `firedup run --host`); one host (`one_host`).
+    #[serde(default, deserialize_with = "one_host::deserialize")]
     pub host: Option<String>,
     /// Submit every cell as a Slurm batch job (as `firedup run --slurm`; with `host`, through
     /// that login node).

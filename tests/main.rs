@@ -36,6 +36,7 @@ mod matrix;
 mod matrix_real;
 mod matrix_templates;
 mod multinode;
+mod multinode_ending;
 mod multinode_runs;
 mod multinode_torch;
 mod normalised_logs;

@@ -257,8 +257,8 @@ fn ctrl_c_tears_down_every_node() {
     // supervisor (its run directory is under the remote state dir), is left.
     assert!(processes_naming(&job_text).is_empty(), "{explain}");
     // firedup's own bookkeeping may still be on its way out: a node's watch thread that saw its
-    // run stopped records that verdict on the node (`ssh … __record-verdict`), and SIGINT's exit
-    // does not wait for it. That is no process of the run, but it must end too (bounded).
+    // run stopped records that verdict on the node (`ssh … __record-verdict`); SIGINT's exit
+    // waits for it only so long (15 s). That is no process of the run, but it must end too.
     let state = nodes.remote_state.display().to_string();
     let supervisors: Vec<String> = processes_naming(&state)
         .into_iter()

@@ -70,9 +70,9 @@ pub struct MatrixArgs {
     #[arg(long, value_name = "DURATION")]
     pub grace: Option<String>,
     /// Run every cell on this SSH host (an alias of ~/.ssh/config, user@host); the bench and
-    /// the teardown checks run there too.
+    /// the teardown checks run there too. One host: a multi-node group as a cell is refused.
     #[arg(long, value_name = "HOST")]
-    pub host: Option<String>,
+    pub host: Vec<String>,
     /// Submit every cell as a Slurm batch job (sbatch), up to --parallel at once; each is
     /// judged as `run --slurm` and cancelled (scancel, verified) at teardown. With --host,
     /// through that login node.
@@ -121,8 +121,8 @@ pub(super) fn definition(a: &MatrixArgs) -> Result<Matrix> {
     if a.grace.is_some() {
         b.grace = a.grace.clone();
     }
-    if a.host.is_some() {
-        b.host = a.host.clone();
+    if let Some(h) = super::one_host::from_flags(&a.host)? {
+        b.host = Some(h);
     }
     if a.slurm {
         b.slurm = true;

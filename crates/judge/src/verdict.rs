@@ -8,7 +8,7 @@ mod job_summary;
 mod node;
 mod signature;
 pub use job_summary::JobSummary;
-pub use node::{CauseMark, NodeReport};
+pub use node::{CauseMark, NodeReport, NodeTeardown};
 pub use signature::Signature;
 
 /// How a watch ended. Exactly one per watch.

@@ -105,6 +105,14 @@ impl GroupRecord {
             .max_by(|a, b| a.started_at.total_cmp(&b.started_at))
     }
 
+    /// The newest group named `name` that is not over (its nodes may still run): what `stop
+    /// NAME` would stop, so no other run or group may take the name meanwhile.
+    pub fn live_named(name: &str) -> Option<GroupRecord> {
+        Self::list()
+            .into_iter()
+            .rfind(|g| !g.over && g.name.as_deref() == Some(name))
+    }
+
     /// Every group launched from this machine, oldest first (a record that cannot be read is
     /// left out).
     pub fn list() -> Vec<GroupRecord> {

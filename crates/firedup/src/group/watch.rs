@@ -19,9 +19,9 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::NodeSession;
-use crate::host::Host;
+use crate::host::{Host, RunStop};
 use crate::session::{EndPolicy, Session, Watched, stop_in_words};
-use crate::verdict::{Outcome, Verdict};
+use crate::verdict::{NodeTeardown, Outcome, Verdict};
 use firedup_judge::group::{NodeEnd, fails_the_group, group_verdict};
 
 /// How long the other nodes have to reach their own verdicts after one node's fails the group.
@@ -29,6 +29,33 @@ pub const SETTLE: Duration = Duration::from_secs(10);
 
 /// How long a node stopped by the group has to end its watch with the stop's verdict.
 const STOPPED_WATCH_WAIT: Duration = Duration::from_secs(60);
+
+/// How many nodes' watches have recorded their verdict in the node's own run directory (over
+/// SSH: `__record-verdict`), shared with whoever must not end the process before they have (a
+/// signal's handler: the stop it made ends each node's watch, whose verdict is the node's
+/// record for a later `watch --host NODE RUN_ID` or `ps --host NODE`).
+#[derive(Debug, Clone, Default)]
+pub struct Recorded(Arc<(std::sync::Mutex<usize>, std::sync::Condvar)>);
+
+impl Recorded {
+    fn note(&self) {
+        let (count, changed) = &*self.0;
+        if let Ok(mut c) = count.lock() {
+            *c += 1;
+        }
+        changed.notify_all();
+    }
+
+    /// Waits until `n` verdicts are recorded, at most `bound`; how many are.
+    pub fn wait_for(&self, n: usize, bound: Duration) -> usize {
+        let (count, changed) = &*self.0;
+        let Ok(c) = count.lock() else { return 0 };
+        match changed.wait_timeout_while(c, bound, |c| *c < n) {
+            Ok((c, _)) => *c,
+            Err(_) => 0,
+        }
+    }
+}
 
 /// How the group ended.
 #[derive(Debug, Clone)]
@@ -51,6 +78,8 @@ struct Watching {
     /// Its verdict and its session, once the watch ended.
     ended: Option<(Box<Session>, Outcome)>,
     stopped: Option<String>,
+    /// What its stop found (the group's, or its own end's), for the verdict's `nodes`.
+    teardown: Option<NodeTeardown>,
 }
 
 /// What the group hears of its nodes while they are watched.
@@ -92,13 +121,13 @@ impl crate::engine::Progress for Notes {
 }
 
 /// Watches `nodes` to the group's one verdict and ends them (see the module doc). `heard` is
-/// told of each node's notes and own verdict as they come.
+/// told of each node's notes and own verdict as they come; `recorded` counts the nodes whose
+/// verdict is recorded on their host.
 pub fn watch(
     group_id: &str,
     nodes: Vec<NodeSession>,
-    server: bool,
-    ready_on_all: bool,
-    keep: bool,
+    (server, ready_on_all, keep): (bool, bool, bool),
+    recorded: &Recorded,
     heard: &mut dyn FnMut(NodeNews<'_>),
 ) -> GroupEnding {
     let (tx, rx) = mpsc::channel::<Message>();
@@ -115,9 +144,11 @@ pub fn watch(
             launched_at: n.launched_at,
             ended: None,
             stopped: None,
+            teardown: None,
         });
         let tx = tx.clone();
         let mut session = Box::new(n.session);
+        let recorded = recorded.clone();
         std::thread::spawn(move || {
             let mut notes = Notes {
                 node: i,
@@ -128,6 +159,7 @@ pub fn watch(
                 return;
             };
             session.record_verdict(&outcome);
+            recorded.note();
             let _ = tx.send(Message::Ended(i, session, outcome));
         });
     }
@@ -200,7 +232,8 @@ fn finish(
         std::thread::scope(|scope| {
             for w in watching.iter_mut().filter(|w| w.ended.is_none()) {
                 scope.spawn(move || {
-                    let (said, _) = stop_in_words(w.host.as_ref(), &w.run_id, grace);
+                    let (said, stop) = stop_in_words(w.host.as_ref(), &w.run_id, grace);
+                    w.teardown = Some(node_teardown(stop.as_ref(), &said));
                     w.stopped = Some(said);
                 });
             }
@@ -233,6 +266,15 @@ fn finish(
                     _ => EndPolicy::Run { keep },
                 };
                 let ending = session.end(outcome, policy);
+                // The group's own stop of the node, when it made one, says most.
+                match (&w.teardown, &ending.stop, &ending.teardown, policy) {
+                    (Some(_), ..) => {}
+                    (None, Some(stop), ..) => w.teardown = Some(node_teardown(Some(stop), "")),
+                    (None, None, Some(said), EndPolicy::Stop) => {
+                        w.teardown = Some(node_teardown(None, said))
+                    }
+                    _ => {}
+                }
                 if let Some(said) = ending.teardown.or(w.stopped.clone()) {
                     teardown.push(format!("node {} ({}): {said}", w.node_rank, w.name));
                 }
@@ -248,6 +290,11 @@ fn finish(
         ends.push(node_end(w, outcome, stopped_by_group));
     }
     let mut outcome = group_verdict(group_id, &ends, server);
+    if let Some(nodes) = outcome.nodes.as_mut() {
+        for (n, w) in nodes.iter_mut().zip(&watching) {
+            n.teardown = w.teardown.clone();
+        }
+    }
     if failed {
         outcome.server_running = ends.iter().any(|e| e.outcome.server_running);
     }
@@ -271,6 +318,21 @@ fn still_running(w: &Watching, stopped: bool) -> Outcome {
     o.server_running = !stopped;
     o.host = w.host.name().map(String::from);
     o
+}
+
+/// A node's teardown for the verdict's `nodes`: what its stop found, verified on that node, or
+/// `said` when the stop could not be made there.
+fn node_teardown(stop: Option<&RunStop>, said: &str) -> NodeTeardown {
+    match stop {
+        Some(s) => NodeTeardown {
+            clean: Some(s.clean()),
+            description: s.describe(),
+        },
+        None => NodeTeardown {
+            clean: None,
+            description: said.to_string(),
+        },
+    }
 }
 
 fn node_end(w: &Watching, outcome: Outcome, stopped_by_group: bool) -> NodeEnd {

@@ -122,6 +122,9 @@ struct State {
     /// Launches under way ([`Interrupts::launching`]): their runs may be running and not yet
     /// registered.
     launching: u32,
+    /// How long the caller's report may take ([`Interrupts::allow_report`]; `None`:
+    /// [`REPORT_WAIT`]).
+    report_wait: Option<Duration>,
 }
 
 /// The installed handler. Dropping it does not uninstall it: a signal after the main thread's
@@ -183,7 +186,7 @@ impl Interrupts {
         let (shared, flag) = (Arc::clone(&state), Arc::clone(&cancelled));
         std::thread::spawn(move || {
             for sig in signals.forever() {
-                let runs = {
+                let (runs, report_wait) = {
                     let Ok(mut s) = shared.lock() else { return };
                     // A launch under way may have started its command and not registered it
                     // yet: its run is ended with the others, never left behind unnamed.
@@ -206,14 +209,18 @@ impl Interrupts {
                             let _ = rustix::process::kill_process(p, rustix::process::Signal::TERM);
                         }
                     }
-                    std::mem::take(&mut s.runs)
+                    (std::mem::take(&mut s.runs), s.report_wait)
                 };
-                tell(&heard, Heard::Signal(sig));
+                tell(&heard, Heard::Signal(sig), REPORT_WAIT);
                 let ended = Arc::new(Interrupted {
                     signal: sig,
                     runs: end_all(runs),
                 });
-                tell(&heard, Heard::Ended(ended));
+                tell(
+                    &heard,
+                    Heard::Ended(ended),
+                    report_wait.unwrap_or(REPORT_WAIT),
+                );
                 if after == AfterSignal::Exit {
                     std::process::exit(exit_code(sig));
                 }
@@ -273,6 +280,16 @@ impl Interrupts {
         }
     }
 
+    /// The caller's report of the runs' ending ([`Heard::Ended`]) may take up to `wait` before
+    /// the process exits without it (default [`REPORT_WAIT`]): for a report that itself waits,
+    /// bounded, for something the ending set off (each node of a group recording the verdict
+    /// its watch reached once stopped).
+    pub fn allow_report(&self, wait: Duration) {
+        if let Ok(mut s) = self.state.lock() {
+            s.report_wait = Some(wait);
+        }
+    }
+
     /// The `then` command runs as `pid` (`None`: it has ended).
     pub fn then_child(&self, pid: Option<u32>) {
         if let Ok(mut s) = self.state.lock() {
@@ -307,8 +324,8 @@ impl Interrupts {
 }
 
 /// Tells the caller, on a thread of its own: a panic there is caught, and one that blocks (a
-/// write to a full pipe nobody reads) is left behind after [`REPORT_WAIT`].
-fn tell(heard: &Arc<Callback>, what: Heard) {
+/// write to a full pipe nobody reads) is left behind after `wait`.
+fn tell(heard: &Arc<Callback>, what: Heard, wait: Duration) {
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let heard = Arc::clone(heard);
     let spawned = std::thread::Builder::new().spawn(move || {
@@ -316,7 +333,7 @@ fn tell(heard: &Arc<Callback>, what: Heard) {
         let _ = done_tx.send(());
     });
     if spawned.is_ok() {
-        let _ = done_rx.recv_timeout(REPORT_WAIT);
+        let _ = done_rx.recv_timeout(wait);
     }
 }
 

@@ -25,6 +25,20 @@ pub struct NodeReport {
     /// verdict's `elapsed_s`): additive, empty where not known.
     #[serde(default)]
     pub timeline: Vec<super::PhaseAt>,
+    /// What ending the node found (additive): its stop, verified on that node as a single
+    /// `--host` run's is; null where nothing was stopped (serving, kept) or not known yet.
+    #[serde(default)]
+    pub teardown: Option<NodeTeardown>,
+}
+
+/// A node's teardown, as its stop found it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeTeardown {
+    /// Nothing of the node's run is left there; null when the stop could not be made (the
+    /// node out of reach).
+    pub clean: Option<bool>,
+    /// What the stop found, in words.
+    pub description: String,
 }
 
 /// When the line that decided a `failed` verdict was seen, and whether it was an echo (what a
