@@ -229,9 +229,10 @@ impl LocalObserver {
         self.log.read_through().filter(|_| !self.ranks.comparing())
     }
 
-    /// A line just named a failure: GPU memory is read now, while the process still holds it.
-    pub(crate) fn decisive_moment(&self) {
-        self.gpu_nudge.iter().for_each(|n| n.now());
+    /// Asks the prober for `what` now: GPU memory at a line naming a failure (while the process
+    /// still holds it), the readiness probes at a ready line; not at its next round.
+    pub(crate) fn nudge_prober(&self, what: crate::prober::Nudged) {
+        self.gpu_nudge.iter().for_each(|n| n.ask(what));
     }
 
     /// Whether the process's end has been observed (nothing more will come but log lines).
