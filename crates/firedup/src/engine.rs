@@ -160,6 +160,12 @@ pub fn judge_loop_bounded(
             if line && judge.last_line_class().is_some_and(names_a_failure) {
                 source.decisive_moment();
             }
+            if line
+                && judge.verdict().is_none()
+                && judge.last_line_class().is_some_and(|c| !c.ready.is_empty())
+            {
+                source.ready_line_seen();
+            }
         }
         // Behind a backlog, the judge is ticked only up to when all the log held was read.
         let tick_at = match source.caught_up() {

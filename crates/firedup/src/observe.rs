@@ -230,9 +230,9 @@ impl LocalObserver {
         self.log.read_through().filter(|_| !busy)
     }
 
-    /// A line just named a failure: GPU memory is read now, while the process still holds it.
-    pub(crate) fn decisive_moment(&self) {
-        self.gpu_nudge.iter().for_each(|n| n.now());
+    /// Asks the prober for `what` now: GPU memory at a failure line, the probes at a ready line.
+    pub(crate) fn nudge_prober(&self, what: crate::prober::Nudged) {
+        self.gpu_nudge.iter().for_each(|n| n.ask(what));
     }
 
     /// Whether the process's end has been observed (nothing more will come but log lines).

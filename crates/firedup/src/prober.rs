@@ -12,7 +12,10 @@
 //! GPU memory is sampled on a timer ([`GPU_INTERVAL`]) and also at once when nudged (see
 //! [`GpuNudge`]): a server that held 79 GiB and died between two timer samples would otherwise
 //! report a peak of 0. The moment that decides, a line naming a failure, comes while the process
-//! still holds its memory; its exit comes after the driver freed it.
+//! still holds its memory; its exit comes after the driver freed it. The readiness probes run at
+//! once when nudged too ([`Nudged::Probes`]): a ready line that came before the prober saw
+//! the server's listener is confirmed by the next round, which should not wait for its timer
+//! (issue 28: up to [`PROBE_INTERVAL`] added to the ready verdict).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -33,14 +36,24 @@ pub(crate) const GPU_INTERVAL: Duration = Duration::from_secs(2);
 /// The closest two GPU samples may be, nudges included (nvidia-smi is a process of its own).
 const GPU_NUDGE_SPACING: Duration = Duration::from_millis(200);
 
-/// Asks the prober for a GPU sample now rather than at its next timer tick; nudges that come
-/// faster than one sample is taken are one.
+/// Asks the prober for a GPU sample, or a round of the readiness probes, now rather than at its
+/// next timer tick; nudges that come faster than one round is taken are one.
 #[derive(Debug, Clone)]
-pub(crate) struct GpuNudge(Sender<()>);
+pub(crate) struct GpuNudge(Sender<Nudged>);
+
+/// What a nudge asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Nudged {
+    /// A GPU sample (spaced by [`GPU_NUDGE_SPACING`]), with the round it comes in.
+    Gpu,
+    /// The readiness probes, with no wait for the GPU's spacing.
+    Probes,
+}
 
 impl GpuNudge {
-    pub(crate) fn now(&self) {
-        let _ = self.0.send(());
+    /// `what` now.
+    pub(crate) fn ask(&self, what: Nudged) {
+        let _ = self.0.send(what);
     }
 }
 
@@ -86,7 +99,7 @@ fn run(
     watched: &AtomicU32,
     stop: &AtomicBool,
     send: &dyn Fn(Observation) -> bool,
-    mut nudges: Option<Receiver<()>>,
+    mut nudges: Option<Receiver<Nudged>>,
 ) {
     let mut next_gpu = Instant::now();
     let mut last_gpu: Option<Instant> = None;
@@ -195,9 +208,12 @@ fn run(
         };
         let timeout = wake.saturating_duration_since(Instant::now());
         match nudges.as_ref().map(|n| n.recv_timeout(timeout)) {
-            Some(Ok(())) => {
-                while nudges.as_ref().is_some_and(|n| n.try_recv().is_ok()) {}
-                if gpu_on {
+            Some(Ok(first)) => {
+                let mut gpu_asked = first == Nudged::Gpu;
+                while let Some(n) = nudges.as_ref().and_then(|n| n.try_recv().ok()) {
+                    gpu_asked |= n == Nudged::Gpu;
+                }
+                if gpu_on && gpu_asked {
                     let spaced = last_gpu.map_or(Instant::now(), |l| l + GPU_NUDGE_SPACING);
                     next_gpu = next_gpu.min(spaced.max(Instant::now()));
                     std::thread::sleep(next_gpu.saturating_duration_since(Instant::now()));
@@ -277,14 +293,14 @@ mod tests {
         // The first sample comes at once, the timer's next in an hour.
         assert_eq!(rx.recv_timeout(wait), Ok(Observation::GpuMemory(79_000)));
         for _ in 0..20 {
-            nudge.now(); // a burst (the lines of one traceback)
+            nudge.ask(Nudged::Gpu); // a burst (the lines of one traceback)
         }
         assert_eq!(rx.recv_timeout(wait), Ok(Observation::GpuMemory(79_000)));
         while rx.try_recv().is_ok() {} // the burst's last nudges may have made a second
-        nudge.now();
+        nudge.ask(Nudged::Gpu);
         assert_eq!(rx.recv_timeout(wait), Ok(Observation::GpuMemory(79_000)));
         stop.store(true, Ordering::SeqCst);
-        nudge.now();
+        nudge.ask(Nudged::Gpu);
         assert!(samples.load(Ordering::SeqCst) >= 3);
     }
 }

@@ -45,6 +45,10 @@ pub trait Source {
     /// memory), rather than at the next timer. Sources that cannot (a remote agent's prober runs
     /// on its own timer) ignore it.
     fn decisive_moment(&mut self) {}
+    /// A line just met a ready condition before the verdict: run the readiness probes now (the
+    /// run's own listener ends the confirmation window, and may be what is still missing),
+    /// rather than at their next round. Sources whose probes run elsewhere ignore it.
+    fn ready_line_seen(&mut self) {}
 }
 
 /// How often CPU time and reads are sampled for a stall window (a tenth of it, 1 to 10 s).

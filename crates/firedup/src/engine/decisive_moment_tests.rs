@@ -1,6 +1,8 @@
 //! The judge loop asks its source for a decisive moment's reading (issue 26, class 9: GPU memory
 //! read while the process still holds it) on a line that names a failure, not on ordinary
-//! lines, and not on an echo of another rank's failure.
+//! lines, and not on an echo of another rank's failure. It asks for the readiness probes at once
+//! on a ready line that came before the verdict (issue 28: the run's own listener, seen by the
+//! next probe round, ends the confirmation window; that round should not wait for its timer).
 
 use std::time::{Duration, Instant};
 
@@ -16,6 +18,8 @@ struct Scripted {
     script: Vec<Observation>,
     handed: usize,
     moments: Vec<usize>,
+    /// The ready lines it was told of, as `moments`.
+    ready_lines: Vec<usize>,
     start: Instant,
 }
 
@@ -36,6 +40,9 @@ impl Source for Scripted {
     fn decisive_moment(&mut self) {
         self.moments.push(self.handed);
     }
+    fn ready_line_seen(&mut self) {
+        self.ready_lines.push(self.handed);
+    }
 }
 
 fn moments(lines: &[&str]) -> Vec<usize> {
@@ -43,6 +50,11 @@ fn moments(lines: &[&str]) -> Vec<usize> {
         until_exit: true,
         ..Default::default()
     };
+    scripted(opts, lines).moments
+}
+
+/// The judge loop over `lines` between a start and an exit, judged by `opts`.
+fn scripted(opts: WatchOptions, lines: &[&str]) -> Scripted {
     let log = "/nonexistent/x.log";
     let plan = resolve(&opts, &["python3".into()], log, true).expect("a plan");
     let mut script = vec![Observation::Started { pid: 1 }];
@@ -57,10 +69,11 @@ fn moments(lines: &[&str]) -> Vec<usize> {
         script,
         handed: 0,
         moments: Vec::new(),
+        ready_lines: Vec::new(),
         start: Instant::now(),
     };
     judge_loop(&plan, log.as_ref(), &mut source, &mut NoProgress, None);
-    source.moments
+    source
 }
 
 #[test]
@@ -89,5 +102,45 @@ fn a_line_naming_a_failure_is_a_decisive_moment_and_others_are_not() {
     ];
     for (name, lines, want) in cases {
         assert_eq!(&moments(lines), want, "{name}");
+    }
+}
+
+#[test]
+fn a_ready_line_before_the_verdict_asks_for_the_readiness_probes_at_once() {
+    // The port is a readiness condition that no probe has met yet: the ready line alone does
+    // not decide, and the probes are asked for at once; lines after a verdict ask for nothing.
+    let opts = |port: Option<u16>| WatchOptions {
+        ready_lines: vec!["fired up".into()],
+        port,
+        ..Default::default()
+    };
+    let cases: &[(&str, Option<u16>, &[&str], Vec<usize>)] = &[
+        (
+            "ordinary lines",
+            Some(8000),
+            &["loading weights", "step 1 of 3"],
+            vec![],
+        ),
+        (
+            "a ready line while the port is not seen up",
+            Some(8000),
+            &["loading weights", "server fired up"],
+            vec![3],
+        ),
+        (
+            "a ready line that decides at once (no probe, no window)",
+            None,
+            &["server fired up", "server fired up"],
+            vec![],
+        ),
+    ];
+    for (name, port, lines, want) in cases {
+        let mut o = opts(*port);
+        if port.is_none() {
+            // No window either: the first ready line is the verdict.
+            o.no_probe = true;
+            o.hold = Some("0s".into());
+        }
+        assert_eq!(&scripted(o, lines).ready_lines, want, "{name}");
     }
 }

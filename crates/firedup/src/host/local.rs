@@ -380,7 +380,10 @@ impl Source for LocalSource {
         self.observer.read_through()
     }
     fn decisive_moment(&mut self) {
-        self.observer.decisive_moment()
+        self.observer.nudge_prober(crate::prober::Nudged::Gpu)
+    }
+    fn ready_line_seen(&mut self) {
+        self.observer.nudge_prober(crate::prober::Nudged::Probes)
     }
 }
 
