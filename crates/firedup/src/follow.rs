@@ -44,10 +44,13 @@ use crate::launched_log::FileId;
 use crate::lines::{LineRef, LineSplitter, RawLine};
 use crate::logpath::not_a_file;
 
-const CHUNK: usize = 256 * 1024;
+/// One read: as big as GNU grep's buffer; a bigger one reads no faster and is held for the watch.
+const CHUNK: usize = 64 * 1024;
 /// Most bytes read in one poll: a huge backlog is handed over in slices, which bounds memory
-/// (the lines of one slice) and lets the event loop judge between slices.
-const MAX_PER_POLL: u64 = 1024 * 1024;
+/// (the lines of one slice, ~4x the slice's size as observations on their way to the judge:
+/// 1 MiB slices held ~9 MB of them at the peak following a big log) and lets the event loop
+/// judge between slices.
+pub(crate) const MAX_PER_POLL: u64 = 64 * 1024;
 
 /// What a poll found.
 #[derive(Debug, Clone, PartialEq, Eq)]

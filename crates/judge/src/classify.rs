@@ -8,7 +8,8 @@
 //! `\s`, `\d`, `(?i)` and negated classes agree. So the patterns are compiled a second time as an
 //! ASCII byte set (a much smaller lazy DFA, about 500× faster than the Unicode one with the
 //! catalog), which answers for ASCII lines: first `is_match` (most lines match nothing), then
-//! `matches` on a hit. Other lines go to the Unicode set. The answer is the same either way
+//! `matches` on a hit. Other lines go to `wide.rs` (the patterns loosened over the line with each
+//! non-ASCII character folded to one byte, each hit confirmed alone). The answer is the same either way
 //! (`classify_reference` is the Unicode-only path the tests compare against).
 //! Before it, one scan for the literals the patterns require (`prefilter.rs`): most lines reach
 //! no regex at all.
@@ -27,8 +28,6 @@ mod wide;
 use prefilter::Prefilter;
 pub use ready_line::{ReadyLine, matches_every_line};
 use wide::Wide;
-#[cfg(test)]
-use wide::drop_word_boundaries;
 
 /// How much a matching line says on its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -268,20 +268,21 @@ mod tests {
         let path = dir.path().join("server.log");
         let mut f = std::fs::File::create(&path).unwrap();
         let filler = format!("{}\n", "x".repeat(1023));
-        let write_mib = |f: &mut std::fs::File| {
-            for _ in 0..1024 {
+        // One slice of the follower's reads (a poll's limit).
+        let write_slice = |f: &mut std::fs::File| {
+            for _ in 0..crate::follow::MAX_PER_POLL / 1024 {
                 f.write_all(filler.as_bytes()).unwrap();
             }
         };
         for _ in 0..3 {
-            write_mib(&mut f);
+            write_slice(&mut f);
         }
         let mut reader = LogReader::new(LogFollower::new(&path, 4096), Instant::now());
         let mut out = Vec::new();
         // Each read takes one slice while the writer keeps ahead: the backlog never ends.
         for _ in 0..4 {
             reader.read(&mut out);
-            write_mib(&mut f);
+            write_slice(&mut f);
             assert!(reader.backlog());
         }
         // Yet what the file held at an earlier look has all been read: the judge may be

@@ -309,25 +309,73 @@ fn a_non_ascii_pattern_keeps_every_line_on_the_unicode_set() {
 }
 
 #[test]
-fn word_boundaries_are_dropped_only_where_the_scan_is_sure() {
-    let table: &[(&str, Option<&str>)] = &[
-        (r"\bCUDA\b error", Some(r"CUDA error")),
-        (
-            r"(?i)\bbind\B: \<x\> \b{start}y\b{end}",
-            Some(r"(?i)bind: x y"),
-        ),
-        (r"\\b literal", Some(r"\\b literal")),
-        (r"[]b\]]x\b", Some(r"[]b\]]x")),
-        (r"[\s\]]x\b", Some(r"[\s\]]x")),
-        (r"[\b]x", None),
-        (r"[^]a]\b", Some(r"[^]a]")),
-        (r"[[:alpha:]]+\bz", Some(r"[[:alpha:]]+z")),
-        (r"\[\bq\]", Some(r"\[q\]")),
-        (r"\p{Greek}\b", Some(r"\p{Greek}")),
-        (r"(?x) a \b # [", None),
+fn loosening_says_which_patterns_it_leaves_exact() {
+    let table: &[(&str, bool)] = &[
+        (r"CUDA error", true),
+        (r"^done (in|after) [0-9]+ s$", true),
+        // Unicode `\d` holds other scripts' digits.
+        (r"\d", false),
+        (r"(?i)error: .+", true),
+        (r"[^x]+ end", true),
+        (r"\bCUDA\b", false),
+        (r"(?-u:\b)CUDA", false),
+        // `k` folds with the Kelvin sign, `s` with the long s.
+        (r"(?i)killed", false),
+        (r"\w+ \s", false),
+        (r"Ġ", false),
     ];
     for (p, want) in table {
-        assert_eq!(drop_word_boundaries(p).as_deref(), *want, "{p}");
+        let w = Wide::new(&[p.to_string()]).unwrap();
+        assert_eq!(w.exact, vec![*want], "{p}");
+    }
+}
+
+#[test]
+fn a_line_with_non_ascii_text_gets_each_patterns_own_answer() {
+    let patterns: Vec<String> = [
+        r"\bCUDA out of memory\b",
+        r"(?i)killed",
+        r"\bé\b",
+        r"caf\w\b",
+        r"\d\s\d",
+        r"^█+ 100%$",
+        r"Ġ\w+",
+        r"x.y",
+        r"(?m)^end$",
+        r"\Bnot\B",
+    ]
+    .iter()
+    .map(|p| p.to_string())
+    .collect();
+    let wide = Wide::new(&patterns).unwrap();
+    let lines = [
+        "█ CUDA out of memory █",
+        "éCUDA out of memory",
+        "CUDA out of memoryé",
+        "the \u{212A}ILLED one",
+        "\u{17F}killed",
+        "café é",
+        "cafés",
+        "é",
+        "1\u{a0}2",
+        "١ ٢",
+        "███ 100%",
+        "x███ 100%",
+        "ĠHello Ġ",
+        "xéy",
+        "xééy",
+        "end\u{2028}",
+        "énoté",
+        "é not é",
+    ];
+    for line in lines {
+        let want: Vec<usize> = patterns
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| Regex::new(p).unwrap().is_match(line))
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(wide.matches(&patterns, line), want, "{line:?}");
     }
 }
 

@@ -1,22 +1,29 @@
 //! The matcher for lines with non-ASCII text (the ASCII fast path answers for the others; see
-//! the parent module): the pattern set with its word boundaries dropped, each hit confirmed by its
-//! own pattern.
+//! the parent module): every pattern loosened to a byte pattern over the line with each
+//! non-ASCII character folded to one byte, each hit confirmed by its own pattern.
 
 use std::sync::OnceLock;
 
-use regex::{Regex, RegexSet};
+use regex::Regex;
+use regex_automata::{Input, MatchKind, PatternSet, meta};
+use regex_syntax::hir::{self, Class, ClassBytes, ClassBytesRange, Hir, HirKind, Look};
 
-/// The matcher for lines with non-ASCII text. A Unicode `RegexSet` of the catalog searches such a
-/// line with its slowest engine (~300 µs a line): its lazy DFA cannot decide a Unicode word
-/// boundary next to a non-ASCII byte and gives up. So `loose` is the set with every word-boundary
-/// assertion dropped (each pattern then matches a superset of what it matched, and the lazy DFA
-/// runs), and a pattern it reports is confirmed by the pattern alone (compiled on first need),
-/// unless it had no word boundary to drop (then `loose` already answered exactly).
+/// The byte every non-ASCII character of a line is folded to (never a byte of ASCII text).
+const FOLDED: u8 = 0x80;
+
+/// The matcher of lines with non-ASCII text. A Unicode set of the catalog would search such a line
+/// with its slowest engine (its lazy DFA cannot decide a Unicode word boundary next to a
+/// non-ASCII byte) and costs ~10 MiB of NFA and cache. So `loose` is every pattern loosened
+/// over the folded line ([`fold`]: one byte, [`FOLDED`], for each non-ASCII character): word
+/// boundaries dropped, a class that holds any non-ASCII character holds `FOLDED`. A pattern then
+/// matches the folded line wherever it matched the line (a superset), and a pattern `loose`
+/// reports is confirmed by the pattern alone (compiled on first need), unless loosening it lost
+/// nothing (then `loose` already answered exactly).
 #[derive(Debug, Clone)]
 pub(super) struct Wide {
-    loose: Option<RegexSet>,
-    /// Per pattern: `loose` holds it unchanged.
-    exact: Vec<bool>,
+    loose: Option<meta::Regex>,
+    /// Per pattern: its loosened form matches exactly where it does.
+    pub(super) exact: Vec<bool>,
     singles: Vec<OnceLock<Regex>>,
 }
 
@@ -29,9 +36,9 @@ impl super::Classifier {
         })
     }
 
-    /// Builds now what a line with non-ASCII text needs (a Unicode set of every pattern: ~16 MiB
-    /// at its peak, ~0.1 s of a core), which is otherwise built at the first such line. A watcher
-    /// calls it before the server runs far: that line comes when the server chooses (llama.cpp's
+    /// Builds now what a line with non-ASCII text needs (the loosened byte set: ~1 MiB, a few
+    /// tens of ms of a core), which is otherwise built at the first such line. A watcher calls it
+    /// before the server runs far: that line comes when the server chooses (llama.cpp's
     /// vocabulary dump, a progress bar's blocks), often as it fills its memory, and a watcher in
     /// the server's memory cgroup that allocates then is the OOM killer's next pick.
     pub fn prepare_for_any_text(&self) {
@@ -41,24 +48,27 @@ impl super::Classifier {
 
 impl Wide {
     pub(super) fn new(patterns: &[String]) -> Option<Wide> {
-        let loosened: Vec<Option<String>> =
-            patterns.iter().map(|p| drop_word_boundaries(p)).collect();
-        let loose_patterns: Vec<&str> = patterns
-            .iter()
-            .zip(&loosened)
-            .map(|(p, l)| l.as_deref().unwrap_or(p))
-            .collect();
-        let loose = regex::RegexSetBuilder::new(&loose_patterns)
-            .dfa_size_limit(64 << 20)
-            .build()
+        let mut exact = Vec::with_capacity(patterns.len());
+        let mut loosened = Vec::with_capacity(patterns.len());
+        for p in patterns {
+            let mut lossless = true;
+            // A parser of its own for each: a reused one carries flags (`(?i)`) to the next.
+            let hir = regex_syntax::ParserBuilder::new().build().parse(p).ok()?;
+            loosened.push(loosen(&hir, &mut lossless));
+            exact.push(lossless);
+        }
+        let loose = meta::Regex::builder()
+            .configure(
+                meta::Config::new()
+                    .match_kind(MatchKind::All)
+                    .utf8_empty(false)
+                    .which_captures(regex_automata::nfa::thompson::WhichCaptures::None),
+            )
+            .build_many_from_hir(&loosened)
             .ok()?;
         Some(Wide {
             loose: Some(loose),
-            exact: patterns
-                .iter()
-                .zip(&loosened)
-                .map(|(p, l)| l.as_deref() == Some(p.as_str()))
-                .collect(),
+            exact,
             singles: patterns.iter().map(|_| OnceLock::new()).collect(),
         })
     }
@@ -74,7 +84,11 @@ impl Wide {
 
     pub(super) fn matches(&self, patterns: &[String], text: &str) -> Vec<usize> {
         let candidates: Vec<usize> = match &self.loose {
-            Some(set) => set.matches(text).into_iter().collect(),
+            Some(set) => {
+                let mut found = PatternSet::new(set.pattern_len());
+                set.which_overlapping_matches(&Input::new(&fold(text)), &mut found);
+                found.iter().map(|id| id.as_usize()).collect()
+            }
             None => (0..patterns.len()).collect(),
         };
         candidates
@@ -89,74 +103,87 @@ impl Wide {
     }
 }
 
-/// The pattern with its word-boundary assertions (`\b`, `\B`, `\b{..}`, `\<`, `\>`) removed, so
-/// that it matches a superset of what it matched; None when that is not certain (`\b` inside a
-/// bracket class, verbose mode) or the result does not compile.
-pub(super) fn drop_word_boundaries(p: &str) -> Option<String> {
-    if verbose(p) {
-        // `#` comments could hold brackets the scan would take for classes.
-        return None;
-    }
-    let mut out = String::with_capacity(p.len());
-    let mut chars = p.chars().peekable();
-    let mut class_depth = 0usize;
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => {
-                let next = chars.next()?;
-                if class_depth > 0 {
-                    if matches!(next, 'b' | 'B' | '<' | '>') {
-                        return None;
-                    }
-                    out.push('\\');
-                    out.push(next);
-                    continue;
-                }
-                match next {
-                    'b' | 'B' => {
-                        if chars.peek() == Some(&'{') {
-                            for n in chars.by_ref() {
-                                if n == '}' {
-                                    break;
-                                }
-                            }
-                        }
-                    }
-                    '<' | '>' => {}
-                    _ => {
-                        out.push('\\');
-                        out.push(next);
-                    }
-                }
-            }
-            '[' => {
-                class_depth += 1;
-                out.push(c);
-                // A `]` (or `^]`) right after the opening bracket is a member, not the end.
-                if chars.peek() == Some(&'^') {
-                    out.push(chars.next()?);
-                }
-                if chars.peek() == Some(&']') {
-                    out.push(chars.next()?);
-                }
-            }
-            ']' if class_depth > 0 => {
-                class_depth -= 1;
-                out.push(c);
-            }
-            c => out.push(c),
-        }
-    }
-    regex::Regex::new(&out).ok()?;
-    Some(out)
+/// The line with each non-ASCII character replaced by the one byte [`FOLDED`].
+pub(super) fn fold(text: &str) -> Vec<u8> {
+    text.chars()
+        .map(|c| if c.is_ascii() { c as u8 } else { FOLDED })
+        .collect()
 }
 
-/// Whether the pattern turns on the `x` (verbose) flag anywhere.
-fn verbose(p: &str) -> bool {
-    p.match_indices("(?").any(|(i, _)| {
-        p[i + 2..]
-            .chars()
-            .take_while(|c| *c != ')' && *c != ':')
-            .any(|c| c == 'x')
+/// `hir` (a pattern parsed with Unicode on) as a byte pattern that matches the [`fold`]ed text
+/// of every text it matches; `lossless` is cleared when it may match more. Sound because
+/// folding is one byte per character that keeps every ASCII byte: a class keeps its ASCII part
+/// and takes `FOLDED` for any non-ASCII member; a literal is folded as the text is; the anchors of
+/// the text and of its lines (`\n`, `\r` are ASCII) stay where they were; a word boundary, which
+/// folding can move, matches everywhere; anything else that names non-ASCII bytes matches any
+/// text.
+fn loosen(hir: &Hir, lossless: &mut bool) -> Hir {
+    match hir.kind() {
+        HirKind::Empty => Hir::empty(),
+        HirKind::Literal(hir::Literal(bytes)) => match std::str::from_utf8(bytes) {
+            Ok(s) => {
+                *lossless &= s.is_ascii();
+                Hir::literal(fold(s))
+            }
+            Err(_) => anything(lossless),
+        },
+        HirKind::Class(Class::Unicode(class)) => {
+            let ascii = class
+                .ranges()
+                .iter()
+                .filter(|r| r.start().is_ascii())
+                .map(|r| ClassBytesRange::new(r.start() as u8, (r.end() as u32).min(0x7f) as u8));
+            let mut bytes = ClassBytes::new(ascii);
+            let wide = class.ranges().iter().any(|r| !r.end().is_ascii());
+            if wide {
+                bytes.push(ClassBytesRange::new(FOLDED, FOLDED));
+                // Lossless when the class holds every non-ASCII character (`.`, `[^"]`).
+                let mut outside = class.clone();
+                outside.negate();
+                *lossless &= outside.ranges().iter().all(|r| r.end().is_ascii());
+            }
+            Hir::class(Class::Bytes(bytes))
+        }
+        HirKind::Class(Class::Bytes(class)) => match class.is_ascii() {
+            true => hir.clone(),
+            false => anything(lossless),
+        },
+        HirKind::Look(look) => match look {
+            Look::Start
+            | Look::End
+            | Look::StartLF
+            | Look::EndLF
+            | Look::StartCRLF
+            | Look::EndCRLF => hir.clone(),
+            _ => {
+                *lossless = false;
+                Hir::empty()
+            }
+        },
+        HirKind::Repetition(r) => Hir::repetition(hir::Repetition {
+            min: r.min,
+            max: r.max,
+            greedy: r.greedy,
+            sub: Box::new(loosen(&r.sub, lossless)),
+        }),
+        // No group is read back: the set only says which patterns match.
+        HirKind::Capture(c) => loosen(&c.sub, lossless),
+        HirKind::Concat(subs) => Hir::concat(subs.iter().map(|h| loosen(h, lossless)).collect()),
+        HirKind::Alternation(subs) => {
+            Hir::alternation(subs.iter().map(|h| loosen(h, lossless)).collect())
+        }
+    }
+}
+
+/// Any text at all (`(?s-u:.)*`).
+fn anything(lossless: &mut bool) -> Hir {
+    *lossless = false;
+    Hir::repetition(hir::Repetition {
+        min: 0,
+        max: None,
+        greedy: true,
+        sub: Box::new(Hir::class(Class::Bytes(ClassBytes::new([
+            ClassBytesRange::new(0, 0xff),
+        ])))),
     })
 }
