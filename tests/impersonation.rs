@@ -187,6 +187,8 @@ fn another_users_listener_carrying_the_run_id_does_not_make_the_run_ready() {
     end(impostor);
     std::fs::write(&go, "").unwrap();
     let out = wait_output(run, BOUND);
+    // A ready run goes on serving after `run` returns: stopped here, whatever the asserts say.
+    let stop = env.fd("stop").arg(&run_id).bounded(BOUND).output();
     let v = verdict_of(&out);
     assert!(
         waited,
@@ -194,6 +196,7 @@ fn another_users_listener_carrying_the_run_id_does_not_make_the_run_ready() {
         out.stdout, out.stderr
     );
     assert_eq!(v["verdict"], "ready", "{} {}", out.stdout, out.stderr);
+    assert_eq!(stop.code, 0, "{}", stop.explain());
     // Ready from the real server: the last port probe names the watched tree.
     let last_up = common::file_text(&events)
         .lines()
