@@ -6,11 +6,7 @@
 use crate::common;
 
 use common::Env;
-use common::nodes::Nodes;
-
-fn args(a: &[&str]) -> Vec<String> {
-    a.iter().map(|s| s.to_string()).collect()
-}
+use common::nodes::{Nodes, args};
 
 #[test]
 fn an_unknown_placeholder_is_refused_before_anything_is_launched() {

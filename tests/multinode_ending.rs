@@ -11,20 +11,7 @@ use std::time::Duration;
 
 use common::Env;
 use common::bounded::{wait_for, wait_output};
-use common::nodes::Nodes;
-
-fn args(a: &[&str]) -> Vec<String> {
-    a.iter().map(|s| s.to_string()).collect()
-}
-
-/// Node 0 says it is ready and serves; node 1 only lives (as sglang's other nodes).
-fn server_script(env: &Env) -> String {
-    env.script(
-        "server.sh",
-        "if [ \"$FIREDUP_NODE_RANK\" = 1 ]; then echo 'node 1: dummy health endpoint'; sleep 300; fi\n\
-         echo 'fired up and ready to roll'; sleep 300",
-    )
-}
+use common::nodes::{Nodes, args, server_script};
 
 /// A two-node server group, ready: its run and (name) its pids.
 fn ready_group(env: &Env, nodes: &Nodes, name: Option<&str>) -> (common::Run, Vec<u64>) {

@@ -10,21 +10,8 @@ use std::time::Duration;
 
 use common::Env;
 use common::bounded::{wait_for, wait_output};
-use common::nodes::Nodes;
+use common::nodes::{Nodes, args, server_script};
 use serde_json::Value;
-
-fn args(a: &[&str]) -> Vec<String> {
-    a.iter().map(|s| s.to_string()).collect()
-}
-
-/// Node 0 says it is ready and serves; node 1 only lives (as sglang's other nodes).
-fn server_script(env: &Env) -> String {
-    env.script(
-        "server.sh",
-        "if [ \"$FIREDUP_NODE_RANK\" = 1 ]; then echo 'node 1: dummy health endpoint'; sleep 300; fi\n\
-         echo 'Load weight begin'; sleep 0.5; echo 'fired up and ready to roll'; sleep 300",
-    )
-}
 
 /// The entry of `ps --json` (`--all` with `all`) whose run id is `id`.
 fn ps_entry(env: &Env, nodes: &Nodes, id: &str, all: bool) -> Option<Value> {

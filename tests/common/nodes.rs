@@ -80,3 +80,18 @@ impl Nodes {
             .expect("firedup starts")
     }
 }
+
+/// A command line's words as owned strings (the node tests add host lists to them).
+pub fn args(a: &[&str]) -> Vec<String> {
+    a.iter().map(|s| s.to_string()).collect()
+}
+
+/// A two-node server: node 0 passes a phase, says it is ready and serves; node 1 only lives (as
+/// sglang's other nodes, which serve a dummy health endpoint).
+pub fn server_script(env: &Env) -> String {
+    env.script(
+        "server.sh",
+        "if [ \"$FIREDUP_NODE_RANK\" = 1 ]; then echo 'node 1: dummy health endpoint'; sleep 300; fi\n\
+         echo 'Load weight begin'; sleep 0.5; echo 'fired up and ready to roll'; sleep 300",
+    )
+}
