@@ -5,9 +5,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod compiled_classifier;
+
 use crate::error::{Error, Result, usage};
 
-use crate::classify::{Classifier, ClassifierSpec, ReadyLine, builtin_catalog};
+use crate::classify::{ClassifierSpec, ReadyLine, builtin_catalog};
 use crate::duration::parse_duration;
 use crate::judge::{JudgeConfig, Mode};
 use crate::lines::DEFAULT_LINE_CAP;
@@ -225,7 +227,7 @@ pub fn resolve(
         .iter()
         .map(|r| ReadyLine::new(r))
         .collect::<Result<Vec<_>, _>>()?;
-    let classifier = Classifier::new(&ClassifierSpec {
+    let classifier = compiled_classifier::compiled(&ClassifierSpec {
         signatures,
         fail_lines: opts.fail_lines.clone(),
         ready_lines,
