@@ -82,7 +82,11 @@ fn stopper(args: impl Iterator<Item = String>) -> String {
                 .unwrap_or_default()
         })
         .unwrap_or_default();
-    if program != "firedup" {
+    // Over SSH the program is the agent copied to the host (`firedup-0.1.0-<hash>`).
+    let copied_agent = program
+        .strip_prefix(concat!("firedup-", env!("CARGO_PKG_VERSION"), "-"))
+        .is_some_and(|hash| !hash.is_empty() && hash.bytes().all(|b| b.is_ascii_hexdigit()));
+    if program != "firedup" && !copied_agent {
         return format!("{program} (the firedup library)");
     }
     let mut words = args.iter().skip(1);
@@ -198,6 +202,22 @@ mod tests {
             (
                 &["/t/deps/library_api-12ab"],
                 "library_api-12ab (the firedup library)",
+            ),
+            (
+                &[
+                    concat!(
+                        "/tmp/fd/firedup-",
+                        env!("CARGO_PKG_VERSION"),
+                        "-00ab12cd34ef5678"
+                    ),
+                    "__stop",
+                    "x",
+                ],
+                "firedup __stop",
+            ),
+            (
+                &["/tmp/fd/firedup-old-build"],
+                "firedup-old-build (the firedup library)",
             ),
         ];
         for (args, want) in cases {
