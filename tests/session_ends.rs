@@ -258,11 +258,27 @@ fn a_supervisor_late_with_its_exit_record_still_gives_the_status() {
 #[test]
 fn a_server_ended_inside_its_hold_is_not_ready_while_its_supervisor_is_late() {
     let env = Env::new();
-    let run = env.run().json().ready_line("serving now").opt("hold", "5s");
+    let events = env.work.path().join("events.ndjson");
+    let run = env
+        .run()
+        .json()
+        .ready_line("serving now")
+        .opt("hold", "5s")
+        .opt("events", events.to_str().unwrap());
     let out = ended_while_its_supervisor_is_stopped(&env, run, "echo serving now; ", "holding");
     let json = &out.json;
     assert_ne!(json["verdict"], "ready", "{}", out.explain());
     assert_eq!(json["exit"]["code"], 3, "{}", out.explain());
+    // The judge heard the command was gone when it went, before its status came: the reason's
+    // time counts to then, not to the supervisor's late record.
+    let kinds: Vec<String> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|e| e["kind"].as_str().map(String::from))
+        .filter(|k| k == "gone" || k == "exited")
+        .collect();
+    assert_eq!(kinds, ["gone", "exited"], "{}", out.explain());
 }
 
 /// Runs `run -- sh -c "PREFIX; echo waiting; (wait for a file); exit 3"`; once firedup's stderr

@@ -413,6 +413,7 @@ fn write_observation(w: &mut dyn Write, at: Duration, obs: &Observation) {
         Observation::SpawnFailed { reason } => {
             serde_json::json!({"t": t, "kind": "spawn_failed", "reason": reason})
         }
+        Observation::Gone => serde_json::json!({"t": t, "kind": "gone"}),
         Observation::Exited(e) => serde_json::json!({"t": t, "kind": "exited", "exit": e}),
         Observation::LauncherLeft {
             pid,

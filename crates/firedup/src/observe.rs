@@ -454,12 +454,12 @@ impl LocalObserver {
             Wake::ProcessGone(pid) => {
                 // Once a daemon is followed, only its end counts (not the launcher's, late).
                 if self.following.is_none_or(|f| f == pid) {
-                    self.process_gone_at.get_or_insert_with(Instant::now);
+                    self.seen_gone();
                 }
             }
             Wake::ExitRecord(r) => {
                 if self.following.is_none() {
-                    self.process_gone_at.get_or_insert_with(Instant::now);
+                    self.seen_gone();
                 }
                 self.exit_record = Some(r);
             }

@@ -115,6 +115,8 @@ pub struct Judge {
     pid: Option<u32>,
     alive: bool,
     exited: bool,
+    /// When the process was seen gone, before its status was learned ([`Observation::Gone`]).
+    gone_at: Option<Duration>,
     oom: Option<String>,
     /// The run's owner ended (this pid, seen at this time) and firedup is stopping the run.
     owner_gone: Option<(u32, Duration)>,
@@ -170,6 +172,7 @@ impl Judge {
             pid: None,
             alive: false,
             exited: false,
+            gone_at: None,
             oom: None,
             owner_gone: None,
             job: JobTrack::default(),
@@ -277,6 +280,13 @@ impl Judge {
                     Decision::new(crate::verdict::Verdict::NeverStarted, reason),
                     &mut events,
                 );
+            }
+            Observation::Gone => {
+                // The latest: a followed daemon seen gone by mistake (its survivor was itself)
+                // is seen gone again at its real end.
+                if self.alive {
+                    self.gone_at = Some(at);
+                }
             }
             Observation::Exited(exit) => {
                 self.alive = false;

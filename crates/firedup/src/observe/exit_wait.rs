@@ -11,9 +11,10 @@
 //! it hang), and only [`EXIT_RECORD_WAIT`] where no live supervisor will write it (a supervisor
 //! killed, a process not launched by firedup).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::LocalObserver;
+use crate::judge::Observation;
 use crate::process::membership::RunIdentity;
 
 /// How long an exit waits for its record (and for the watchers of ranks that ended to report
@@ -50,6 +51,15 @@ impl ExitWait {
 }
 
 impl LocalObserver {
+    /// The process was seen gone: its exit now waits for its status, and the judge hears when
+    /// it ended ([`Observation::Gone`]), so that a status learned late does not move that time.
+    pub(super) fn seen_gone(&mut self) {
+        if self.process_gone_at.is_none() {
+            self.process_gone_at = Some(Instant::now());
+            self.pending.push(Observation::Gone);
+        }
+    }
+
     /// The process was seen gone and its exit is not observed yet. No deadline is decided
     /// meanwhile: a hold that ended while the supervisor's record was on its way (an fsync on a
     /// loaded disk) said `ready ... still healthy` of a server already gone.

@@ -25,6 +25,7 @@ impl Judge {
     ) {
         self.pid = Some(pid);
         self.alive = true;
+        self.gone_at = None;
         self.progressed(at);
         let followed = format!("the launcher exited 0; followed the daemon pid {pid} ({command})");
         let waiting_for_lines = self.ready_seen.iter().any(|seen| !seen);

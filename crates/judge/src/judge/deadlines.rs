@@ -4,7 +4,8 @@
 //! the log grace (`never_started`), no progress within the stall window (`stalled`), a phase over
 //! its budget and the start deadline (`timed_out`); while a batch job waits in its queue, only
 //! `--queue-timeout` (`timed_out`). [`Judge::next_deadline`] says when the next
-//! one ends, so the shell ticks the judge then.
+//! one ends, so the shell ticks the judge then. Once the process is seen gone
+//! ([`super::Observation::Gone`]) none of them runs: its exit decides.
 
 use std::time::Duration;
 
@@ -19,6 +20,11 @@ use crate::verdict::Verdict;
 impl Judge {
     /// The earliest time at which the judge wants a `Tick`, if any.
     pub fn next_deadline(&self) -> Option<Duration> {
+        // The process was seen gone: its exit, on its way, decides; no window or deadline can
+        // (a hold that ran out meanwhile would call a server that is gone `ready`).
+        if self.gone_at.is_some() {
+            return None;
+        }
         let mut d: Vec<Duration> = Vec::new();
         match &self.stage {
             Stage::Decided(_) => return None,
@@ -58,6 +64,9 @@ impl Judge {
 
     /// Decides whatever window or deadline has ended at `at`, the first in precedence order.
     pub(super) fn check_deadlines(&mut self, at: Duration, events: &mut Vec<Event>) {
+        if self.gone_at.is_some() {
+            return;
+        }
         if self.settle_window_ended(at, events)
             || self.log_unreadable_too_long(at, events)
             || self.ready_window_ended(at, events)

@@ -70,6 +70,7 @@ impl Judge {
     /// A run that has ended counts between the times recorded while it ran (its log, read at
     /// once, cannot tell them).
     pub(super) fn after_ready(&self, at: Duration) -> String {
+        let at = self.ended_at(at);
         let became = if self.cfg.hold.is_some() {
             "becoming ready"
         } else {
@@ -91,6 +92,12 @@ impl Judge {
             .ready_at()
             .map(|r| format!(" {} after {became}", format_duration(at.saturating_sub(r))))
             .unwrap_or_default()
+    }
+
+    /// When the process ended, for an exit observed `at`: when it was seen gone, if that came
+    /// first.
+    fn ended_at(&self, at: Duration) -> Duration {
+        self.gone_at.map_or(at, |g| g.min(at))
     }
 
     /// The shell exited 126 or 127 before ready: the command never ran.
@@ -220,7 +227,10 @@ impl Judge {
         }
         let line = self.last_line.clone();
         if ok && self.cfg.mode == Mode::UntilExit {
-            let reason = format!("the job exited 0 after {}", format_duration(at));
+            let reason = format!(
+                "the job exited 0 after {}",
+                format_duration(self.ended_at(at))
+            );
             let d = Decision::new(Verdict::Succeeded, reason)
                 .line(line)
                 .exit(exit);

@@ -49,6 +49,10 @@ pub enum Observation {
         /// Why, in one sentence.
         reason: String,
     },
+    /// The process was seen gone (its pidfd fired); how it ended follows as [`Observation::Exited`]
+    /// once learned, which can be seconds later (its supervisor's record, written with an fsync
+    /// on a loaded disk). The times the verdict's reason states count to here.
+    Gone,
     /// The process ended; `None` when its status cannot be learned (not our child).
     Exited(Option<ExitInfo>),
     /// Server mode: the launched process exited 0 while processes of the run (found by its

@@ -2,7 +2,8 @@
 //! on simulated time: a watcher paused longer than the stall window re-arms it instead of taking
 //! its own absence for a silent server; a line stamped earlier than the last sign of life never
 //! moves progress back; a phase line from before the watch began is timed where the log put it
-//! while its budget counts from the watch.
+//! while its budget counts from the watch. A process seen gone before its status is learned is
+//! judged by that status when it comes, timed from when it was seen gone.
 
 use std::time::Duration;
 
@@ -113,4 +114,50 @@ fn a_phase_from_before_a_late_attach_is_timed_by_the_log_and_budgeted_from_the_a
     assert_eq!(v.verdict, Verdict::Ready, "{}", v.reason);
     // Ready when the log said so, not when the watch read it.
     assert_eq!(v.ready_at, Some(ms(60_000)), "{}", v.reason);
+}
+
+#[test]
+fn a_process_seen_gone_is_judged_by_its_late_status_timed_from_when_it_went() {
+    // (hold, mode, the exit's status, its reason contains)
+    let cases: &[(Option<u64>, crate::mode::Mode, i32, &str)] = &[
+        (
+            Some(5_000),
+            crate::mode::Mode::UntilReady,
+            3,
+            "exit code 3 100ms after becoming ready",
+        ),
+        (
+            None,
+            crate::mode::Mode::UntilExit,
+            0,
+            "the job exited 0 after 1.1s",
+        ),
+        (
+            None,
+            crate::mode::Mode::UntilExit,
+            2,
+            "exited with exit code 2, and no known",
+        ),
+    ];
+    for (hold, mode, code, want) in cases {
+        let mut c = config();
+        c.hold = hold.map(ms);
+        c.mode = *mode;
+        let mut j = Judge::new(c);
+        j.watch_began(ms(0));
+        j.observe(ms(0), Observation::Started { pid: 7 });
+        line(&mut j, 1_000, 1, "READY");
+        j.observe(ms(1_100), Observation::Gone);
+        // Its supervisor's record comes 9 s later; meanwhile no deadline runs.
+        assert_eq!(j.next_deadline(), None, "{want}");
+        j.observe(ms(7_000), Observation::Tick);
+        assert!(j.verdict().is_none(), "{want}: {:?}", j.verdict());
+        j.observe(
+            ms(10_000),
+            Observation::Exited(Some(crate::verdict::ExitInfo::code(*code))),
+        );
+        let v = j.verdict().cloned().expect("a verdict");
+        assert!(v.reason.contains(want), "{want}: {}", v.reason);
+        assert_ne!(v.verdict, Verdict::Ready, "{want}");
+    }
 }
