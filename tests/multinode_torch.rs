@@ -2,8 +2,10 @@
 //! sshd on this machine are the nodes (tests/common/nodes.rs), each runs `torchrun --nnodes 2
 //! --node_rank {node_rank} --master_addr {master_addr} --master_port {master_port}` with one
 //! rank, node 0's rank 0 and node 1's rank 1 in one gloo group. All succeed; node 1's rank
-//! raises an OOM while node 0's waits in a collective; node 1's processes are SIGKILLed; firedup
-//! is interrupted (every node torn down, checked in /proc).
+//! raises an OOM while node 0's waits in a collective; node 1's processes are SIGKILLed; node 1
+//! hangs before the collective (with two ranks a node, and with one: the rank named from the
+//! ranks' places compared across the nodes); firedup is interrupted (every node torn down,
+//! checked in /proc).
 //!
 //! PyTorch comes from `FIREDUP_TEST_TORCH_PYTHON` (CI installs it, see `.ci/run`); without it
 //! the tests say so and pass without running.
@@ -299,6 +301,44 @@ fn node_1_hanging_before_the_collective_is_stalled_naming_node_1() {
         "{}",
         r.explain()
     );
+    assert!(
+        processes_naming(&job.display().to_string()).is_empty(),
+        "{}",
+        r.explain()
+    );
+}
+
+#[test]
+fn node_1s_only_rank_hanging_before_the_collective_is_stalled_naming_node_1_and_rank_1() {
+    let Some(python) = torch_python() else { return };
+    let env = Env::new();
+    let nodes = Nodes::start(&env, 2);
+    // One rank a node: node 1's rank 1 sleeps outside the collective node 0's rank 0 waits in.
+    // Neither node has a second rank to compare its own against: the group compares them.
+    let job = job_with(&env, 1, "time.sleep(300)");
+    let mut a = run_args(&nodes, &python, &job);
+    a.splice(2..2, ["--stall".to_string(), "20s".to_string()]);
+    let r = nodes.fd(&env, &a);
+    eprintln!(
+        "verdict: node {} rank {} reason {}",
+        r.json["node"], r.json["rank"], r.json["reason"]
+    );
+    assert_eq!((r.code, r.verdict()), (6, "stalled"), "{}", r.explain());
+    assert_eq!(
+        (&r.json["node"], &r.json["rank"]),
+        (&serde_json::json!("node1"), &serde_json::json!(1)),
+        "{}",
+        r.explain()
+    );
+    let reason = r.json["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("rank 1 is not inside a collective") && reason.contains("rank 0 "),
+        "the reason gives the evidence of both nodes: {}",
+        r.explain()
+    );
+    for n in r.json["nodes"].as_array().expect("nodes") {
+        assert_eq!(n["teardown"]["clean"], serde_json::json!(true), "{n}");
+    }
     assert!(
         processes_naming(&job.display().to_string()).is_empty(),
         "{}",

@@ -47,6 +47,7 @@ fn outcome(run_id: &str, verdict: Verdict, signature: Option<Signature>) -> Outc
         node: None,
         nodes: None,
         cause: None,
+        placed: Vec::new(),
     }
 }
 

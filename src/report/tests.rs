@@ -37,6 +37,7 @@ fn next_names_the_host_and_only_known_fields_are_shown() {
         node: None,
         nodes: None,
         cause: None,
+        placed: Vec::new(),
     };
     let (r, f, m) = (Verdict::Ready, Verdict::Failed, Verdict::MonitorError);
     let table = [
@@ -119,6 +120,7 @@ fn the_verdict_line_names_the_rank_of_the_root_cause() {
         node: None,
         nodes: None,
         cause: None,
+        placed: Vec::new(),
     };
     let table = [
         (

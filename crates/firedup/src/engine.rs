@@ -378,6 +378,7 @@ pub fn outcome(mut j: Judgement, plan: &Plan, target: &Target) -> Outcome {
         node: j.node,
         nodes: None,
         cause: j.cause,
+        placed: j.placed,
     }
 }
 
@@ -464,7 +465,8 @@ fn write_observation(w: &mut dyn Write, at: Duration, obs: &Observation) {
         Observation::RankOutsideCollective { rank, evidence } => {
             serde_json::json!({"t": t, "kind": "rank_outside_collective", "rank": rank, "evidence": evidence})
         }
-        Observation::Tick => return,
+        // Evidence the verdict carries (a group compares it across nodes), not an event.
+        Observation::RankPlaces { .. } | Observation::Tick => return,
     };
     let _ = writeln!(w, "{v}");
 }

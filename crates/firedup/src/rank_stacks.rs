@@ -14,7 +14,11 @@
 //!   that may wait on a collective issued earlier (autograd's backward under DDP, a CUDA sync).
 //!
 //! A rank is named only when exactly one rank is outside and every other rank is inside: one
-//! unknown peer, or two outside, and nothing is named (a wrong rank is worse than none).
+//! unknown peer, or two outside, and nothing is named (a wrong rank is worse than none). Each
+//! rank's place is also reported as it is ([`places`]): a multi-node run compares them across
+//! its nodes (`firedup_judge::group`).
+
+use firedup_judge::rank_place::{Place, RankPlace};
 
 /// One frame of a Python stack, as `py-spy dump` prints it: `function (file:line)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,14 +48,6 @@ pub(crate) enum View {
 pub(crate) struct RankStack {
     pub rank: u32,
     pub view: View,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Place {
-    /// Inside a collective (or waiting the way a rank in one waits); how, in words.
-    Inside(String),
-    Outside(String),
-    Unknown,
 }
 
 /// torch.distributed's functions that block until the peers take part.
@@ -175,6 +171,18 @@ fn place(view: &View) -> Place {
             stack,
         } => kernel_place(*state, wchan, stack),
     }
+}
+
+/// Where each rank of `stacks` was, in their order: what the node reports, for a comparison
+/// across nodes (a node with one rank has nothing to compare its rank against).
+pub(crate) fn places(stacks: &[RankStack]) -> Vec<RankPlace> {
+    stacks
+        .iter()
+        .map(|s| RankPlace {
+            rank: s.rank,
+            place: place(&s.view),
+        })
+        .collect()
 }
 
 /// The one rank outside a collective while every other is inside, with the evidence in words

@@ -158,6 +158,7 @@ mod tests {
             node: None,
             nodes: None,
             cause: None,
+            placed: Vec::new(),
         }
     }
 

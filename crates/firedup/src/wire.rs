@@ -169,6 +169,25 @@ mod tests {
                             .into(),
                 },
             },
+            // Where each rank was: a group compares them across its nodes.
+            WireEvent::Obs {
+                t: 2.8,
+                seq: 0,
+                obs: Observation::RankPlaces {
+                    ranks: vec![
+                        firedup_judge::rank_place::RankPlace {
+                            rank: 1,
+                            place: firedup_judge::rank_place::Place::Outside(
+                                "sleeps in hrtimer_nanosleep".into(),
+                            ),
+                        },
+                        firedup_judge::rank_place::RankPlace {
+                            rank: 2,
+                            place: firedup_judge::rank_place::Place::Unknown,
+                        },
+                    ],
+                },
+            },
             // A batch job's state reaches a firedup elsewhere (`run --slurm --host`).
             WireEvent::Obs {
                 t: 2.9,

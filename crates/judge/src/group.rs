@@ -7,8 +7,10 @@
 //!    command that never started;
 //! 2. a node whose processes ended badly without printing a cause comes next: its peers' echoes
 //!    (collective timeouts, closed connections, launcher summaries) follow from it;
-//! 3. then echoes; then nodes that only waited (`stalled`, `timed_out`: the node whose stacks
-//!    named a rank outside the collective first); then a node firedup lost contact with (its own
+//! 3. then echoes; then nodes that only waited (`stalled`, `timed_out`): when every node only
+//!    waited, the ranks' places compared across the nodes ([`across_nodes`]) name the one rank
+//!    outside a collective and its node, or say that more than one was (and no rank is named);
+//!    else the node whose stacks named a rank outside the collective first; then a node firedup lost contact with (its own
 //!    failure to watch, never the group's cause while another node says more); last, a node the
 //!    group stopped itself after another's verdict (that stop's own echo).
 //!
@@ -20,6 +22,9 @@
 use std::time::Duration;
 
 use crate::verdict::{NodeReport, Outcome, PhaseAt, Verdict};
+use across_nodes::{Across, outside_across};
+
+mod across_nodes;
 
 /// One node's verdict, as the group sees it.
 #[derive(Debug, Clone)]
@@ -86,15 +91,21 @@ pub fn fails_the_group(n: &NodeEnd, server: bool) -> bool {
 /// `group_id` names the run; the verdict keeps the deciding node's line, rank, reason (with the
 /// node named first) and log. `server` as for [`fails_the_group`].
 pub fn group_verdict(group_id: &str, nodes: &[NodeEnd], server: bool) -> Outcome {
-    let deciding = nodes
-        .iter()
-        .min_by_key(|n| {
-            let s = standing(n, server);
-            // Among nodes that waited, one whose stacks named a rank outside the collective.
-            let unnamed = s == Standing::Waiting && n.outcome.rank.is_none();
-            (s, unnamed, when(n), n.node_rank)
-        })
-        .expect("a group has at least one node");
+    let across = outside_across(nodes, |n| standing(n, server) == Standing::Waiting);
+    let deciding = match &across {
+        Across::Named { node, .. } => &nodes[*node],
+        _ => nodes
+            .iter()
+            .min_by_key(|n| {
+                let s = standing(n, server);
+                // Among nodes that waited, one whose stacks named a rank outside the collective
+                // (unless the group's places show more than one outside).
+                let unnamed = s == Standing::Waiting
+                    && (n.outcome.rank.is_none() || matches!(across, Across::Ambiguous(_)));
+                (s, unnamed, when(n), n.node_rank)
+            })
+            .expect("a group has at least one node"),
+    };
     let fine = standing(deciding, server) == Standing::Fine;
     // A fine group speaks through node 0 (its server, its address).
     let speaker = if fine { &nodes[0] } else { deciding };
@@ -125,6 +136,22 @@ pub fn group_verdict(group_id: &str, nodes: &[NodeEnd], server: bool) -> Outcome
             "node {} ({}): {}",
             speaker.node_rank, speaker.node, speaker.outcome.reason
         );
+        match across {
+            Across::Named { rank, evidence, .. } => {
+                if o.rank != Some(rank) {
+                    o.reason.push_str(&format!(
+                        "; rank {rank} is not inside a collective while its peers on other \
+                         nodes wait in one ({evidence})"
+                    ));
+                }
+                o.rank = Some(rank);
+            }
+            Across::Ambiguous(words) => {
+                o.rank = None;
+                o.reason.push_str(&format!("; no rank is named: {words}"));
+            }
+            Across::Unknown => {}
+        }
     }
     o.server_running = nodes.iter().all(|n| n.outcome.server_running);
     o.nodes = Some(nodes.iter().map(report).collect());

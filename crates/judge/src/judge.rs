@@ -321,6 +321,7 @@ impl Judge {
             Observation::RankOutsideCollective { rank, evidence } => {
                 self.ranks.outside_collective = Some((rank, evidence));
             }
+            Observation::RankPlaces { ranks } => self.ranks.placed = Some((at, ranks)),
             Observation::Job(snapshot) => self.on_job(at, snapshot, &mut events),
             Observation::FiredupStop { by } => self.stopped_by = Some(by),
             Observation::Tick => {}

@@ -20,6 +20,7 @@ pub mod normalize;
 pub mod notify_message;
 pub mod probe_outcome;
 pub mod profile;
+pub mod rank_place;
 pub mod verdict;
 
 #[cfg(test)]

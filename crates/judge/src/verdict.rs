@@ -326,6 +326,10 @@ pub struct Outcome {
     /// chooses by). Not part of the JSON.
     #[serde(skip)]
     pub cause: Option<CauseMark>,
+    /// Where each rank was at the last look at their stacks since the last progress (what a
+    /// group of nodes compares across them: [`crate::group`]). Not part of the JSON.
+    #[serde(skip)]
+    pub placed: Vec<crate::rank_place::RankPlace>,
 }
 
 /// The version of the JSON verdict's format: additive fields keep it, a change that breaks
@@ -379,6 +383,7 @@ impl Outcome {
             node: None,
             nodes: None,
             cause: None,
+            placed: Vec::new(),
         }
     }
 }

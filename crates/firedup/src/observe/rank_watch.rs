@@ -16,7 +16,11 @@
 //! five sampling intervals), their stacks are compared on a thread ([`crate::rank_stacks`]):
 //! `py-spy dump` where it is on the PATH, else the kernel's view of each main thread; a rank
 //! outside the collective its peers wait in is sent as [`Observation::RankOutsideCollective`],
-//! once until another rank is.
+//! once until another rank is. Each look also sends where every rank was
+//! ([`Observation::RankPlaces`]), and a rank seen alone (not watched: it may be a process that
+//! inherited a rank, an `srun` task's job) has its place read the same way while it is silent: a
+//! node of a multi-node run with one rank per node has nothing of its own to compare it with, and
+//! the group compares it with the other nodes' (`firedup_judge::group`).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -78,6 +82,9 @@ pub(super) struct RankWatch {
     began: Instant,
     /// When the tree should be scanned again between usage samples; `None`: at them only.
     next_scan: Option<Instant>,
+    /// The one rank seen when no second is: (rank, pid, start time). Not watched for its end;
+    /// only its place is read while it is silent.
+    lone: Option<(u32, u32, u64)>,
 }
 
 /// A process of the tree as first read (its rank re-read until it shows one).
@@ -130,6 +137,7 @@ impl RankWatch {
             started_check: false,
             began: Instant::now(),
             next_scan: Some(Instant::now()),
+            lone: None,
         }
     }
 
@@ -172,9 +180,26 @@ impl RankWatch {
             .any(|w| !process::is_alive(w.pid, Some(w.start)))
     }
 
+    /// The rank seen alone, while it lives: (rank, pid).
+    fn lone_alive(&self) -> Option<(u32, u32)> {
+        let (rank, pid, start) = self.lone?;
+        process::is_alive(pid, Some(start)).then_some((rank, pid))
+    }
+
+    /// The ranks whose stacks a look reads: the live watched ones when two or more are, else the
+    /// one seen alone.
+    fn to_read(&self) -> Vec<(u32, u32)> {
+        let ranks: Vec<(u32, u32)> = self.live().map(|w| (w.rank, w.pid)).collect();
+        match ranks.len() {
+            0 | 1 => self.lone_alive().into_iter().collect(),
+            _ => ranks,
+        }
+    }
+
     /// When the observer should be collected for the next scan or stack comparison, if any.
     pub(super) fn next_wake(&self) -> Option<Instant> {
-        let check = (self.live().count() >= 2).then_some(self.next_check);
+        let check =
+            (self.live().count() >= 2 || self.lone_alive().is_some()).then_some(self.next_check);
         check.into_iter().chain(self.next_scan).min()
     }
 
@@ -262,8 +287,13 @@ impl RankWatch {
         // SLURM_PROCID): ranks are watched once two are seen.
         let values: HashSet<u32> = ranks.iter().map(|(_, r)| *r).collect();
         if values.len() < 2 && self.watched.iter().all(|w| w.by_title) {
+            self.lone = match ranks.as_slice() {
+                [(pid, rank)] => Some((*rank, *pid, self.seen[pid].start)),
+                _ => None,
+            };
             return;
         }
+        self.lone = None;
         // A process watched as a rank that turned out to be a launcher is no longer watched.
         for w in self.watched.iter().filter(|w| !w.by_title) {
             if self.seen.contains_key(&w.pid) && !ranks.iter().any(|(p, _)| *p == w.pid) {
@@ -342,7 +372,8 @@ impl RankWatch {
         self.checking.load(Ordering::Relaxed)
     }
 
-    /// Compares the live ranks' stacks on a thread when they have been silent long enough.
+    /// Compares the live ranks' stacks (or reads the lone rank's) on a thread when they have
+    /// been silent long enough.
     pub(super) fn check_silence(&mut self, tx: &Sender<Wake>) {
         let now = Instant::now();
         if self.started_check && !self.comparing() {
@@ -352,8 +383,8 @@ impl RankWatch {
             self.started_check = false;
             self.next_check = now + self.sample_every;
         }
-        let ranks: Vec<(u32, u32)> = self.live().map(|w| (w.rank, w.pid)).collect();
-        if ranks.len() < 2 || now < self.next_check || self.comparing() {
+        let ranks = self.to_read();
+        if ranks.is_empty() || now < self.next_check || self.comparing() {
             return;
         }
         self.next_check = now + self.sample_every;
@@ -366,6 +397,8 @@ impl RankWatch {
             // (a panic included), and the judge loop woken.
             let _done = stack_views::ComparisonDone::new(checking, tx.clone());
             let stacks = stack_views::read_stacks(&ranks);
+            let ranks = rank_stacks::places(&stacks);
+            let _ = tx.send(Wake::Obs(Observation::RankPlaces { ranks }));
             if let Some((rank, evidence)) = rank_stacks::outside_collective(&stacks) {
                 let _ = tx.send(Wake::Obs(Observation::RankOutsideCollective {
                     rank,

@@ -287,3 +287,40 @@ fn many_peers_are_summarised() {
         "{words}"
     );
 }
+
+#[test]
+fn each_ranks_place_is_reported_also_for_one_rank_alone() {
+    // (the stacks a node read, the places it reports): one rank alone names nobody on its node,
+    // but its place goes to the group.
+    let cases: Vec<(Vec<RankStack>, Vec<(u32, Place)>)> = vec![
+        (
+            vec![py(1, PY_SPY_SLEEP)],
+            vec![(
+                1,
+                Place::Outside("is in <module> (silent.py:7), outside torch.distributed,".into()),
+            )],
+        ),
+        (
+            vec![kernel(0, 'S', "0", KERNEL_FUTEX)],
+            vec![(0, Place::Inside("waits in futex_do_wait".into()))],
+        ),
+        (
+            vec![kernel(1, 'S', "0", KERNEL_SLEEP), kernel(2, 'R', "0", "")],
+            vec![
+                (1, Place::Outside("sleeps in hrtimer_nanosleep".into())),
+                (2, Place::Unknown),
+            ],
+        ),
+        (vec![], vec![]),
+    ];
+    for (stacks, want) in cases {
+        let got: Vec<(u32, Place)> = places(&stacks)
+            .into_iter()
+            .map(|p| (p.rank, p.place))
+            .collect();
+        assert_eq!(got, want);
+        if stacks.len() == 1 {
+            assert_eq!(outside_collective(&stacks), None);
+        }
+    }
+}

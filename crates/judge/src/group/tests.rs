@@ -341,3 +341,233 @@ fn the_judge_marks_its_cause_an_echo_or_not_and_the_group_chooses_by_it() {
         (Verdict::Failed, Some("host1"))
     );
 }
+
+/// Where a rank was: `I` inside, `O` outside, `U` not known.
+#[derive(Clone, Copy)]
+enum P {
+    I(u32),
+    O(u32),
+    U(u32),
+}
+
+fn placed(ps: &[P]) -> Vec<crate::rank_place::RankPlace> {
+    use crate::rank_place::{Place, RankPlace};
+    ps.iter()
+        .map(|p| match *p {
+            P::I(rank) => RankPlace {
+                rank,
+                place: Place::Inside("waits in futex_do_wait".into()),
+            },
+            P::O(rank) => RankPlace {
+                rank,
+                place: Place::Outside("sleeps in hrtimer_nanosleep".into()),
+            },
+            P::U(rank) => RankPlace {
+                rank,
+                place: Place::Unknown,
+            },
+        })
+        .collect()
+}
+
+#[test]
+fn the_ranks_places_compared_across_nodes_name_the_one_outside_or_nobody() {
+    // (what, each node: its verdict, the rank its own judge named, its ranks' places;
+    // the group's verdict, node, rank)
+    type Spec<'a> = (Verdict, Option<u32>, &'a [P]);
+    fn node(v: Verdict, rank: Option<u32>, ps: &[P]) -> Spec<'_> {
+        (v, rank, ps)
+    }
+    let cases: Vec<(&str, Vec<Spec>, Verdict, Option<&str>, Option<u32>)> = vec![
+        (
+            "one rank a node: node 1's only rank sleeps while node 0's waits inside",
+            vec![
+                node(Stalled, None, &[P::I(0)]),
+                node(Stalled, None, &[P::O(1)]),
+            ],
+            Stalled,
+            Some("host1"),
+            Some(1),
+        ),
+        (
+            "the same when node 1 stalled first and node 0's rank is the one outside",
+            vec![
+                node(Stalled, None, &[P::O(0)]),
+                node(Stalled, None, &[P::I(1)]),
+            ],
+            Stalled,
+            Some("host0"),
+            Some(0),
+        ),
+        (
+            "three nodes, timed out counts as waiting too",
+            vec![
+                node(Stalled, None, &[P::I(0)]),
+                node(TimedOut, None, &[P::I(1)]),
+                node(Stalled, None, &[P::O(2)]),
+            ],
+            Stalled,
+            Some("host2"),
+            Some(2),
+        ),
+        (
+            "two ranks a node: the node's own naming agrees with the group's",
+            vec![
+                node(Stalled, None, &[P::I(0), P::I(1)]),
+                node(Stalled, Some(2), &[P::O(2), P::I(3)]),
+            ],
+            Stalled,
+            Some("host1"),
+            Some(2),
+        ),
+        (
+            "two ranks outside, one on each node: nobody is named, not even a node's own",
+            vec![
+                node(Stalled, Some(0), &[P::O(0), P::I(1)]),
+                node(Stalled, Some(2), &[P::O(2), P::I(3)]),
+            ],
+            Stalled,
+            Some("host1"),
+            None,
+        ),
+        (
+            "two ranks outside, each node's only one: nobody",
+            vec![
+                node(Stalled, None, &[P::O(0)]),
+                node(Stalled, None, &[P::O(1)]),
+            ],
+            Stalled,
+            Some("host1"),
+            None,
+        ),
+        (
+            "node 0's stacks were not read: nobody",
+            vec![node(Stalled, None, &[]), node(Stalled, None, &[P::O(1)])],
+            Stalled,
+            Some("host1"),
+            None,
+        ),
+        (
+            "a peer's place is not known: nobody",
+            vec![
+                node(Stalled, None, &[P::U(0)]),
+                node(Stalled, None, &[P::O(1)]),
+            ],
+            Stalled,
+            Some("host1"),
+            None,
+        ),
+        (
+            "every rank inside: nobody",
+            vec![
+                node(Stalled, None, &[P::I(0)]),
+                node(Stalled, None, &[P::I(1)]),
+            ],
+            Stalled,
+            Some("host1"),
+            None,
+        ),
+        (
+            "one rank number on two nodes (local ranks, not global): nobody",
+            vec![
+                node(Stalled, None, &[P::I(0)]),
+                node(Stalled, None, &[P::O(0)]),
+            ],
+            Stalled,
+            Some("host1"),
+            None,
+        ),
+        (
+            "node 0 lost: the group's places are not all known, nobody is named",
+            vec![
+                node(MonitorError, None, &[]),
+                node(Stalled, None, &[P::O(1)]),
+            ],
+            Stalled,
+            Some("host1"),
+            None,
+        ),
+        (
+            "node 0 stopped by the group before it said it waited: no rank from places",
+            vec![
+                node(Killed, None, &[P::I(0)]),
+                node(Stalled, None, &[P::O(1)]),
+            ],
+            Stalled,
+            Some("host1"),
+            None,
+        ),
+        (
+            "a node that failed is the cause, whatever the places say",
+            vec![
+                node(Failed, None, &[P::I(0)]),
+                node(Stalled, None, &[P::O(1)]),
+            ],
+            Failed,
+            Some("host0"),
+            None,
+        ),
+    ];
+    for (what, spec, verdict, node, rank) in cases {
+        // Node 1 stalls first on the group's clock (a tie would go to node 0).
+        let ns: Vec<N> = spec
+            .iter()
+            .enumerate()
+            .map(|(i, (v, r, _))| {
+                let at = if i == 1 { 60.0 } else { 61.0 };
+                let echo = (*v == Failed).then_some(false);
+                let stopped = *v == Killed;
+                N(*v, echo, at, 0.0, stopped, *r)
+            })
+            .collect();
+        let mut ends = nodes(&ns);
+        for (e, (_, _, ps)) in ends.iter_mut().zip(&spec) {
+            e.outcome.placed = placed(ps);
+        }
+        let o = group_verdict("grp-p", &ends, false);
+        assert_eq!(
+            (o.verdict, o.node.as_deref(), o.rank),
+            (verdict, node, rank),
+            "{what}: {}",
+            o.reason
+        );
+        // A node that named the rank itself said why in its own reason (not in this table's).
+        if let Some(r) = rank.filter(|_| spec.iter().all(|(_, own, _)| own.is_none())) {
+            assert!(
+                o.reason.contains(&format!("rank {r} ")) && o.reason.contains("sleeps"),
+                "{what}: the reason gives the evidence: {}",
+                o.reason
+            );
+        }
+    }
+}
+
+#[test]
+fn the_reason_names_the_rank_outside_and_its_peers_on_other_nodes() {
+    let mut ends = nodes(&[
+        N(Stalled, None, 60.0, 0.0, false, None),
+        N(Stalled, None, 60.0, 0.0, false, None),
+    ]);
+    ends[0].outcome.placed = placed(&[P::I(0)]);
+    ends[1].outcome.placed = placed(&[P::O(1)]);
+    let o = group_verdict("grp-r", &ends, false);
+    assert_eq!(
+        o.reason,
+        "node 1 (host1): node 1 said stalled; rank 1 is not inside a collective while its peers \
+         on other nodes wait in one (rank 1 sleeps in hrtimer_nanosleep on node 1 (host1) while \
+         rank 0 waits in futex_do_wait on node 0 (host0))"
+    );
+    // Two outside: said, and nobody named.
+    ends[0].outcome.placed = placed(&[P::O(0)]);
+    let o = group_verdict("grp-r", &ends, false);
+    assert_eq!(o.rank, None);
+    assert!(
+        o.reason.ends_with(
+            "; no rank is named: 2 ranks are outside a collective (rank 0 sleeps in \
+             hrtimer_nanosleep on node 0 (host0), rank 1 sleeps in hrtimer_nanosleep on node 1 \
+             (host1))"
+        ),
+        "{}",
+        o.reason
+    );
+}

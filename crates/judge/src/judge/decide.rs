@@ -97,6 +97,7 @@ impl Judge {
             node: None,
             job: self.job.last.as_ref().map(Into::into),
             cause: None,
+            placed: Vec::new(),
         };
         self.conclude(j, events);
     }
@@ -139,6 +140,7 @@ impl Judge {
         };
         let j = Judgement {
             cause: Some(mark),
+            placed: Vec::new(),
             verdict: Verdict::Failed,
             signature: f.cause.hit.signature,
             rank: self.cause_rank(&f.cause),
@@ -176,6 +178,11 @@ impl Judge {
     /// The verdict is `j`: the last stage, and the last event.
     fn conclude(&mut self, mut j: Judgement, events: &mut Vec<Event>) {
         self.note_job(&mut j);
+        // A look taken before the last progress shows where the ranks were then, not now.
+        j.placed = match &self.ranks.placed {
+            Some((seen, ranks)) if *seen >= self.last_progress_at => ranks.clone(),
+            _ => Vec::new(),
+        };
         j.node = j
             .rank
             .and_then(|r| self.ranks.node_of(r))

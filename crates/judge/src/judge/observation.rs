@@ -117,6 +117,13 @@ pub enum Observation {
         /// What showed it, in words (the stack or wait channel seen).
         evidence: String,
     },
+    /// Every rank had been silent for a while, and this is where each live one was (its stack
+    /// read); sent at each such look, whatever it found. The judge keeps the last one for the
+    /// verdict ([`crate::verdict::Outcome::placed`]), where a group of nodes compares them.
+    RankPlaces {
+        /// Each rank read, in rank order.
+        ranks: Vec<crate::rank_place::RankPlace>,
+    },
     /// A batch scheduler's reading of the job, each time it changes (see [`crate::job`]).
     Job(JobSnapshot),
     /// firedup itself stopped the run (`firedup stop`, a verdict's teardown, an interrupted

@@ -45,6 +45,9 @@ pub struct Judgement {
     pub job: Option<crate::verdict::JobSummary>,
     /// For a failure named by a line: when that line was seen and whether it was an echo.
     pub cause: Option<crate::verdict::CauseMark>,
+    /// Where each rank was at the last look at their stacks since the last progress (empty when
+    /// there was none since): what a group of nodes compares across them.
+    pub placed: Vec<crate::rank_place::RankPlace>,
 }
 
 /// Output of one step.

@@ -815,3 +815,49 @@ fn a_rank_stopped_just_after_a_peer_died_is_not_the_first_failure() {
         );
     }
 }
+
+#[test]
+fn the_verdict_carries_the_ranks_places_taken_since_the_last_progress() {
+    use crate::rank_place::{Place, RankPlace};
+    let sleeps = || {
+        vec![RankPlace {
+            rank: 1,
+            place: Place::Outside("sleeps in hrtimer_nanosleep".into()),
+        }]
+    };
+    // (when the places were seen, s; when the last line came, s) → carried by the verdict.
+    let cases: [(Option<u64>, u64, bool); 4] = [
+        (Some(6), 1, true),
+        // Seen before the last line: where the rank was then, not when it stalled.
+        (Some(3), 4, false),
+        (Some(4), 4, true),
+        (None, 1, false),
+    ];
+    for (seen, line, carried) in cases {
+        let mut cfg = JudgeConfig::new(Mode::UntilExit, "/tmp/torchrun.log", classifier());
+        cfg.stall = Some(Duration::from_secs(10));
+        let mut j = Judge::new(cfg);
+        j.observe(Duration::ZERO, Observation::Started { pid: 42 });
+        let mut steps = vec![(
+            line,
+            Observation::Line {
+                number: 1,
+                text: "rank 1: step 1".into(),
+            },
+        )];
+        if let Some(s) = seen {
+            steps.push((s, Observation::RankPlaces { ranks: sleeps() }));
+        }
+        steps.sort_by_key(|(at, _)| *at);
+        for (at, o) in steps {
+            j.observe(Duration::from_secs(at), o);
+        }
+        j.observe(Duration::from_secs(30), Observation::Tick);
+        let got = j.verdict().expect("stalled").clone();
+        assert_eq!(got.verdict, Verdict::Stalled, "{}", got.reason);
+        // One rank's place alone names nobody on its node.
+        assert_eq!(got.rank, None);
+        let want = if carried { sleeps() } else { Vec::new() };
+        assert_eq!(got.placed, want, "seen at {seen:?}, line at {line}");
+    }
+}

@@ -93,6 +93,8 @@ pub(super) struct Ranks {
     pub(super) endings: Vec<RankEnding>,
     /// A rank seen outside a collective while its peers waited in one, with the evidence.
     pub(super) outside_collective: Option<(u32, String)>,
+    /// Where each rank was at the last look at their stacks, and when it was taken.
+    pub(super) placed: Option<(Duration, Vec<crate::rank_place::RankPlace>)>,
     /// The launcher was sent a signal (torchrun's "Received 15 death signal").
     pub(super) launcher_signal: Option<LauncherSignal>,
     /// The summary block being read, the rank its last `rank :` line named, lines left.
