@@ -142,7 +142,9 @@ fn a_failed_group_decides_once_the_running_node_has_looked_past_the_cause() {
     assert_eq!((r.code, r.verdict()), (1, "failed"), "{}", r.explain());
     assert_eq!(r.json["node"], "node1", "{}", r.explain());
     assert_eq!(r.json["settled"]["by"], "evidence", "{}", r.explain());
-    let why = r.json["settled"]["description"].as_str().unwrap_or_default();
+    let why = r.json["settled"]["description"]
+        .as_str()
+        .unwrap_or_default();
     assert!(
         why.contains("node 1 (node1)'s cause") && why.contains("node 0 (node0) through"),
         "{}",
@@ -171,7 +173,9 @@ fn an_echo_first_keeps_the_bounded_wait_and_says_so() {
     let r = nodes.fd(&env, &a);
     assert_eq!((r.code, r.verdict()), (1, "failed"), "{}", r.explain());
     assert_eq!(r.json["settled"]["by"], "bound", "{}", r.explain());
-    let why = r.json["settled"]["description"].as_str().unwrap_or_default();
+    let why = r.json["settled"]["description"]
+        .as_str()
+        .unwrap_or_default();
     assert!(why.contains("no cause of its own"), "{}", r.explain());
 }
 
