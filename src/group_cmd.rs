@@ -234,6 +234,12 @@ pub(crate) fn run(
     );
     interrupts.finish();
     let mut outcome = ending.outcome;
+    if let Some(s) = &outcome.settled {
+        eprintln!(
+            "firedup: the group decided {:.1}s after its first failing node verdict ({}): {}",
+            s.after_s, s.by, s.description
+        );
+    }
     outcome.name = name;
     record.over = !outcome.server_running;
     record.outcome = Some(outcome.clone());

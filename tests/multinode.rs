@@ -122,6 +122,63 @@ fn a_failure_on_node_1_is_the_groups_verdict_and_node_0_is_torn_down() {
     assert_eq!(r.json["server_running"], false, "{}", r.explain());
 }
 
+/// Issue 27: the group decides once node 0, still running, has looked past node 1's cause
+/// (its log read to its end, its processes checked, nothing earlier of its own), not after a
+/// fixed wait: the verdict's `settled` says so. Before, the group always waited 10 s for node 0
+/// and had no `settled`.
+#[test]
+fn a_failed_group_decides_once_the_running_node_has_looked_past_the_cause() {
+    let env = Env::new();
+    let nodes = Nodes::start(&env, 2);
+    let script = env.script(
+        "job.sh",
+        "if [ \"$FIREDUP_NODE_RANK\" = 1 ]; then sleep 1; echo 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB'; exit 1; fi\n\
+         while true; do echo \"node 0 waits in all_reduce\"; sleep 0.2; done",
+    );
+    let mut a = args(&["run", "--json", "--until", "exit", "--grace", "2s"]);
+    a.extend(nodes.host_args());
+    a.extend(args(&["--", &script]));
+    let r = nodes.fd(&env, &a);
+    assert_eq!((r.code, r.verdict()), (1, "failed"), "{}", r.explain());
+    assert_eq!(r.json["node"], "node1", "{}", r.explain());
+    assert_eq!(r.json["settled"]["by"], "evidence", "{}", r.explain());
+    let why = r.json["settled"]["description"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        why.contains("node 1 (node1)'s cause") && why.contains("node 0 (node0) through"),
+        "{}",
+        r.explain()
+    );
+    assert!(r.stderr.contains("the group decided"), "{}", r.explain());
+    // Node 0 was stopped by the group (its own verdict is the stop's).
+    let pid0 = r.json["nodes"][0]["pid"].as_u64().expect("node 0's pid");
+    assert!(!common::alive(pid0), "node 0 still runs\n{}", r.explain());
+}
+
+/// A first verdict that is only an echo of another failure could be beaten by a cause still to
+/// come on the other node, whenever dated: the group keeps its bounded wait and says so.
+#[test]
+fn an_echo_first_keeps_the_bounded_wait_and_says_so() {
+    let env = Env::new();
+    let nodes = Nodes::start(&env, 2);
+    let script = env.script(
+        "job.sh",
+        "if [ \"$FIREDUP_NODE_RANK\" = 0 ]; then sleep 1; echo 'RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [127.0.0.1]:29500'; exit 1; fi\n\
+         sleep 300",
+    );
+    let mut a = args(&["run", "--json", "--until", "exit", "--grace", "2s"]);
+    a.extend(nodes.host_args());
+    a.extend(args(&["--", &script]));
+    let r = nodes.fd(&env, &a);
+    assert_eq!((r.code, r.verdict()), (1, "failed"), "{}", r.explain());
+    assert_eq!(r.json["settled"]["by"], "bound", "{}", r.explain());
+    let why = r.json["settled"]["description"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(why.contains("no cause of its own"), "{}", r.explain());
+}
+
 /// Node 0 says it is ready and serves; node 1 only lives (as sglang's other nodes, which serve
 /// a dummy health endpoint), or crashes after `node1_crash_after` seconds.
 fn server_script(env: &Env, node1_crash_after: Option<u32>) -> String {

@@ -183,6 +183,8 @@ fn an_oom_on_node_1_is_the_cause_while_node_0_waits_in_the_collective() {
     let line = r.json["line"]["text"].as_str().unwrap_or_default();
     assert!(line.contains("CUDA out of memory"), "{}", r.explain());
     assert_eq!(r.json["log"], r.json["nodes"][1]["log"], "{}", r.explain());
+    // Node 0, still in the collective, had looked past the cause: decided on that (issue 27).
+    assert_eq!(r.json["settled"]["by"], "evidence", "{}", r.explain());
     eprintln!(
         "verdict: node {} rank {} line {line:?}",
         r.json["node"], r.json["rank"]

@@ -46,6 +46,7 @@ fn outcome(run_id: &str, verdict: Verdict, signature: Option<Signature>) -> Outc
         owner: None,
         node: None,
         nodes: None,
+        settled: None,
         cause: None,
         placed: Vec::new(),
     }

@@ -36,6 +36,7 @@ fn next_names_the_host_and_only_known_fields_are_shown() {
         owner: None,
         node: None,
         nodes: None,
+        settled: None,
         cause: None,
         placed: Vec::new(),
     };
@@ -119,6 +120,7 @@ fn the_verdict_line_names_the_rank_of_the_root_cause() {
         owner: None,
         node: None,
         nodes: None,
+        settled: None,
         cause: None,
         placed: Vec::new(),
     };

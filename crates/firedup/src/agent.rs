@@ -163,11 +163,17 @@ pub fn serve(spec: &AgentSpec, out: &mut dyn Write) -> std::io::Result<()> {
     let mut buf = Vec::new();
     let mut backlog = false;
     let mut sent_through: Option<Duration> = None;
+    // When the last look that ended caught up began (the heartbeat's `through`).
+    let mut checked: Option<Duration> = None;
     loop {
+        let look = start.elapsed();
         watched.collect(&mut buf);
         // A backlog is announced before the lines of the slice that found it (the client ticks
         // the judge only while none is announced: what it judges is then all there was) ...
         let waiting = !watched.caught_up();
+        if !waiting {
+            checked = Some(look);
+        }
         if waiting && !backlog {
             send(
                 out,
@@ -236,7 +242,8 @@ pub fn serve(spec: &AgentSpec, out: &mut dyn Write) -> std::io::Result<()> {
         }
         if Instant::now() >= next_heartbeat {
             let t = offset + start.elapsed().as_secs_f64();
-            send(out, &WireEvent::Heartbeat { t })?;
+            let through = checked.map(|c| offset + c.as_secs_f64());
+            send(out, &WireEvent::Heartbeat { t, through })?;
             next_heartbeat = Instant::now() + HEARTBEAT;
         }
         out.flush()?;

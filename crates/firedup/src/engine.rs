@@ -37,6 +37,11 @@ pub trait Progress {
     fn note(&mut self, text: &str, at: Duration);
     /// The watch has its verdict: called once, last (a status line can be cleared).
     fn finish(&mut self);
+    /// No verdict yet, and the judge has taken in everything the source saw by `through` (its
+    /// log read to its end, its processes checked; see [`Source::checked_through`]);
+    /// `pending_cause`: the earliest failure evidence it holds that is no echo. A multi-node
+    /// group decides on it; others need not listen.
+    fn checked(&mut self, _through: Duration, _pending_cause: Option<Duration>) {}
 }
 
 /// Progress that shows nothing (library use, tests).
@@ -190,6 +195,9 @@ pub fn judge_loop_bounded(
         if let Some(j) = judge.verdict().cloned() {
             progress.finish();
             return Ok(j);
+        }
+        if let Some(through) = source.checked_through() {
+            progress.checked(through, judge.pending_cause());
         }
         let now = source.now();
         progress.status(&judge.status(now), now);
@@ -377,6 +385,7 @@ pub fn outcome(mut j: Judgement, plan: &Plan, target: &Target) -> Outcome {
         job: j.job,
         node: j.node,
         nodes: None,
+        settled: None,
         cause: j.cause,
         placed: j.placed,
     }

@@ -157,6 +157,7 @@ mod tests {
             owner: None,
             node: None,
             nodes: None,
+            settled: None,
             cause: None,
             placed: Vec::new(),
         }

@@ -41,6 +41,13 @@ pub trait Source {
     fn read_through(&self) -> Option<Duration> {
         None
     }
+    /// The time on the source's clock at which the last collection that ended caught up began:
+    /// everything the log held and the processes showed by then has been handed over (`None`:
+    /// not known, as over a link that has not said it yet). A multi-node group decides on it
+    /// (`firedup_judge::group::settle`).
+    fn checked_through(&self) -> Option<Duration> {
+        None
+    }
     /// A line just named a failure: read now what lasts only while the process lives (its GPU
     /// memory), rather than at the next timer. Sources that cannot (a remote agent's prober runs
     /// on its own timer) ignore it.

@@ -70,6 +70,11 @@ pub(crate) enum WireEvent {
     Mark(Resume),
     Heartbeat {
         t: f64,
+        /// When the last look that read the log to its end and checked the processes began
+        /// (seconds since time zero): everything seen by then was sent before this heartbeat.
+        /// Absent from an agent older than this field.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        through: Option<f64>,
     },
     /// Whether the agent's reader is behind the log (a backlog handed over in slices): while it
     /// is, the judge is not ticked (see `crate::observe::log_reader`). Sent when it changes.
@@ -205,7 +210,14 @@ mod tests {
                 line: 2,
                 seq: 8,
             }),
-            WireEvent::Heartbeat { t: 3.0 },
+            WireEvent::Heartbeat {
+                t: 3.0,
+                through: None,
+            },
+            WireEvent::Heartbeat {
+                t: 3.0,
+                through: Some(2.75),
+            },
             WireEvent::Backlog {
                 waiting: true,
                 through: Some(2.5),
@@ -225,5 +237,13 @@ mod tests {
             assert_eq!(WireEvent::parse(&line).unwrap(), e, "{line}");
         }
         assert!(WireEvent::parse("{\"k\":\"nope\"}").is_err());
+        // An older agent's heartbeat has no `through`.
+        assert_eq!(
+            WireEvent::parse("{\"k\":\"heartbeat\",\"t\":1.5}").unwrap(),
+            WireEvent::Heartbeat {
+                t: 1.5,
+                through: None
+            }
+        );
     }
 }

@@ -185,5 +185,7 @@ fn round_ms(s: f64) -> f64 {
     (s * 1000.0).round() / 1000.0
 }
 
+pub mod settle;
+
 #[cfg(test)]
 mod tests;

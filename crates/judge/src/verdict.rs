@@ -8,7 +8,7 @@ mod job_summary;
 mod node;
 mod signature;
 pub use job_summary::JobSummary;
-pub use node::{CauseMark, NodeReport, NodeTeardown};
+pub use node::{CauseMark, GroupSettled, NodeReport, NodeTeardown};
 pub use signature::Signature;
 
 /// How a watch ended. Exactly one per watch.
@@ -322,6 +322,10 @@ pub struct Outcome {
     /// In a multi-node run, each node in node-rank order, else null (additive field).
     #[serde(default)]
     pub nodes: Option<Vec<NodeReport>>,
+    /// In a multi-node run that failed, how the group came to decide while nodes still ran
+    /// (additive field, absent elsewhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled: Option<GroupSettled>,
     /// When the decisive line was seen and whether it was an echo (what a group of nodes
     /// chooses by). Not part of the JSON.
     #[serde(skip)]
@@ -382,6 +386,7 @@ impl Outcome {
             owner: None,
             node: None,
             nodes: None,
+            settled: None,
             cause: None,
             placed: Vec::new(),
         }

@@ -6,10 +6,13 @@
 //! - every node has its verdict; or
 //! - in server mode, node 0 is ready and no other node has ended (with `ready_on_all`: every
 //!   node is ready); or
-//! - a node's verdict fails the group, and the others have had [`SETTLE`] to say theirs (the
-//!   node that failed first is often not the first to say so: its peers' collectives time out
-//!   while its own launcher is still reporting). The nodes still running are then stopped,
-//!   and their verdicts, the stop's echoes, never decide.
+//! - a node's verdict fails the group, and [`firedup_judge::group::settle`] says the others can
+//!   no longer change the verdict (each has read its log and checked its processes past the
+//!   cause with no earlier cause of its own: each node's watch says how far it has looked), or
+//!   its bound passed (the node that failed first is often not the first to say so: its peers'
+//!   collectives time out while its own launcher is still reporting). The nodes still running
+//!   are then stopped, and their verdicts, the stop's echoes, never decide. How it was decided
+//!   is the verdict's `settled`.
 //!
 //! A failed group is stopped on every node (each stop verified there) unless `keep`; a ready
 //! one is left serving; a group that succeeded has nothing left, which each node's end checks.
@@ -22,10 +25,13 @@ use super::NodeSession;
 use crate::host::{Host, RunStop};
 use crate::session::{EndPolicy, Session, Watched, stop_in_words};
 use crate::verdict::{NodeTeardown, Outcome, Verdict};
+use firedup_judge::group::settle::{NodeProgress, Running, Settle, settle};
 use firedup_judge::group::{NodeEnd, fails_the_group, group_verdict};
+use firedup_judge::verdict::GroupSettled;
 
-/// How long the other nodes have to reach their own verdicts after one node's fails the group.
-pub const SETTLE: Duration = Duration::from_secs(10);
+/// How much further a node's watch must have looked before it tells the group again (the
+/// group re-decides at each word; a chatty log would otherwise wake it at every line).
+const CHECKED_STEP: Duration = Duration::from_millis(100);
 
 /// How long a node stopped by the group has to end its watch with the stop's verdict.
 const STOPPED_WATCH_WAIT: Duration = Duration::from_secs(60);
@@ -77,6 +83,8 @@ struct Watching {
     launched_at: Duration,
     /// Its verdict and its session, once the watch ended.
     ended: Option<(Box<Session>, Outcome)>,
+    /// How far its watch has looked, while it runs.
+    progress: NodeProgress,
     stopped: Option<String>,
     /// What its stop found (the group's, or its own end's), for the verdict's `nodes`.
     teardown: Option<NodeTeardown>,
@@ -101,13 +109,15 @@ pub enum NodeNews<'a> {
 /// A node's watch thread's messages.
 enum Message {
     Note(usize, String),
+    Checked(usize, NodeProgress),
     Ended(usize, Box<Session>, Box<Outcome>),
 }
 
-/// A node's progress: only its notes go on, to the group.
+/// A node's progress: only its notes and how far it has looked go on, to the group.
 struct Notes {
     node: usize,
     tx: mpsc::Sender<Message>,
+    told: NodeProgress,
 }
 
 impl crate::engine::Progress for Notes {
@@ -118,6 +128,19 @@ impl crate::engine::Progress for Notes {
         let _ = self.tx.send(Message::Note(self.node, text.to_string()));
     }
     fn finish(&mut self) {}
+    fn checked(&mut self, through: Duration, pending_cause: Option<Duration>) {
+        let step = self
+            .told
+            .checked_through
+            .is_none_or(|t| through >= t + CHECKED_STEP);
+        if step || pending_cause != self.told.pending_cause {
+            self.told = NodeProgress {
+                checked_through: Some(through),
+                pending_cause,
+            };
+            let _ = self.tx.send(Message::Checked(self.node, self.told));
+        }
+    }
 }
 
 /// Watches `nodes` to the group's one verdict and ends them (see the module doc). `heard` is
@@ -143,6 +166,7 @@ pub fn watch(
             pid: t.pid,
             launched_at: n.launched_at,
             ended: None,
+            progress: NodeProgress::default(),
             stopped: None,
             teardown: None,
         });
@@ -153,6 +177,7 @@ pub fn watch(
             let mut notes = Notes {
                 node: i,
                 tx: tx.clone(),
+                told: NodeProgress::default(),
             };
             let watched = session.watch(&mut notes, None, None);
             let Watched::Verdict(outcome) = watched else {
@@ -164,7 +189,10 @@ pub fn watch(
         });
     }
     drop(tx);
-    let mut failed_at: Option<Instant> = None;
+    // The clock `settle` is asked on: `failed_at` and now, from here.
+    let t0 = Instant::now();
+    let mut failed_at: Option<Duration> = None;
+    let mut settled: Option<GroupSettled> = None;
     loop {
         let all_ended = watching.iter().all(|w| w.ended.is_some());
         let ready = server && {
@@ -182,14 +210,29 @@ pub fn watch(
             break;
         }
         let got = match failed_at {
-            Some(at) => match (at + SETTLE).checked_duration_since(Instant::now()) {
-                Some(left) => rx.recv_timeout(left).ok(),
-                None => break,
+            Some(at) => match settle_now(&watching, server, at, t0.elapsed()) {
+                Settle::Decide(s) => {
+                    settled = Some(s);
+                    break;
+                }
+                Settle::WaitUntil(until) => {
+                    match rx.recv_timeout(until.saturating_sub(t0.elapsed())) {
+                        Ok(m) => Some(m),
+                        Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                        // Every watch thread is gone: nothing more will come; the nodes
+                        // without a verdict are stopped.
+                        Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    }
+                }
             },
             None => rx.recv().ok(),
         };
         let (i, session, outcome) = match got {
             Some(Message::Ended(i, session, outcome)) => (i, session, *outcome),
+            Some(Message::Checked(i, progress)) => {
+                watching[i].progress = progress;
+                continue;
+            }
             Some(Message::Note(i, text)) => {
                 let w = &watching[i];
                 heard(NodeNews::Note {
@@ -200,17 +243,45 @@ pub fn watch(
                 continue;
             }
             // Every watch thread is gone without a verdict: nothing more will come.
-            None if failed_at.is_none() => break,
-            None => continue,
+            None => break,
         };
         let end = node_end(&watching[i], outcome.clone(), false);
         heard(NodeNews::Verdict(&end));
         if fails_the_group(&end, server) && failed_at.is_none() {
-            failed_at = Some(Instant::now());
+            failed_at = Some(t0.elapsed());
         }
         watching[i].ended = Some((session, outcome));
     }
-    finish(group_id, watching, rx, server, keep, failed_at.is_some())
+    if let (Some(at), None) = (failed_at, &settled) {
+        // Every node had its verdict (or every watch was gone) before `settle` was asked again.
+        if let Settle::Decide(s) = settle_now(&watching, server, at, t0.elapsed()) {
+            settled = Some(s);
+        }
+    }
+    let mut ending = finish(group_id, watching, rx, server, keep, failed_at.is_some());
+    if failed_at.is_some() {
+        ending.outcome.settled = settled;
+    }
+    ending
+}
+
+/// What [`settle`] says of the nodes now: those with a verdict, and how far the others looked.
+fn settle_now(watching: &[Watching], server: bool, failed_at: Duration, now: Duration) -> Settle {
+    let ended: Vec<NodeEnd> = watching
+        .iter()
+        .filter_map(|w| w.ended.as_ref().map(|(_, o)| node_end(w, o.clone(), false)))
+        .collect();
+    let running: Vec<Running> = watching
+        .iter()
+        .filter(|w| w.ended.is_none())
+        .map(|w| Running {
+            node_rank: w.node_rank,
+            node: w.name.clone(),
+            launched_at: w.launched_at,
+            progress: w.progress,
+        })
+        .collect();
+    settle(&ended, &running, server, failed_at, now)
 }
 
 /// The group's verdict from what each node said (the nodes still running stopped first when
@@ -250,7 +321,7 @@ fn finish(
                 Ok(Message::Ended(i, session, outcome)) => {
                     watching[i].ended = Some((session, *outcome))
                 }
-                Ok(Message::Note(..)) => {}
+                Ok(Message::Note(..)) | Ok(Message::Checked(..)) => {}
                 Err(_) => break,
             }
         }

@@ -328,6 +328,8 @@ pub struct LocalSource {
     observer: LocalObserver,
     start: Instant,
     buf: Vec<(Duration, Observation)>,
+    /// See [`Source::checked_through`].
+    checked: Option<Duration>,
 }
 
 impl std::fmt::Debug for LocalSource {
@@ -352,17 +354,25 @@ impl LocalSource {
             observer: LocalObserver::new(target, &settings, start),
             start,
             buf: Vec::new(),
+            checked: None,
         }
     }
 }
 
 impl Source for LocalSource {
     fn collect(&mut self, out: &mut Vec<Seen>) {
+        let look = self.now();
         if let Some(note) = self.observer.take_note() {
             out.push(Seen::Note(self.now(), note));
         }
         self.observer.collect(&mut self.buf);
         out.extend(self.buf.drain(..).map(|(at, o)| Seen::Obs(at, o)));
+        if self.observer.caught_up() {
+            self.checked = Some(look);
+        }
+    }
+    fn checked_through(&self) -> Option<Duration> {
+        self.checked
     }
     fn wait(&mut self, until: Instant) {
         self.observer.wait(until)

@@ -68,6 +68,8 @@ pub struct RemoteSource {
     ended: bool,
     gave_up: bool,
     resume_hint: String,
+    /// See [`Source::checked_through`]: the agent's word, in its heartbeats.
+    checked: Option<Duration>,
 }
 
 impl std::fmt::Debug for RemoteSource {
@@ -119,6 +121,7 @@ impl RemoteSource {
             ended: false,
             gave_up: false,
             resume_hint: resume_hint.to_string(),
+            checked: None,
         }
     }
 
@@ -200,7 +203,13 @@ impl Source for RemoteSource {
                             s.resume = Some(r);
                         }
                     }
-                    WireEvent::Heartbeat { t } => self.tick_clock(t),
+                    WireEvent::Heartbeat { t, through } => {
+                        self.tick_clock(t);
+                        // Everything the agent saw by `through` came before this heartbeat.
+                        if let Some(c) = through.map(|c| Duration::from_secs_f64(c.max(0.0))) {
+                            self.checked = Some(self.checked.map_or(c, |p| p.max(c)));
+                        }
+                    }
                     WireEvent::Backlog { waiting, through } => {
                         self.agent_behind = waiting;
                         self.agent_through = through.map(|t| Duration::from_secs_f64(t.max(0.0)));
@@ -287,6 +296,10 @@ impl Source for RemoteSource {
 
     fn read_through(&self) -> Option<Duration> {
         self.agent_through
+    }
+
+    fn checked_through(&self) -> Option<Duration> {
+        self.checked
     }
 }
 

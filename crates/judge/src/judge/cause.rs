@@ -34,6 +34,21 @@ pub(super) struct LineFailure {
 }
 
 impl Judge {
+    /// The earliest failure evidence seen that is no echo (a fatal line, a traceback's line),
+    /// while there is no verdict yet: a verdict still to come may be dated by it (a multi-node
+    /// group waits for this node when that is before another node's cause, see
+    /// `crate::group::settle`). Any other verdict is dated when it is reached.
+    pub fn pending_cause(&self) -> Option<Duration> {
+        if self.verdict().is_some() {
+            return None;
+        }
+        self.evidence
+            .iter()
+            .filter(|e| e.hit.strength != Strength::Echo)
+            .map(|e| e.at)
+            .min()
+    }
+
     /// The line evidence that names the cause: the most specific hit. With `fatal_only`, evidence
     /// lines (a bare traceback) do not count alone.
     ///

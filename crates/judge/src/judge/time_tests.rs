@@ -161,3 +161,33 @@ fn a_process_seen_gone_is_judged_by_its_late_status_timed_from_when_it_went() {
         assert_ne!(v.verdict, Verdict::Ready, "{want}");
     }
 }
+
+/// What a multi-node group waits for (issue 27): the earliest failure evidence that is no echo,
+/// while there is no verdict; an echo, a plain line or a decided watch holds none.
+#[test]
+fn the_pending_cause_is_the_earliest_evidence_that_is_no_echo() {
+    let echo = "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [127.0.0.1]:10895";
+    let oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB";
+    // (lines at ms, pending cause expected before the settle window ends)
+    let cases: Vec<(Vec<(u64, &str)>, Option<u64>)> = vec![
+        (vec![(1_000, "loading weights")], None),
+        (vec![(1_000, echo)], None),
+        (vec![(1_000, "loading weights"), (2_000, oom)], Some(2_000)),
+        (vec![(1_000, echo), (2_500, oom)], Some(2_500)),
+    ];
+    for (lines, expected) in cases {
+        let mut j = Judge::new(config());
+        j.watch_began(ms(0));
+        j.observe(ms(0), Observation::Started { pid: 7 });
+        for (i, (at, text)) in lines.iter().enumerate() {
+            line(&mut j, *at, i as u64 + 1, text);
+        }
+        assert_eq!(j.pending_cause(), expected.map(ms), "{lines:?}");
+        // Once decided (the settle window ended), nothing is pending any more.
+        j.observe(ms(60_000), Observation::Tick);
+        if expected.is_some() {
+            assert!(j.verdict().is_some(), "{lines:?}");
+            assert_eq!(j.pending_cause(), None, "{lines:?}");
+        }
+    }
+}

@@ -51,3 +51,18 @@ pub struct CauseMark {
     /// Whether the decisive line is an echo.
     pub echo: bool,
 }
+
+/// How a failed multi-node run's verdict came to be decided while other nodes still ran
+/// (additive field `settled`, only on a group's verdict that failed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupSettled {
+    /// `every_node`: every node had its own verdict; `evidence`: every node still running had
+    /// read its log and checked its processes past the deciding cause with no earlier cause of
+    /// its own; `bound`: the bounded wait ended first (a node that could not say so: a lost link,
+    /// or one with an earlier cause of its own still settling).
+    pub by: String,
+    /// Seconds from the first node verdict that failed the group to the decision.
+    pub after_s: f64,
+    /// The same in words.
+    pub description: String,
+}
