@@ -21,10 +21,12 @@ use serde::Deserialize;
 
 use crate::verdict::Signature;
 
+mod ascii_set;
 mod prefilter;
 mod ready_line;
 mod wide;
 
+use ascii_set::ascii_set;
 use prefilter::Prefilter;
 pub use ready_line::{ReadyLine, matches_every_line};
 use wide::Wide;
@@ -168,11 +170,12 @@ pub struct ClassifierSpec {
 #[derive(Debug, Clone)]
 pub struct Classifier {
     patterns: Vec<String>,
-    /// The patterns with ASCII semantics, for ASCII lines; None when a pattern cannot be compiled
-    /// that way or is not ASCII itself (then every line goes to `wide`).
-    ascii: Option<regex::bytes::RegexSet>,
+    /// Whether the patterns mean the same as one ASCII set on ASCII lines (else all go to `wide`).
+    ascii: bool,
+    /// That set, held only where no `prefiltered` answers (~0.9 MB a watch need not hold).
+    ascii_set: OnceLock<regex::bytes::RegexSet>,
     /// The same answer on ASCII lines, most of them ruled out by a literal scan; `None` when no
-    /// pattern has a usable literal (then `ascii` answers).
+    /// pattern has a usable literal (then `ascii_set` answers).
     prefiltered: Option<Prefilter>,
     /// For the other lines, built on the first one.
     wide: OnceLock<Wide>,
@@ -271,10 +274,15 @@ impl Classifier {
             patterns.push(p.clone());
             slots.push(Slot::Phase(i));
         }
-        let ascii = ascii_set(&patterns);
-        let prefiltered = ascii.as_ref().and_then(|_| Prefilter::new(&patterns));
+        // That the set compiles makes the ASCII paths valid; built again only where it answers.
+        let ascii = ascii_set(&patterns).is_some();
+        let prefiltered = ascii.then(|| Prefilter::new(&patterns)).flatten();
+        let ascii_set = match (ascii, &prefiltered) {
+            (true, None) => OnceLock::from(ascii_set(&patterns).expect("it compiled just above")),
+            _ => OnceLock::new(),
+        };
         let wide = OnceLock::new();
-        if ascii.is_none() {
+        if !ascii {
             // Every line goes there: build it now, so a pattern set too large to build is an
             // error here rather than a slower watch later.
             let w = Wide::new(&patterns).ok_or_else(|| PatternError {
@@ -287,6 +295,7 @@ impl Classifier {
         Ok(Classifier {
             patterns,
             ascii,
+            ascii_set,
             prefiltered,
             wide,
             reference: OnceLock::new(),
@@ -325,14 +334,14 @@ impl Classifier {
     /// What the (cleaned) line `text` means.
     pub fn classify(&self, text: &str) -> LineClass {
         let bytes = text.as_bytes();
-        let mut class = match (&self.prefiltered, &self.ascii) {
-            (Some(pf), Some(_)) if bytes.is_ascii() => match pf.matching(bytes) {
+        let mut class = match &self.prefiltered {
+            Some(pf) if bytes.is_ascii() => match pf.matching(bytes) {
                 Some(ids) => self.resolve(ids.into_iter()),
                 None => LineClass::default(),
             },
-            (_, Some(ascii)) if bytes.is_ascii() => {
-                if ascii.is_match(bytes) {
-                    self.resolve(ascii.matches(bytes).iter())
+            None if self.ascii && bytes.is_ascii() => {
+                if self.ascii_set().is_match(bytes) {
+                    self.resolve(self.ascii_set().matches(bytes).iter())
                 } else {
                     LineClass::default()
                 }
@@ -348,10 +357,10 @@ impl Classifier {
     #[doc(hidden)]
     pub fn classify_unfiltered(&self, text: &str) -> LineClass {
         let bytes = text.as_bytes();
-        let Some(ascii) = self.ascii.as_ref().filter(|_| bytes.is_ascii()) else {
+        if !(self.ascii && bytes.is_ascii()) {
             return self.classify(text);
-        };
-        let mut class = self.resolve(ascii.matches(bytes).iter());
+        }
+        let mut class = self.resolve(self.ascii_set().matches(bytes).iter());
         class.progress = self.progress(text);
         class
     }
@@ -369,6 +378,12 @@ impl Classifier {
         let mut class = self.resolve(set.matches(text).iter());
         class.progress = self.progress_reference(text);
         class
+    }
+
+    /// The patterns as one ASCII set (only where `self.ascii`).
+    fn ascii_set(&self) -> &regex::bytes::RegexSet {
+        let build = || ascii_set(&self.patterns).expect("it compiled when built");
+        self.ascii_set.get_or_init(build)
     }
 
     fn resolve(&self, matched: impl Iterator<Item = usize>) -> LineClass {
@@ -449,19 +464,6 @@ impl Classifier {
         let total: f64 = c[2].parse().ok()?;
         (total > 0.0 && n <= total).then(|| n / total)
     }
-}
-
-/// The patterns as one ASCII byte set, when that means the same as the Unicode set on ASCII text:
-/// every pattern must be ASCII itself, name no code point by number (under Unicode `(?i)` a `K`
-/// (Kelvin sign) or `\x{212A}` matches `k`, and `\u{17F}` matches `s`; without Unicode they do
-/// not), and compile without Unicode (`\p{..}` does not).
-fn ascii_set(patterns: &[String]) -> Option<regex::bytes::RegexSet> {
-    let plain =
-        |p: &String| p.is_ascii() && !p.contains("\\x") && !p.contains("\\u") && !p.contains("\\U");
-    if !patterns.iter().all(plain) {
-        return None;
-    }
-    prefilter::ascii_set(patterns)
 }
 
 /// Whether the word just before a counter (`before` ends there) says it counts attempts:

@@ -225,7 +225,7 @@ fn known_lines() -> Vec<String> {
 #[test]
 fn the_fast_path_answers_as_the_unicode_set_on_every_known_line() {
     let c = everything();
-    assert!(c.ascii.is_some(), "the built-in patterns compile as ASCII");
+    assert!(c.ascii, "the built-in patterns compile as ASCII");
     let lines = known_lines();
     assert!(lines.len() > 1000, "{} lines", lines.len());
     let mut classified = 0;
@@ -290,21 +290,21 @@ fn a_non_ascii_pattern_keeps_every_line_on_the_unicode_set() {
         ..Default::default()
     })
     .unwrap();
-    assert!(c.ascii.is_none());
+    assert!(!c.ascii);
     assert_eq!(c.classify("kernel ready").ready, vec![0]);
     let c = Classifier::new(&ClassifierSpec {
         ready_lines: ready(&[r"(?i)\x{212A}ernel ready"]),
         ..Default::default()
     })
     .unwrap();
-    assert!(c.ascii.is_none());
+    assert!(!c.ascii);
     assert_eq!(c.classify("kernel ready").ready, vec![0]);
     let c = Classifier::new(&ClassifierSpec {
         ready_lines: ready(&[r"(?i)\u{17F}tarted"]),
         ..Default::default()
     })
     .unwrap();
-    assert!(c.ascii.is_none());
+    assert!(!c.ascii);
     assert_eq!(c.classify("STARTED").ready, vec![0]);
 }
 
