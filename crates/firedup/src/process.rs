@@ -336,8 +336,16 @@ pub fn cmdline(pid: u32) -> String {
 
 /// The OOM-kill counter file of the memory cgroup holding `pid` (cgroup v2 `memory.events.local`,
 /// else `memory.events`, or v1 `memory.oom_control`), with its current count.
+///
+/// `None` for a process that has ended: the kernel shows a zombie in the root cgroups, whose v1
+/// counter never rises (a kill is counted below the root), so a baseline read there would hide
+/// the OOM kill that ended it (a server killed before its watch began read as plain `sigkill`).
 pub fn cgroup_oom_kills(pid: u32) -> Option<(String, u64)> {
     let cg = fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    // Read after the cgroup: a process not ended then was not ended when its cgroup was read.
+    if stat(pid).is_none_or(|s| matches!(s.state, 'Z' | 'X')) {
+        return None;
+    }
     let mut candidates = Vec::new();
     for line in cg.lines() {
         let mut parts = line.splitn(3, ':');
@@ -365,6 +373,26 @@ pub fn cgroup_oom_kills_at(file: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ended_process_has_no_cgroup_counter_of_its_own() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let alive = cgroup_oom_kills(pid);
+        child.kill().unwrap();
+        // A zombie until reaped below.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while stat(pid).is_some_and(|s| s.state != 'Z') && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(stat(pid).map(|s| s.state), Some('Z'));
+        assert_eq!(cgroup_oom_kills(pid), None, "while alive: {alive:?}");
+        child.wait().unwrap();
+        assert_eq!(cgroup_oom_kills(pid), None);
+    }
 
     #[test]
     fn parses_stat_with_awkward_command_names() {
