@@ -140,6 +140,9 @@ pub(crate) fn run(host: Arc<dyn Host>, judge: &JudgeArgs, mut a: RunArgs) -> Res
         interrupts.register(Arc::clone(&host), target, grace, on_signal);
     });
     drop(launching);
+    // The watcher that would give the verdict is not the one the OOM killer picks in a cgroup it
+    // shares with the server (a `--then` gets back the value this process was started with).
+    firedup::oom_score::protect_own();
     let mut session = match launched {
         Ok(s) => s.with_grace(grace),
         Err(HostError::Unreachable(reason)) => {

@@ -5,6 +5,9 @@ use crate::common;
 use common::Env;
 use common::cgroup::limited_cgroup;
 
+/// A hang bound, not a speed check.
+const BOUND: std::time::Duration = std::time::Duration::from_secs(120);
+
 #[test]
 fn sigkill_by_the_oom_killer_is_oom_killed() {
     let Some(procs) = limited_cgroup(&format!("firedup-test-{}", std::process::id()), 200 << 20)
@@ -208,5 +211,68 @@ fn a_line_with_non_ascii_text_costs_firedup_no_memory() {
     assert!(
         non_ascii <= plain + 4 * 1024,
         "firedup's peak was {plain} KiB with ASCII lines and {non_ascii} KiB with one non-ASCII line"
+    );
+}
+
+fn oom_score_adj(pid: &str) -> Option<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/oom_score_adj"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// In a cgroup it shares with its server, firedup's watcher and supervisor are not the OOM
+/// killer's choice (they lower their `oom_score_adj` where this machine lets them), and the
+/// command keeps the score firedup was started with: a watcher killed first left no verdict
+/// (seen: `live_llamacpp`'s cgroup case, `firedup` killed with only it and its supervisor
+/// listed).
+#[test]
+fn the_watcher_and_supervisor_step_back_from_the_oom_killer_and_the_command_keeps_its_score() {
+    let own = oom_score_adj("self").expect("oom_score_adj readable");
+    // Whether a process here may lower its score (CAP_SYS_RESOURCE).
+    let may_lower = own > -900
+        && std::process::Command::new("sh")
+            .args(["-c", "echo -901 > /proc/self/oom_score_adj"])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+    let env = Env::new();
+    let go = env.work.path().join("go");
+    let script = format!(
+        "echo \"score $(cat /proc/self/oom_score_adj)\"; while [ ! -e '{}' ]; do sleep 0.05; done",
+        go.display()
+    );
+    let child = env.run().json().until("exit").shell(&script).spawn();
+    let firedup = child.id().to_string();
+    let stepped_back = if may_lower { -900 } else { own };
+    // The watcher steps back once its launch returned: waited for, bounded.
+    let (log, supervisor) = common::bounded::wait_for("the scores", BOUND, || {
+        if oom_score_adj(&firedup) != Some(stepped_back) {
+            return None;
+        }
+        let entry = std::fs::read_dir(env.state.path().join("runs"))
+            .ok()?
+            .flatten()
+            .next()?;
+        let log = std::fs::read_to_string(entry.path().join("output.log")).ok()?;
+        let record = std::fs::read_to_string(entry.path().join("process.json")).ok()?;
+        let record: serde_json::Value = serde_json::from_str(&record).ok()?;
+        let supervisor = record["supervisor_pid"].as_i64()?.to_string();
+        log.contains('\n').then_some((log, supervisor))
+    });
+    let (watcher_score, supervisor_score) = (oom_score_adj(&firedup), oom_score_adj(&supervisor));
+    std::fs::write(&go, "").unwrap();
+    let out: common::Run = common::bounded::wait_output(child, BOUND).into();
+    assert_eq!(out.verdict(), "succeeded", "{}", out.explain());
+    assert_eq!(
+        log.trim(),
+        format!("score {own}"),
+        "the command's own score"
+    );
+    assert_eq!(
+        (watcher_score, supervisor_score),
+        (Some(stepped_back), Some(stepped_back)),
+        "may lower: {may_lower}"
     );
 }

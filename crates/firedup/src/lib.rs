@@ -113,6 +113,7 @@ mod launcher;
 mod logpath;
 mod logstart;
 mod observe;
+pub mod oom_score;
 mod owner_watch;
 pub mod plan;
 pub mod probe;

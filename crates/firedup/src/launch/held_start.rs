@@ -23,9 +23,13 @@ pub(super) struct HeldChild {
     exec_error: PipeReader,
 }
 
-/// Forks the child for `argv` with stdin on /dev/null and stdout+stderr on `log`; it waits for
-/// [`HeldChild::release`].
-pub(super) fn start_held(argv: &[String], log: &File) -> std::io::Result<HeldChild> {
+/// Forks the child for `argv` with stdin on /dev/null and stdout+stderr on `log`, its
+/// `oom_score_adj` given back (`restore`); it waits for [`HeldChild::release`].
+pub(super) fn start_held(
+    argv: &[String],
+    log: &File,
+    restore: Option<crate::oom_score::Restore>,
+) -> std::io::Result<HeldChild> {
     let args: Vec<CString> = argv
         .iter()
         .map(|a| CString::new(a.as_bytes()))
@@ -42,7 +46,7 @@ pub(super) fn start_held(argv: &[String], log: &File) -> std::io::Result<HeldChi
     let (gate_r_fd, gate_w_fd, err_w_fd) =
         (gate_r.as_raw_fd(), gate_w.as_raw_fd(), err_w.as_raw_fd());
     // SAFETY: fork in the (single-threaded) supervisor; the child makes only async-signal-safe
-    // calls (setsid, signal, sigprocmask, dup2, close, read, execvp, write, _exit) on memory
+    // calls (setsid, signal, sigprocmask, dup2, close, read, open, execvp, write, _exit) on memory
     // prepared before the fork.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
@@ -78,6 +82,10 @@ pub(super) fn start_held(argv: &[String], log: &File) -> std::io::Result<HeldChi
                     continue;
                 }
                 libc::_exit(SUPERVISOR_GONE);
+            }
+            // The command's standing with the OOM killer is the one firedup was started with.
+            if let Some(r) = &restore {
+                r.apply();
             }
             libc::execvp(ptrs[0], ptrs.as_ptr());
             let errno = *libc::__errno_location();

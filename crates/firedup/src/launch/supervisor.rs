@@ -43,6 +43,10 @@ pub fn supervise(
         id: String::new(),
         path: run_path.to_path_buf(),
     };
+    // Killed by the OOM killer before its command, it would leave no record of how that ended;
+    // the command gets back the value the supervisor was started with.
+    crate::oom_score::protect_own();
+    let restore = crate::oom_score::for_children();
     let mut meta = run.meta()?;
     // The command itself comes on stdin (meta.json holds it with secrets redacted).
     let mut text = String::new();
@@ -99,7 +103,7 @@ pub fn supervise(
         }
     }
     // The command is held at the gate until its record is safe: nothing runs unrecorded.
-    let held = match held_start::start_held(&meta.command, &log) {
+    let held = match held_start::start_held(&meta.command, &log, restore) {
         Ok(h) => h,
         Err(e) => {
             let reason = describe_spawn_error(&meta.command[0], &e);

@@ -31,6 +31,16 @@ pub fn run_then(
     if let Some(pid) = o.pid {
         c.env("FIREDUP_PID", pid.to_string());
     }
+    if let Some(restore) = crate::oom_score::for_children() {
+        // SAFETY: `apply` makes only async-signal-safe calls on memory prepared before the fork.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            c.pre_exec(move || {
+                restore.apply();
+                Ok(())
+            });
+        }
+    }
     let mut child = c.spawn().map_err(|e| {
         crate::Error::Usage(format!(
             "cannot run --then command '{}': {}",
