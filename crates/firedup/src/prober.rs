@@ -160,13 +160,9 @@ fn run(
         if let Some((base, kind)) = &plan.request {
             if !request_up && (plan.http.is_none() || http_up) {
                 let base = at(base);
-                let o = probe::owner::guarded(&base, ours.as_ref(), || {
-                    probe::request::probe_with_key(
-                        &base,
-                        *kind,
-                        probe::REQUEST_TIMEOUT,
-                        request_key.as_deref(),
-                    )
+                let key = request_key.as_deref();
+                let o = probe::owner::with_secret(&base, ours.as_ref(), key, |key| {
+                    probe::request::probe_with_key(&base, *kind, probe::REQUEST_TIMEOUT, key)
                 });
                 request_up = o.is_up();
                 if !probe(ProbeKind::Request, o) {

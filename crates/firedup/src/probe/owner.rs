@@ -52,6 +52,37 @@ pub fn guarded(
     outcome
 }
 
+/// Runs `probe` with the run's secret (`key`: the server's API key) only once the listener
+/// behind `url` is seen to be the run's own, checked just before; else asks nothing (`NotYet`).
+/// A secret never goes to a listener whose owner was not seen: a port that no one held at the
+/// guard's first look can be taken by someone else's listener before the probe connects (seen in
+/// CI under load: another user's listener received the key). Without a key, `probe` runs as
+/// [`guarded`] runs it.
+pub fn with_secret(
+    url: &str,
+    ours: Option<&Ours>,
+    key: Option<&str>,
+    probe: impl FnOnce(Option<&str>) -> ProbeOutcome,
+) -> ProbeOutcome {
+    let Some(key) = key else {
+        return guarded(url, ours, || probe(None));
+    };
+    let seen_ours = ours.is_some_and(|o| {
+        matches!(
+            listener_owner(url, o),
+            Some(ProbeOutcome::Up { ours: true, .. })
+        )
+    });
+    if !seen_ours {
+        return guarded(url, ours, || ProbeOutcome::NotYet {
+            detail:
+                "no listener of the run's own on the port yet: its API key is sent to none other"
+                    .into(),
+        });
+    }
+    guarded(url, ours, || probe(Some(key)))
+}
+
 /// Who holds the listener that `url` reaches on this machine, as [`tcp::owner_at`] says (`Up`:
 /// ours, `Foreign`: someone else's, `Fault`: a tree firedup cannot fully read); `None` when the
 /// table shows none or the URL does not parse or resolve.
@@ -129,5 +160,39 @@ mod tests {
             Some(&Ours::tree(&tree)),
             up
         )));
+    }
+
+    #[test]
+    fn a_secret_goes_only_to_a_listener_seen_to_be_the_runs() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let me = std::process::id();
+        let url = format!("http://127.0.0.1:{port}/v1");
+        let free = TcpListener::bind("127.0.0.1:0").unwrap();
+        let nobody = format!("http://127.0.0.1:{}/v1", free.local_addr().unwrap().port());
+        drop(free);
+        let (mine, other) = ([me], [u32::MAX]);
+        // (url, the run's tree (None: nothing watched), key given, the key the probe may send)
+        let cases: [(&str, Option<&[u32]>, Option<&str>, Option<&str>); 6] = [
+            (&url, Some(&mine), Some("sk-1"), Some("sk-1")),
+            // Someone else's listener: not asked at all.
+            (&url, Some(&other), Some("sk-1"), None),
+            // No listener yet (one may appear before a connect): not sent.
+            (&nobody, Some(&mine), Some("sk-1"), None),
+            // Nothing watched: its owner cannot be seen, so neither is the key sent.
+            (&url, None, Some("sk-1"), None),
+            // No key: the probe runs as guarded() runs it.
+            (&url, Some(&mine), None, None),
+            (&url, None, None, None),
+        ];
+        for (url, tree, key, may_send) in cases {
+            let ours = tree.map(Ours::tree);
+            let mut sent = None;
+            let out = with_secret(url, ours.as_ref(), key, |k| {
+                sent = k.map(str::to_string);
+                up()
+            });
+            assert_eq!(sent.as_deref(), may_send, "{url} {tree:?} {key:?}: {out:?}");
+        }
     }
 }
