@@ -63,7 +63,20 @@ impl Nodes {
         let vars = self.vars();
         let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        env.cmd_json(&args, &refs)
+        let r = env.cmd_json(&args, &refs);
+        // What each case's verdict named, for a person reading `--nocapture` output.
+        if r.json["nodes"].is_array() {
+            eprintln!(
+                "group verdict: {} {} node {} rank {} line {} | {}",
+                r.json["verdict"],
+                r.json["signature"],
+                r.json["node"],
+                r.json["rank"],
+                r.json["line"]["text"],
+                r.json["reason"]
+            );
+        }
+        r
     }
 
     /// firedup with these nodes' settings, started (stdout and stderr piped).
