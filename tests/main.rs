@@ -57,6 +57,7 @@ mod reattach;
 mod recorded_gpu;
 mod recorded_gpu2;
 mod recorded_gpu3;
+mod recorded_gpu4;
 mod remote;
 mod remote_copy;
 mod replay_llama_cpp_python;

@@ -6,121 +6,119 @@
 //! gloo "Connection closed by peer" traceback after rank 1 failed, and torchrun's own
 //! `ChildFailedError` traceback and summary come last; those are echoes.
 
-use crate::common;
-use common::Env;
+use crate::common::gpu_recordings::{self, GpuCase};
 
-/// (log, signature, the decisive line's text contains, rank)
-const CASES: &[(&str, &str, &str, Option<u64>)] = &[
-    (
-        "dynamo_fullgraph",
-        "compile_error",
-        "torch._dynamo.exc.Unsupported: Failed to trace builtin operator",
-        None,
-    ),
-    (
-        "fork_reinit",
-        "cuda_error",
-        "RuntimeError: Cannot re-initialize CUDA in forked subprocess",
-        None,
-    ),
-    (
-        "host_oom_numpy",
-        "host_oom",
-        "_ArrayMemoryError: Unable to allocate 512. TiB",
-        None,
-    ),
-    (
-        "host_oom_torch",
-        "host_oom",
-        "DefaultCPUAllocator: can't allocate memory",
-        None,
-    ),
-    (
-        "illegal_address",
-        "cuda_error",
-        "CUDA error: an illegal memory access was encountered",
-        None,
-    ),
-    (
-        "inductor_cache_full",
-        "disk_full",
-        "InductorError: OSError: [Errno 28] No space left on device",
-        None,
-    ),
-    (
-        "inductor_cache_notadir",
-        "python_exception",
-        "NotADirectoryError: [Errno 20] Not a directory",
-        None,
-    ),
-    (
-        "inductor_oom",
-        "cuda_oom",
-        "torch.OutOfMemoryError: CUDA out of memory",
-        None,
-    ),
-    (
-        "triton_compile",
-        "compile_error",
-        "triton.compiler.errors.CompilationError",
-        None,
-    ),
-    (
-        "torchrun_nccl_duplicate_gpu",
-        "nccl_error",
-        "[rank1]: torch.distributed.DistBackendError: NCCL error",
-        Some(1),
-    ),
-    (
-        "torchrun_rank1_compile_error",
-        "compile_error",
-        "[rank1]: torch._dynamo.exc.Unsupported",
-        Some(1),
-    ),
-    (
-        "torchrun_rank1_cuda_oom",
-        "cuda_oom",
-        "[rank1]: torch.OutOfMemoryError: CUDA out of memory",
-        Some(1),
-    ),
-    (
-        "torchrun_rank1_device_assert",
-        "cuda_error",
+/// Each case ends with the exit status the shell saw (`CASE.code`).
+const CASES: &[GpuCase] = &[
+    GpuCase {
+        name: "dynamo_fullgraph",
+        ending: "",
+        verdict: "failed",
+        signature: Some("compile_error"),
+        line: "torch._dynamo.exc.Unsupported: Failed to trace builtin operator",
+        rank: None,
+    },
+    GpuCase {
+        name: "fork_reinit",
+        ending: "",
+        verdict: "failed",
+        signature: Some("cuda_error"),
+        line: "RuntimeError: Cannot re-initialize CUDA in forked subprocess",
+        rank: None,
+    },
+    GpuCase {
+        name: "host_oom_numpy",
+        ending: "",
+        verdict: "failed",
+        signature: Some("host_oom"),
+        line: "_ArrayMemoryError: Unable to allocate 512. TiB",
+        rank: None,
+    },
+    GpuCase {
+        name: "host_oom_torch",
+        ending: "",
+        verdict: "failed",
+        signature: Some("host_oom"),
+        line: "DefaultCPUAllocator: can't allocate memory",
+        rank: None,
+    },
+    GpuCase {
+        name: "illegal_address",
+        ending: "",
+        verdict: "failed",
+        signature: Some("cuda_error"),
+        line: "CUDA error: an illegal memory access was encountered",
+        rank: None,
+    },
+    GpuCase {
+        name: "inductor_cache_full",
+        ending: "",
+        verdict: "failed",
+        signature: Some("disk_full"),
+        line: "InductorError: OSError: [Errno 28] No space left on device",
+        rank: None,
+    },
+    GpuCase {
+        name: "inductor_cache_notadir",
+        ending: "",
+        verdict: "failed",
+        signature: Some("python_exception"),
+        line: "NotADirectoryError: [Errno 20] Not a directory",
+        rank: None,
+    },
+    GpuCase {
+        name: "inductor_oom",
+        ending: "",
+        verdict: "failed",
+        signature: Some("cuda_oom"),
+        line: "torch.OutOfMemoryError: CUDA out of memory",
+        rank: None,
+    },
+    GpuCase {
+        name: "triton_compile",
+        ending: "",
+        verdict: "failed",
+        signature: Some("compile_error"),
+        line: "triton.compiler.errors.CompilationError",
+        rank: None,
+    },
+    GpuCase {
+        name: "torchrun_nccl_duplicate_gpu",
+        ending: "",
+        verdict: "failed",
+        signature: Some("nccl_error"),
+        line: "[rank1]: torch.distributed.DistBackendError: NCCL error",
+        rank: Some(1),
+    },
+    GpuCase {
+        name: "torchrun_rank1_compile_error",
+        ending: "",
+        verdict: "failed",
+        signature: Some("compile_error"),
+        line: "[rank1]: torch._dynamo.exc.Unsupported",
+        rank: Some(1),
+    },
+    GpuCase {
+        name: "torchrun_rank1_cuda_oom",
+        ending: "",
+        verdict: "failed",
+        signature: Some("cuda_oom"),
+        line: "[rank1]: torch.OutOfMemoryError: CUDA out of memory",
+        rank: Some(1),
+    },
+    GpuCase {
+        name: "torchrun_rank1_device_assert",
+        ending: "",
+        verdict: "failed",
+        signature: Some("cuda_error"),
         // The kernel's per-thread assertion (printed unprefixed, before rank 1's traceback) is
         // the cause; "device-side assert triggered" is how the next CUDA call reported it.
-        "block: [0,0,0], thread: [0,0,0] Assertion `",
-        Some(1),
-    ),
+        line: "block: [0,0,0], thread: [0,0,0] Assertion `",
+        rank: Some(1),
+    },
 ];
 
 #[test]
 fn second_recorded_set_names_signature_decisive_line_and_rank() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/gpu2");
-    let env = Env::new();
-    let mut wrong = Vec::new();
-    for (name, signature, decisive, rank) in CASES {
-        let log = format!("{dir}/{name}.log");
-        let code = std::fs::read_to_string(format!("{dir}/{name}.code")).unwrap();
-        let r = env.replay(&log, code.trim());
-        let line = r.json["line"]["text"].as_str().unwrap_or("").to_string();
-        let got = (
-            r.verdict().to_string(),
-            r.signature().map(str::to_string),
-            line.contains(decisive),
-            r.json["rank"].as_u64(),
-        );
-        let want = (
-            "failed".to_string(),
-            Some(signature.to_string()),
-            true,
-            *rank,
-        );
-        if got != want {
-            wrong.push(format!(
-                "{name}: got {} {:?} rank {:?} on line {:?}; want {signature} rank {rank:?} on a line with {decisive:?}",
-                got.0, got.1, got.3, line
-            ));
-        }
-    }
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    gpu_recordings::replay_all("gpu2", CASES);
 }

@@ -3,6 +3,7 @@
 
 pub mod bounded;
 pub mod cgroup;
+pub mod gpu_recordings;
 pub mod invocation;
 pub mod live;
 pub mod llama;
