@@ -7,6 +7,7 @@ mod cli;
 mod closed_pipe;
 mod detach;
 mod fitted_table;
+mod front;
 mod generated_docs;
 mod group_args;
 mod group_cmd;
@@ -39,5 +40,7 @@ use firedup::{
 };
 
 fn main() {
+    // First, before any thread exists: `run` and `watch` become a front and a watcher.
+    front::split(&std::env::args_os().collect::<Vec<_>>());
     std::process::exit(cli::main());
 }

@@ -1,9 +1,34 @@
 //! Recording runs from the commands, and reading back the ETA: a failure to record never changes
 //! a verdict and loses no run (it waits in the pending file, see `pending.rs`).
 
+use std::os::unix::fs::MetadataExt;
+use std::sync::Mutex;
+
 use super::pending::{append_pending, pending_path};
 use super::{History, RunRecord, database_path};
 use crate::verdict::{Outcome, PhaseAt};
+
+/// The database [`last_time`] opened as a watch began, with the file it was opened on (device,
+/// inode), kept for the watch's record at its end: that record then costs an insert, not an open
+/// and its pragmas (issue 28: 1 to 2 ms between the verdict and the exit). Used only while the
+/// default database is still that file; another (moved aside, replaced) is opened afresh.
+static KEPT: Mutex<Option<(History, (u64, u64))>> = Mutex::new(None);
+
+/// The file at `path`, as (device, inode).
+fn file_of(path: &std::path::Path) -> Option<(u64, u64)> {
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// The kept database when it is still the default one's file; else the default, opened now.
+fn kept_or_default() -> anyhow::Result<Option<History>> {
+    let kept = KEPT.lock().ok().and_then(|mut k| k.take());
+    if let (Some((h, file)), Some(path)) = (kept, database_path()) {
+        if h.path == path && file_of(&path) == Some(file) {
+            return Ok(Some(h));
+        }
+    }
+    History::open_default()
+}
 
 /// Records a launched run in the default history (see [`record_quietly`]).
 pub fn record_launch(
@@ -84,7 +109,11 @@ pub struct LastTime {
 /// there is none or the history cannot be read (the display then shows no ETA).
 pub fn last_time(spec_hash: &str) -> Option<LastTime> {
     let h = History::open_default().ok()??;
-    let o = h.previous_of_spec(spec_hash).ok()??.outcome;
+    let previous = h.previous_of_spec(spec_hash);
+    if let (Some(file), Ok(mut kept)) = (file_of(&h.path), KEPT.lock()) {
+        *kept = Some((h, file));
+    }
+    let o = previous.ok()??.outcome;
     let mut phases = phase_durations(&o.timeline, o.ready_s.unwrap_or(o.elapsed_s));
     if o.ready_s.is_none() {
         // The run ended inside its last phase: that phase's time is not how long it takes.
@@ -119,7 +148,7 @@ pub fn record_quietly(r: &RunRecord) {
         return;
     };
     let pending = pending_path(&path);
-    let result = History::open_default().and_then(|h| match h {
+    let result = kept_or_default().and_then(|h| match h {
         Some(mut h) => h.record(r).map(|_| ()),
         None => Ok(()),
     });

@@ -109,6 +109,7 @@ pub fn judge_loop_bounded(
     let mut began = false;
     let mut lapse = Lapse::default();
     let mut compiled = false;
+    let mut prepared = false;
     loop {
         let collected_at = Instant::now();
         // Everything the source held by `look` is collected below (all of it once caught up):
@@ -223,7 +224,12 @@ pub fn judge_loop_bounded(
         // now, a few at a time while there is nothing else to do: on a thread they cost more
         // memory (its own malloc arena: +4.5 MiB peak against +1.6 MiB here, issue 28), and
         // all at once they would hold up the first lines by 50 ms. Shared with the judge's copy.
-        if !compiled {
+        // What the verdict's redaction compiles (`Outcome`'s reason, line, context): once, at
+        // the first wait (about 2 ms); then the classifier's patterns.
+        if !prepared {
+            crate::secrets::prepare();
+            prepared = true;
+        } else if !compiled {
             compiled = plan.judge.classifier.compile_next(COMPILE_PER_WAIT);
         }
         lapse.before_wait(collected_at, wake_at);
