@@ -7,7 +7,6 @@ mod cli;
 mod closed_pipe;
 mod detach;
 mod fitted_table;
-mod front;
 mod generated_docs;
 mod group_args;
 mod group_cmd;
@@ -40,7 +39,5 @@ use firedup::{
 };
 
 fn main() {
-    // First, before any thread exists: `run` and `watch` become a front and a watcher.
-    front::split(&std::env::args_os().collect::<Vec<_>>());
     std::process::exit(cli::main());
 }
