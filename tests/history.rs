@@ -230,3 +230,62 @@ fn watching_a_run_again_is_the_same_launch_in_the_history() {
     assert_eq!(rows[0]["run_id"], r.run_id());
     assert_eq!(rows[0]["from_launch"], true, "{}", h.explain());
 }
+
+/// The database a run opened for its ETA is kept for its record only while it is still the file
+/// at the history's path (`history/recording.rs`): one moved aside while the run waits keeps
+/// what it had, and the run is recorded in the new database there. Before the check, the kept
+/// connection wrote the record into the file moved aside.
+#[test]
+fn a_database_moved_aside_during_a_run_does_not_get_that_runs_record() {
+    use std::io::BufRead;
+    let env = Env::new();
+    let db = env.state.path().join("history.sqlite");
+    let aside = env.state.path().join("history-old.sqlite");
+    let first = run_server(&env, &[]);
+    let go = env.path("go");
+    let mut child = env
+        .run()
+        .json()
+        .ready_line("server ready")
+        .shell(&format!(
+            "echo loading; while [ ! -e {} ]; do sleep 0.05; done; echo server ready; exec sleep 300",
+            go.display()
+        ))
+        .spawn();
+    // Its first progress line comes after the ETA was read: the database is open and kept.
+    let mut said = String::new();
+    std::io::BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut said)
+        .unwrap();
+    assert!(!said.is_empty(), "firedup said nothing");
+    std::fs::rename(&db, &aside).unwrap();
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::rename(
+            format!("{}{suffix}", db.display()),
+            format!("{}{suffix}", aside.display()),
+        );
+    }
+    std::fs::write(&go, "").unwrap();
+    let r: common::Run = common::bounded::wait_output(child, Duration::from_secs(60)).into();
+    assert_eq!(r.verdict(), "ready", "{}", r.explain());
+    let stop = env.fd("stop").opt("grace", "2s").arg(r.run_id()).output();
+    assert_eq!(stop.code, 0, "{}", stop.explain());
+    let ids = |history: Option<&std::path::Path>| -> Vec<String> {
+        let mut h = env.fd("history").json();
+        if let Some(p) = history {
+            h = h.var("FIREDUP_HISTORY", p.display());
+        }
+        let out = h.output();
+        out.stdout
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["run_id"].to_string())
+            .map(|id| id.trim_matches('"').to_string())
+            .collect()
+    };
+    assert_eq!(ids(None), vec![r.run_id().to_string()], "the new database");
+    assert_eq!(
+        ids(Some(&aside)),
+        vec![first.run_id().to_string()],
+        "the database moved aside"
+    );
+}

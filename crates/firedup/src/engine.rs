@@ -220,12 +220,12 @@ pub fn judge_loop_bounded(
         if let Some(b) = bound {
             wake_at = wake_at.min(b);
         }
-        // The patterns a failure line would compile (its first, perhaps at an OOM), compiled
-        // now, a few at a time while there is nothing else to do: on a thread they cost more
-        // memory (its own malloc arena: +4.5 MiB peak against +1.6 MiB here, issue 28), and
-        // all at once they would hold up the first lines by 50 ms. Shared with the judge's copy.
-        // What the verdict's redaction compiles (`Outcome`'s reason, line, context): once, at
-        // the first wait (about 2 ms); then the classifier's patterns.
+        // Work done while there is nothing else to do. First, once (about 2 ms), what the
+        // verdict's redaction compiles (`outcome`: its reason, line, context), not at the
+        // verdict. Then the patterns a failure line would compile (its first, perhaps at an
+        // OOM), a few at a time: on a thread they cost more memory (its own malloc arena:
+        // +4.5 MiB peak against +1.6 MiB here, issue 28), and all at once they would hold up
+        // the first lines by 50 ms. Shared with the judge's copy.
         if !prepared {
             crate::secrets::prepare();
             prepared = true;
