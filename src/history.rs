@@ -21,19 +21,23 @@
 //! The records and the queries are here; beside them: `schema.rs` (the migrations),
 //! `location.rs` (where the database lives, its mode), `rows.rs` (a record as a row),
 //! `recording.rs` (what the commands call), `pending.rs` (records waiting for the database),
-//! `spec_hash.rs` (what "the same launch" is), `owner_gone.rs` (a run whose owner ended).
+//! `spec_hash.rs` (what "the same launch" is), `owner_gone.rs` (a run whose owner ended),
+//! `matrix_rows.rs` (the matrices), `in_flight.rs` (a row written just after its caller was told
+//! the verdict, which readers wait for).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use crate::verdict::Outcome;
 
+mod in_flight;
 mod location;
+mod matrix_rows;
 pub mod owner_gone;
 mod pending;
 mod recording;
@@ -41,8 +45,10 @@ mod rows;
 mod schema;
 mod spec_hash;
 
+pub use in_flight::{hold_for_record, wait_for_records_in_flight};
 pub use location::database_path;
 use location::restrict_to_owner;
+pub use matrix_rows::MatrixRecord;
 use pending::pending_path;
 pub use recording::{
     LastTime, last_time, phase_durations, record_interrupted, record_launch, record_quietly,
@@ -148,20 +154,6 @@ impl RunRecord {
             _ => self.outcome.verdict.as_str(),
         }
     }
-}
-
-/// A matrix as recorded.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct MatrixRecord {
-    pub id: String,
-    pub def_hash: String,
-    pub source: Option<String>,
-    pub started_at: f64,
-    pub ended_at: Option<f64>,
-    /// `running`, `done`, `interrupted` (Ctrl-C) or `stopped` (fail-fast or a dirty machine).
-    pub state: String,
-    pub cells: u32,
-    pub definition: serde_json::Value,
 }
 
 /// Filters for `firedup history`.
@@ -428,69 +420,6 @@ impl History {
                 "SELECT * FROM runs WHERE spec_hash = ?1 ORDER BY ended_at DESC, id DESC LIMIT 1",
                 [spec_hash],
                 row_to_record,
-            )
-            .optional()?)
-    }
-
-    /// Starts (or, resuming, re-opens) a matrix.
-    pub fn begin_matrix(&mut self, m: &MatrixRecord) -> Result<()> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        tx.execute(
-            "INSERT INTO matrices (id, def_hash, source, started_at, ended_at, state, cells,
-                definition, version)
-             VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, ?8)
-             ON CONFLICT(id) DO UPDATE SET state = excluded.state, ended_at = NULL",
-            params![
-                m.id,
-                m.def_hash,
-                m.source,
-                m.started_at,
-                m.state,
-                m.cells,
-                serde_json::to_string(&m.definition)?,
-                env!("CARGO_PKG_VERSION"),
-            ],
-        )?;
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// Ends a matrix in `state`.
-    pub fn end_matrix(&mut self, id: &str, state: &str) -> Result<()> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        tx.execute(
-            "UPDATE matrices SET state = ?2, ended_at = ?3 WHERE id = ?1",
-            params![id, state, crate::rundir::now_unix()],
-        )?;
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// The newest matrix of definition `def_hash`, if any.
-    pub fn latest_matrix(&self, def_hash: &str) -> Result<Option<MatrixRecord>> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT id, def_hash, source, started_at, ended_at, state, cells, definition
-                 FROM matrices WHERE def_hash = ?1 ORDER BY started_at DESC LIMIT 1",
-                [def_hash],
-                |r| {
-                    let def: String = r.get(7)?;
-                    Ok(MatrixRecord {
-                        id: r.get(0)?,
-                        def_hash: r.get(1)?,
-                        source: r.get(2)?,
-                        started_at: r.get(3)?,
-                        ended_at: r.get(4)?,
-                        state: r.get(5)?,
-                        cells: r.get(6)?,
-                        definition: serde_json::from_str(&def).unwrap_or_default(),
-                    })
-                },
             )
             .optional()?)
     }

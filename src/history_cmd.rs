@@ -47,6 +47,8 @@ pub struct HistoryArgs {
 }
 
 fn open() -> Result<History> {
+    // A run whose caller was just told its verdict is in what is read (`src/front.rs`).
+    crate::history::wait_for_records_in_flight();
     match History::open_default()? {
         Some(h) => Ok(h),
         None => bail!("history is off (FIREDUP_HISTORY=off)"),

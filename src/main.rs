@@ -7,6 +7,7 @@ mod cli;
 mod closed_pipe;
 mod detach;
 mod fitted_table;
+mod front;
 mod generated_docs;
 mod group_args;
 mod group_cmd;
@@ -21,6 +22,7 @@ mod interrupted;
 mod judge_args;
 mod matrix;
 mod pending;
+mod process_title;
 mod profiles_cmd;
 mod prune;
 mod remote_args;
@@ -39,5 +41,7 @@ use firedup::{
 };
 
 fn main() {
+    // First, before any thread exists: `run` and `watch` become a front and a watcher.
+    front::split(&std::env::args_os().collect::<Vec<_>>());
     std::process::exit(cli::main());
 }

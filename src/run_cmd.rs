@@ -207,7 +207,10 @@ pub(crate) fn run(host: Arc<dyn Host>, judge: &JudgeArgs, mut a: RunArgs) -> Res
             Some((cmd.as_str(), status)),
         );
         // The verdict first: recording it must not delay what the user waits for.
+        let in_flight = crate::history::hold_for_record();
+        crate::front::verdict_given(outcome.verdict.exit_code());
         crate::history::record_launch("run", &spec, &spec_hash, &outcome, teardown.as_deref());
+        drop(in_flight);
         // The exit code is the verdict's, as for every run (docs/contract.md): CMD's own status
         // is said on its `then:` line and in the JSON's `then`, never mistaken for a verdict's
         // code (`exit 3` would read as `exited`).
@@ -218,8 +221,12 @@ pub(crate) fn run(host: Arc<dyn Host>, judge: &JudgeArgs, mut a: RunArgs) -> Res
         .end(&mut outcome, EndPolicy::Run { keep: a.keep })
         .teardown;
     print_outcome(judge.json, &outcome, teardown.as_deref(), None);
-    // The verdict first: recording it must not delay what the user waits for.
+    // The verdict first: recording it must not delay what the user waits for. The caller is told
+    // now (`src/front.rs`); readers of the history wait for the record held in flight.
+    let in_flight = crate::history::hold_for_record();
+    crate::front::verdict_given(outcome.verdict.exit_code());
     crate::history::record_launch("run", &spec, &spec_hash, &outcome, teardown.as_deref());
+    drop(in_flight);
     // What a local session holds (the plan's compiled classifier above all) is freed by the
     // exit that follows, not piece by piece before it: 1.5 ms of the ready latency (issue 28).
     // The sd_notify socket's file is removed now, by its drop; another host's session is

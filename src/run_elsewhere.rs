@@ -27,6 +27,7 @@ pub fn check_here(run_id: &str, command: &str) -> anyhow::Result<()> {
             per_node.join("; ")
         );
     }
+    crate::history::wait_for_records_in_flight();
     let Ok(Some(history)) = History::open_default() else {
         return Ok(());
     };

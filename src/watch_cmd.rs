@@ -258,6 +258,9 @@ pub(crate) fn watch(
     outcome.name = name;
     session.end(&mut outcome, EndPolicy::Leave);
     print_outcome(judge.json, &outcome, None, None);
+    // The caller is told now (`src/front.rs`); readers of the history wait for the record.
+    let in_flight = crate::history::hold_for_record();
+    crate::front::verdict_given(outcome.verdict.exit_code());
     // A run that reached its verdict and was then ended by firedup's own stop keeps that verdict
     // in the history: the stop is how it was ended on purpose, not how it went (issue 23, item 4:
     // a `ready` row became `killed`). What the watch says about the ending is printed above.
@@ -273,6 +276,7 @@ pub(crate) fn watch(
             &outcome,
         );
     }
+    drop(in_flight);
     Ok(outcome.verdict.exit_code())
 }
 

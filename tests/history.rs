@@ -289,3 +289,99 @@ fn a_database_moved_aside_during_a_run_does_not_get_that_runs_record() {
         "the database moved aside"
     );
 }
+
+/// Holds SQLite's write lock on the database argv[1] (`BEGIN IMMEDIATE`), says so by creating
+/// argv[2], and lets go once argv[3] exists.
+const HOLD_THE_WRITE_LOCK: &str = "import os, sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute('BEGIN IMMEDIATE')
+open(sys.argv[2], 'w').close()
+while not os.path.exists(sys.argv[3]):
+    time.sleep(0.01)
+c.execute('COMMIT')";
+
+/// The processes whose command line holds `text` and whose environment names `state` (this
+/// test's firedup only: tests run side by side).
+fn processes_of(state: &std::path::Path, text: &str) -> Vec<String> {
+    let state = format!("FIREDUP_STATE_DIR={}", state.display());
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let dir = e.path();
+        let (Ok(cmdline), Ok(environ)) = (
+            std::fs::read(dir.join("cmdline")),
+            std::fs::read(dir.join("environ")),
+        ) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        let ours = environ.split(|b| *b == 0).any(|v| v == state.as_bytes());
+        if ours && cmdline.contains(text) {
+            found.push(format!("{}: {}", dir.display(), cmdline.trim_end()));
+        }
+    }
+    found
+}
+
+/// Issue 28: the caller of `run` is told the verdict before the run's history row is written
+/// (`src/front.rs`). Here the row cannot be written (another process holds the database's write
+/// lock): `run` has returned with its verdict all the same, the process left to record it no
+/// longer names the command, and a `history` started meanwhile waits for the row and shows it.
+#[test]
+fn a_verdict_told_before_its_record_is_written_is_in_the_history_for_every_reader() {
+    use std::process::{Command, Stdio};
+    let env = Env::new();
+    let first = env.run().json().until("exit").shell("true").output();
+    assert_eq!(first.verdict(), "succeeded", "{}", first.explain());
+    let (held, release) = (env.path("held"), env.path("release"));
+    let db = env.state.path().join("history.sqlite");
+    let mut locker = Command::new("python3")
+        .args(["-c", HOLD_THE_WRITE_LOCK])
+        .args([&db, &held, &release])
+        .spawn()
+        .expect("python3 runs");
+    common::bounded::wait_for("the write lock held", Duration::from_secs(60), || {
+        held.exists().then_some(())
+    });
+    let marker = "told-before-it-is-recorded-4821";
+    // Stderr stays with the process that records (what it may have to say about the history).
+    let run = env
+        .cmd()
+        .args(["run", "--json", "--until", "exit", "--", "sh", "-c"])
+        .arg(format!("echo {marker}"))
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    let verdict: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(
+        (run.status.code(), verdict["verdict"].as_str()),
+        (Some(0), Some("succeeded"))
+    );
+    let run_id = verdict["run_id"].as_str().unwrap().to_string();
+    assert_eq!(
+        processes_of(env.state.path(), marker),
+        Vec::<String>::new(),
+        "no process names the command once run has returned"
+    );
+    let recording = processes_of(env.state.path(), "firedup (verdict given, recording)");
+    assert_eq!(recording.len(), 1, "the record waits for the database");
+    let reader = env.fd("history").json().spawn();
+    // The reader waits for the record in flight (were it not waiting, it would have read the
+    // database without the row by now, and the last assertion would fail).
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::write(&release, "").unwrap();
+    assert!(locker.wait().unwrap().success());
+    let out: common::Run = common::bounded::wait_output(reader, Duration::from_secs(60)).into();
+    let ids: Vec<String> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["run_id"].to_string())
+        .map(|id| id.trim_matches('"').to_string())
+        .collect();
+    assert_eq!(
+        ids,
+        vec![run_id, first.run_id().to_string()],
+        "{}",
+        out.explain()
+    );
+}

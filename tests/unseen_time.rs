@@ -92,11 +92,13 @@ fn a_firedup_stopped_longer_than_the_stall_window_does_not_call_a_busy_server_st
             .ok()
             .filter(|t| t.contains("still loading"))
     });
-    // Stopped for twice the stall window while the server works and logs.
-    // SAFETY: kill(2) on our own child, not yet reaped.
-    unsafe { libc::kill(child.id() as i32, libc::SIGSTOP) };
+    // Stopped for twice the stall window while the server works and logs: the watcher (the
+    // process the caller started only waits for it, `src/front.rs`; a Ctrl-Z stops both).
+    let watcher = wait_for("the watcher", || common::watcher_of(child.id())) as i32;
+    // SAFETY: kill(2) on our child's child: the front waits for it, so it is not reaped.
+    unsafe { libc::kill(watcher, libc::SIGSTOP) };
     std::thread::sleep(Duration::from_secs(6));
-    unsafe { libc::kill(child.id() as i32, libc::SIGCONT) };
+    unsafe { libc::kill(watcher, libc::SIGCONT) };
     // Time to judge what came meanwhile, were it to decide a stall (old code: at once).
     std::thread::sleep(Duration::from_millis(500));
     std::fs::write(&go, "").unwrap();

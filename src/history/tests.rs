@@ -1,6 +1,7 @@
 use super::pending::append_pending;
 use super::*;
 use crate::verdict::{LineRef, PhaseAt, Signature, Verdict};
+use rusqlite::params;
 
 fn outcome(run_id: &str, verdict: Verdict, signature: Option<Signature>) -> Outcome {
     Outcome {

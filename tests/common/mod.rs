@@ -142,6 +142,15 @@ pub fn alive(pid: u64) -> bool {
     }
 }
 
+/// The process that does the work of the `firedup run` or `firedup watch` whose pid the caller
+/// holds: its only child (the process the caller started waits for it; `src/front.rs`), once it
+/// exists. Bounded by the caller.
+#[allow(dead_code)] // Not every test module stops or inspects the watcher itself.
+pub fn watcher_of(front: u32) -> Option<u32> {
+    let children = std::fs::read_to_string(format!("/proc/{front}/task/{front}/children")).ok()?;
+    children.split_whitespace().next()?.parse().ok()
+}
+
 pub fn file_text(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_default()
 }

@@ -126,7 +126,7 @@ pub trait Host: std::fmt::Debug + Send + Sync {
 
     /// The observations of `target` under `plan`, for [`crate::engine::judge_loop`]. `attached`:
     /// the target came from [`Host::attach_log`], not from a launch or [`Host::find_run`].
-    fn source(&self, plan: &Plan, target: &Target, attached: bool) -> Box<dyn Source>;
+    fn source(&self, plan: &Plan, target: &Target, attached: bool) -> Box<dyn Source + Send>;
 
     /// Whether anything of the run lives (its process, its tree, a process carrying its
     /// `FIREDUP_RUN_ID`); `None` when this host cannot tell without asking the judge.

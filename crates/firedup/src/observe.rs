@@ -94,7 +94,7 @@ pub(crate) struct LocalObserver {
     /// The directory watched for the log (its own, or the nearest existing ancestor).
     log_watch: Option<(PathBuf, DirSubscription)>,
     _run_watch: Option<DirSubscription>,
-    stop: Arc<AtomicBool>,
+    pub(crate) stop: Arc<AtomicBool>,
     /// For the wake-up threads started later (a followed daemon's exit watch).
     tx: Sender<Wake>,
     follow_run: bool,

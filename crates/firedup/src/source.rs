@@ -56,6 +56,9 @@ pub trait Source {
     /// run's own listener ends the confirmation window, and may be what is still missing),
     /// rather than at their next round. Sources whose probes run elsewhere ignore it.
     fn ready_line_seen(&mut self) {}
+    /// The verdict is known: stop looking (probing, sampling) at once, without waiting for
+    /// anything. What the source holds is let go when it is dropped, later.
+    fn stand_down(&mut self) {}
 }
 
 /// How often CPU time and reads are sampled for a stall window (a tenth of it, 1 to 10 s).

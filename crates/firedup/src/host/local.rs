@@ -178,7 +178,7 @@ impl Host for LocalHost {
         process::output_file(pid).map_err(|e| HostError::failed(crate::Error::Usage(e)))
     }
 
-    fn source(&self, plan: &Plan, target: &Target, _attached: bool) -> Box<dyn Source> {
+    fn source(&self, plan: &Plan, target: &Target, _attached: bool) -> Box<dyn Source + Send> {
         Box::new(LocalSource::new(plan, target))
     }
 
@@ -394,6 +394,13 @@ impl Source for LocalSource {
     }
     fn ready_line_seen(&mut self) {
         self.observer.nudge_prober(crate::prober::Nudged::Probes)
+    }
+
+    fn stand_down(&mut self) {
+        // The prober and the exit watches stop at their next look; nothing is waited for.
+        self.observer
+            .stop
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

@@ -303,7 +303,7 @@ impl Host for SlurmHost {
         )))
     }
 
-    fn source(&self, plan: &Plan, target: &Target, _attached: bool) -> Box<dyn Source> {
+    fn source(&self, plan: &Plan, target: &Target, _attached: bool) -> Box<dyn Source + Send> {
         let job = self.job_of(target).unwrap_or_default();
         Box::new(SlurmSource::new(plan, target, &job))
     }

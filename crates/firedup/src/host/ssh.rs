@@ -142,7 +142,7 @@ impl SshHost {
 
     /// The stream of a watch of Slurm job `job`, submitted some other way, whose output file on
     /// the host is `log`: the agent there follows it and polls the job's state.
-    pub(crate) fn job_source(&self, plan: &Plan, log: &Path, job: &str) -> Box<dyn Source> {
+    pub(crate) fn job_source(&self, plan: &Plan, log: &Path, job: &str) -> Box<dyn Source + Send> {
         let mut spec = agent_spec(plan, None, Some(log.to_path_buf()), None);
         spec.slurm_job = Some(job.to_string());
         let hint = format!("firedup watch --host {} --slurm-job {job}", self.host());
@@ -269,7 +269,7 @@ impl Host for SshHost {
         })
     }
 
-    fn source(&self, plan: &Plan, target: &Target, attached: bool) -> Box<dyn Source> {
+    fn source(&self, plan: &Plan, target: &Target, attached: bool) -> Box<dyn Source + Send> {
         let host = self.host();
         let (spec, hint) = if attached {
             (

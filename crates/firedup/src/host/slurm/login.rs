@@ -135,7 +135,7 @@ impl Host for SlurmLoginHost {
         )))
     }
 
-    fn source(&self, plan: &Plan, target: &Target, attached: bool) -> Box<dyn Source> {
+    fn source(&self, plan: &Plan, target: &Target, attached: bool) -> Box<dyn Source + Send> {
         match (&self.job, attached) {
             (Some(job), true) => self.ssh.job_source(plan, &target.log, job),
             // A run: the agent watches it as the job its record names.
