@@ -26,6 +26,7 @@ mod literal_scan;
 mod prefilter;
 mod progress;
 mod ready_line;
+mod whole_line;
 mod wide;
 
 use ascii_set::ascii_set;

@@ -24,6 +24,7 @@ use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use regex_syntax::hir::{Class, Hir, HirKind};
 
 use super::literal_scan::LiteralScan;
+use super::whole_line::WholeLine;
 
 /// Shortest literal worth a scan: shorter ones are in too many lines to rule any out.
 const MIN_LITERAL: usize = 3;
@@ -52,6 +53,8 @@ pub(super) struct Prefilter {
     compiled: Arc<[OnceLock<Regex>]>,
     always: Option<RegexSet>,
     always_ids: Vec<usize>,
+    /// A byte test that rules out most lines before `always` runs, where it can.
+    always_test: Option<WholeLine>,
 }
 
 impl Prefilter {
@@ -94,6 +97,7 @@ impl Prefilter {
                 Some(ascii_set(&always)?)
             },
             always_ids,
+            always_test: WholeLine::new(&always),
         })
     }
 
@@ -101,7 +105,9 @@ impl Prefilter {
     /// the ASCII `line`; `None` when none does (no allocation then, nor for a line whose
     /// literals' patterns all fail their regex: the candidates are bits on the stack).
     pub(super) fn matching(&self, line: &[u8]) -> Option<Vec<usize>> {
-        let always = self.always.as_ref().is_some_and(|a| a.is_match(line));
+        let always = self.always.as_ref().is_some_and(|a| {
+            self.always_test.as_ref().is_none_or(|t| t.may_match(line)) && a.is_match(line)
+        });
         let mut inline = [0u64; 8];
         let mut heap = Vec::new();
         let words = self.patterns.len().div_ceil(64);
