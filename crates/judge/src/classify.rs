@@ -22,12 +22,16 @@ use serde::Deserialize;
 use crate::verdict::Signature;
 
 mod ascii_set;
+mod literal_scan;
 mod prefilter;
+mod progress;
 mod ready_line;
+mod whole_line;
 mod wide;
 
 use ascii_set::ascii_set;
 use prefilter::Prefilter;
+use progress::Shape;
 pub use ready_line::{ReadyLine, matches_every_line};
 use wide::Wide;
 
@@ -334,12 +338,13 @@ impl Classifier {
     /// What the (cleaned) line `text` means.
     pub fn classify(&self, text: &str) -> LineClass {
         let bytes = text.as_bytes();
+        let shape = Shape::of(bytes);
         let mut class = match &self.prefiltered {
-            Some(pf) if bytes.is_ascii() => match pf.matching(bytes) {
+            Some(pf) if shape.ascii => match pf.matching(bytes) {
                 Some(ids) => self.resolve(ids.into_iter()),
                 None => LineClass::default(),
             },
-            None if self.ascii && bytes.is_ascii() => {
+            None if self.ascii && shape.ascii => {
                 if self.ascii_set().is_match(bytes) {
                     self.resolve(self.ascii_set().matches(bytes).iter())
                 } else {
@@ -348,7 +353,7 @@ impl Classifier {
             }
             _ => self.resolve(self.wide().matches(&self.patterns, text).into_iter()),
         };
-        class.progress = self.progress(text);
+        class.progress = self.progress_of(text, shape);
         class
     }
 
@@ -409,87 +414,6 @@ impl Classifier {
         class.hits.dedup();
         class
     }
-
-    /// A progress fraction: `percent` needs a `%`, `counter` a digit, `/`, digit; on an ASCII line
-    /// a byte scan rules both out before any regex runs (a date or a path has `/` but seldom
-    /// digit/digit with the separators the counter wants; those still go to the regex).
-    fn progress(&self, text: &str) -> Option<f64> {
-        let b = text.as_bytes();
-        if !b.is_ascii() {
-            return self.progress_reference(text);
-        }
-        // One vectorised scan each (every line is scanned for `%` and `/`).
-        let percent = memchr::memchr(b'%', b).is_some();
-        let counter = has_digit_slash_digit(b);
-        if !percent && !counter {
-            return None;
-        }
-        if percent {
-            // `percent` is `(number)%`: its group is the match without the `%`, so a search
-            // for the match alone (cheaper than resolving the group) gives the same number.
-            if let Some(m) = self.percent.find(text) {
-                let v: f64 = m.as_str()[..m.len() - 1].parse().ok()?;
-                if (0.0..=100.0).contains(&v) {
-                    return Some(v / 100.0);
-                }
-            }
-        }
-        if !counter {
-            return None;
-        }
-        self.counter_fraction(text)
-    }
-
-    fn progress_reference(&self, text: &str) -> Option<f64> {
-        if !text.contains('%') && !text.contains('/') {
-            return None;
-        }
-        if let Some(c) = self.percent.captures(text) {
-            let v: f64 = c[1].parse().ok()?;
-            if (0.0..=100.0).contains(&v) {
-                return Some(v / 100.0);
-            }
-        }
-        self.counter_fraction(text)
-    }
-
-    /// The first `n/total` counter that is not a count of attempts: huggingface_hub's "Retrying
-    /// in 1s [Retry 3/5]." is no progress (a server retrying its download is not 60 % through).
-    fn counter_fraction(&self, text: &str) -> Option<f64> {
-        let c = self.counter.captures_iter(text).find(|c| {
-            c.get(0)
-                .is_some_and(|m| !counts_attempts(&text[..m.start()]))
-        })?;
-        let n: f64 = c[1].parse().ok()?;
-        let total: f64 = c[2].parse().ok()?;
-        (total > 0.0 && n <= total).then(|| n / total)
-    }
-}
-
-/// Whether the word just before a counter (`before` ends there) says it counts attempts:
-/// `Retry 3/5`, `attempt 2/10`, `try 1/3`, `retries 4/5`.
-fn counts_attempts(before: &str) -> bool {
-    let word = before
-        .trim_end_matches([' ', '[', '(', '#', ':'])
-        .rsplit(|c: char| !c.is_ascii_alphabetic())
-        .next()
-        .unwrap_or_default()
-        .to_ascii_lowercase();
-    matches!(
-        word.as_str(),
-        "retry" | "retries" | "retrying" | "attempt" | "attempts" | "try" | "tries"
-    )
-}
-
-/// Whether `hay` has an ASCII digit, `/`, an ASCII digit (what `counter` needs on ASCII text).
-/// A vectorised scan for each `/` (most lines hold none or a few).
-fn has_digit_slash_digit(hay: &[u8]) -> bool {
-    memchr::memchr_iter(b'/', hay).any(|at| {
-        at >= 1
-            && at + 1 < hay.len()
-            && hay[at - 1].is_ascii_digit()
-            && hay[at + 1].is_ascii_digit()
-    })
 }
 
 #[cfg(test)]

@@ -197,8 +197,14 @@ impl LineSplitter {
 /// other control characters (NUL, backspace, bell) removed, tabs kept. Borrowed when there is
 /// nothing to replace or remove.
 pub fn clean_text(bytes: &[u8]) -> Cow<'_, str> {
-    if !may_need_cleaning(bytes) {
-        // Valid UTF-8 without a control character (most lines): the text is the bytes.
+    let (control, ascii) = shape(bytes);
+    if !control {
+        if ascii {
+            // SAFETY: every byte is below 0x80 (`shape` read them all): ASCII is valid UTF-8.
+            // Most lines; the one pass over them is `shape`'s (issue 28).
+            return Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(bytes) });
+        }
+        // Valid UTF-8 without a control character: the text is the bytes.
         if let Ok(text) = std::str::from_utf8(bytes) {
             return Cow::Borrowed(text);
         }
@@ -206,14 +212,19 @@ pub fn clean_text(bytes: &[u8]) -> Cow<'_, str> {
     Cow::Owned(cleaned(bytes))
 }
 
-/// Whether `bytes` hold a control character other than a tab: a C0 byte, DEL, or `0xC2`, the
-/// first byte of a C1 control's UTF-8 encoding (and of a few printable characters, which are
-/// then cleaned the long way, unchanged). No early exit: a line that needs cleaning is rare,
-/// one that does not is read to its end anyway, and the loop without a branch is cheaper.
-fn may_need_cleaning(bytes: &[u8]) -> bool {
-    bytes.iter().fold(false, |any, &b| {
-        any | ((b < 0x20) & (b != b'\t')) | (b == 0x7f) | (b == 0xc2)
-    })
+/// Whether `bytes` hold a control character other than a tab (a C0 byte, DEL, or `0xC2`, the
+/// first byte of a C1 control's UTF-8 encoding and of a few printable characters, which are then
+/// cleaned the long way, unchanged), and whether they are all ASCII. No early exit: a line that
+/// needs cleaning is rare, one that does not is read to its end anyway, and the loop without a
+/// branch is cheaper (the compiler vectorises it).
+fn shape(bytes: &[u8]) -> (bool, bool) {
+    let (control, high) = bytes.iter().fold((false, 0u8), |(any, high), &b| {
+        (
+            any | ((b < 0x20) & (b != b'\t')) | (b == 0x7f) | (b == 0xc2),
+            high | b,
+        )
+    });
+    (control, high < 0x80)
 }
 
 /// [`clean_text`] the long way: decoded, escape sequences and control characters taken out.

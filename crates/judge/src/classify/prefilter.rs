@@ -18,11 +18,13 @@
 //! ends a run. Literals are kept lower-cased and searched case-insensitively, which can only find
 //! more lines, never fewer.
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use std::sync::{Arc, OnceLock};
 
 use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use regex_syntax::hir::{Class, Hir, HirKind};
+
+use super::literal_scan::LiteralScan;
+use super::whole_line::WholeLine;
 
 /// Shortest literal worth a scan: shorter ones are in too many lines to rule any out.
 const MIN_LITERAL: usize = 3;
@@ -38,7 +40,7 @@ type Literals = Vec<Vec<u8>>;
 /// that always run.
 #[derive(Debug, Clone)]
 pub(super) struct Prefilter {
-    literals: AhoCorasick,
+    literals: LiteralScan,
     /// For each literal (the scan's pattern id), the patterns that require it.
     owners: Vec<Vec<usize>>,
     /// Every pattern's text, and each gated one compiled alone with ASCII semantics: a small
@@ -51,6 +53,8 @@ pub(super) struct Prefilter {
     compiled: Arc<[OnceLock<Regex>]>,
     always: Option<RegexSet>,
     always_ids: Vec<usize>,
+    /// A byte test that rules out most lines before `always` runs, where it can.
+    always_test: Option<WholeLine>,
 }
 
 impl Prefilter {
@@ -81,13 +85,7 @@ impl Prefilter {
             }
             owners.last_mut().expect("pushed above").push(i);
         }
-        let scan = AhoCorasickBuilder::new()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::Standard)
-            // A full DFA: one table lookup per byte (the default may pick an NFA for this many).
-            .kind(Some(AhoCorasickKind::DFA))
-            .build(&literals)
-            .ok()?;
+        let scan = LiteralScan::new(&literals)?;
         Some(Prefilter {
             literals: scan,
             owners,
@@ -99,30 +97,62 @@ impl Prefilter {
                 Some(ascii_set(&always)?)
             },
             always_ids,
+            always_test: WholeLine::new(&always),
         })
     }
 
     /// The indices (into the patterns it was built from, ascending) of the patterns that match
-    /// the ASCII `line`; `None` when none does (no allocation then).
+    /// the ASCII `line`; `None` when none does (no allocation then, nor for a line whose
+    /// literals' patterns all fail their regex: the candidates are bits on the stack).
     pub(super) fn matching(&self, line: &[u8]) -> Option<Vec<usize>> {
-        let always = self.always.as_ref().is_some_and(|a| a.is_match(line));
-        let mut found = self.literals.find_overlapping_iter(line).peekable();
-        if found.peek().is_none() && !always {
+        let always = self.always.as_ref().is_some_and(|a| {
+            self.always_test.as_ref().is_none_or(|t| t.may_match(line)) && a.is_match(line)
+        });
+        let mut inline = [0u64; 8];
+        let mut heap = Vec::new();
+        let words = self.patterns.len().div_ceil(64);
+        let bits: &mut [u64] = if words <= inline.len() {
+            &mut inline[..words]
+        } else {
+            heap.resize(words, 0);
+            &mut heap
+        };
+        // The patterns whose literal is in the line, each confirmed by its own regex.
+        let mut any = false;
+        self.literals.each(line, &mut |literal| {
+            any = true;
+            for &i in &self.owners[literal] {
+                bits[i / 64] |= 1 << (i % 64);
+            }
+        });
+        if !any && !always {
             return None;
         }
-        // The patterns whose literal is in the line, each confirmed by its own regex.
-        let mut candidates: Vec<usize> = found
-            .flat_map(|m| self.owners[m.pattern().as_usize()].iter().copied())
-            .collect();
-        candidates.sort_unstable();
-        candidates.dedup();
-        candidates.retain(|&i| self.regex(i).is_match(line));
-        if let Some(a) = self.always.as_ref().filter(|_| always) {
-            candidates.extend(a.matches(line).iter().map(|i| self.always_ids[i]));
-            // The slots are resolved in pattern order (the last matching phase wins).
-            candidates.sort_unstable();
+        for (w, word) in bits.iter_mut().enumerate() {
+            let mut rest = *word;
+            while rest != 0 {
+                let bit = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                if !self.regex(w * 64 + bit).is_match(line) {
+                    *word &= !(1 << bit);
+                }
+            }
         }
-        (!candidates.is_empty()).then_some(candidates)
+        if let Some(a) = self.always.as_ref().filter(|_| always) {
+            for i in a.matches(line).iter().map(|i| self.always_ids[i]) {
+                bits[i / 64] |= 1 << (i % 64);
+            }
+        }
+        // Ascending: the slots are resolved in pattern order (the last matching phase wins).
+        let mut matched = Vec::new();
+        for (w, &word) in bits.iter().enumerate() {
+            let mut rest = word;
+            while rest != 0 {
+                matched.push(w * 64 + rest.trailing_zeros() as usize);
+                rest &= rest - 1;
+            }
+        }
+        (!matched.is_empty()).then_some(matched)
     }
 
     /// Compiles up to `n` more of the gated patterns not compiled yet (no line then pays for

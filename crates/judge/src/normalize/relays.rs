@@ -61,6 +61,9 @@ pub(super) fn kubectl(b: &[u8], i: usize) -> Option<Token> {
 /// The rank: `rank=N`, or the `TP` index in a worker's name (`Worker_TP1`, `Worker_PP0_TP1`:
 /// the TP rank, as for sglang), else its `PP` index (`Worker_PP1`); an engine's `_DP0` is a
 /// replica, not a rank.
+///
+/// Read as bytes (most lines of a vLLM log start with a tag): the same answer as
+/// `process_tag_reference` in the tests, which reads it as text.
 pub(super) fn process_tag(b: &[u8], i: usize) -> Option<Token> {
     let n = b
         .get(i + 1..)?
@@ -68,18 +71,22 @@ pub(super) fn process_tag(b: &[u8], i: usize) -> Option<Token> {
         .take(96)
         .take_while(|c| **c != b')')
         .count();
-    let inner = std::str::from_utf8(&b[i + 1..i + 1 + n]).ok()?;
+    let inner = &b[i + 1..i + 1 + n];
     let close = byte(b, i + 1 + n, b')')?;
+    // The text reading needs whole characters: a tag cut inside one by the length limit is none.
+    if !inner.is_ascii() {
+        std::str::from_utf8(inner).ok()?;
+    }
     let mut rank = None;
     let mut saw_pid = false;
-    for (k, w) in inner.split(' ').enumerate() {
+    for (k, w) in inner.split(|c| *c == b' ').enumerate() {
         match tag_field(w) {
             Some(TagField::Pid) => saw_pid = true,
             Some(TagField::Rank(r)) => rank = Some(r),
             Some(TagField::Ip) => {}
             None if k == 0
                 && !w.is_empty()
-                && w.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') =>
+                && w.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_') =>
             {
                 rank = worker_rank(w);
             }
@@ -94,10 +101,25 @@ pub(super) fn process_tag(b: &[u8], i: usize) -> Option<Token> {
 
 /// The rank in a vLLM worker's name: its `TP` index (`Worker_TP1`, `Worker_PP0_TP1`), else
 /// its `PP` index (`Worker_PP1`: vLLM names the TP index only when there are several, so a
-/// pipeline stage alone is the rank).
-fn worker_rank(name: &str) -> Option<u32> {
-    let index = |tag: &str| name.rfind(tag).and_then(|p| name[p + 2..].parse().ok());
-    index("TP").or_else(|| name.starts_with("Worker").then(|| index("PP")).flatten())
+/// pipeline stage alone is the rank). The index is what follows the tag's last occurrence, read
+/// as `str::parse::<u32>` does (an optional `+`, digits, no overflow).
+fn worker_rank(name: &[u8]) -> Option<u32> {
+    let index = |tag: &[u8]| {
+        let p = name.windows(2).rposition(|w| w == tag)?;
+        parse_u32(&name[p + 2..])
+    };
+    index(b"TP").or_else(|| name.starts_with(b"Worker").then(|| index(b"PP")).flatten())
+}
+
+/// `str::parse::<u32>` on ASCII bytes.
+fn parse_u32(s: &[u8]) -> Option<u32> {
+    let digits = s.strip_prefix(b"+").unwrap_or(s);
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    digits.iter().try_fold(0u32, |v, c| {
+        v.checked_mul(10)?.checked_add(u32::from(c - b'0'))
+    })
 }
 
 /// A `key=value` field of a process tag.
@@ -107,14 +129,15 @@ enum TagField {
     Ip,
 }
 
-fn tag_field(w: &str) -> Option<TagField> {
-    let w = w.strip_suffix(',').unwrap_or(w);
-    let (key, value) = w.split_once('=')?;
-    let number = !value.is_empty() && value.bytes().all(|c| c.is_ascii_digit());
+fn tag_field(w: &[u8]) -> Option<TagField> {
+    let w = w.strip_suffix(b",").unwrap_or(w);
+    let eq = w.iter().position(|c| *c == b'=')?;
+    let (key, value) = (&w[..eq], &w[eq + 1..]);
+    let number = !value.is_empty() && value.iter().all(u8::is_ascii_digit);
     match key {
-        "pid" if number => Some(TagField::Pid),
-        "rank" if number => value.parse().ok().map(TagField::Rank),
-        "ip" if !value.is_empty() => Some(TagField::Ip),
+        b"pid" if number => Some(TagField::Pid),
+        b"rank" if number => parse_u32(value).map(TagField::Rank),
+        b"ip" if !value.is_empty() => Some(TagField::Ip),
         _ => None,
     }
 }
@@ -151,3 +174,6 @@ pub(super) fn compose(b: &[u8], i: usize) -> Option<Token> {
     let j = byte(b, j, b'|')?;
     strip(space(b, j), None, false)
 }
+
+#[cfg(test)]
+mod tests;

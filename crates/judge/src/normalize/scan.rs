@@ -78,26 +78,21 @@ pub(super) fn date_time(b: &[u8], i: usize) -> Option<usize> {
     clock(b, j)
 }
 
-/// The level word at `i`: (is an error level, end).
+/// The level word at `i`: (is an error level, end). Only the words its first byte begins are
+/// tried, longest first (`WARNING` before `WARN`).
 pub(super) fn level_word(b: &[u8], i: usize) -> Option<(bool, usize)> {
-    const LEVELS: [(&str, bool); 9] = [
-        ("CRITICAL", true),
-        ("ERROR", true),
-        ("FATAL", true),
-        ("WARNING", false),
-        ("WARN", false),
-        ("INFO", false),
-        ("DEBUG", false),
-        ("TRACE", false),
-        ("NOTICE", false),
-    ];
-    if !matches!(
-        b.get(i),
-        Some(b'C' | b'E' | b'F' | b'W' | b'I' | b'D' | b'T' | b'N')
-    ) {
-        return None;
-    }
-    LEVELS.iter().find_map(|(w, error)| {
+    let words: &[(&str, bool)] = match b.get(i)? {
+        b'C' => &[("CRITICAL", true)],
+        b'E' => &[("ERROR", true)],
+        b'F' => &[("FATAL", true)],
+        b'W' => &[("WARNING", false), ("WARN", false)],
+        b'I' => &[("INFO", false)],
+        b'D' => &[("DEBUG", false)],
+        b'T' => &[("TRACE", false)],
+        b'N' => &[("NOTICE", false)],
+        _ => return None,
+    };
+    words.iter().find_map(|(w, error)| {
         let end = lit(b, i, w)?;
         let next = b.get(end).copied();
         (next.is_none() || !next.is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_'))
