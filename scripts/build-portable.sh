@@ -2,8 +2,10 @@
 # The portable firedup (issue 25): one build whose binary runs on any x86_64 Linux from glibc 2.17
 # (manylinux2014), as uv's and ruff's do. It is the pip wheel's build: maturin links with Zig
 # (`--zig`, the `ziglang` package from PyPI: no toolchain from anywhere else) against glibc 2.17's
-# symbols, and the wheel it makes carries the binary. `cargo build --release` stays the developer
-# build (this machine's glibc).
+# symbols, and the wheel it makes carries the binary. It builds with Cargo.toml's `dist` profile
+# (fat LTO, one codegen unit, size-optimized but for the per-line path: a smaller text is less
+# resident memory, issue 28). `cargo build --release` stays the developer build (this machine's
+# glibc).
 #
 #   bash scripts/build-portable.sh
 #
@@ -15,7 +17,7 @@
 # the wheel is tagged manylinux2014. Prints the wheel's path on its last line.
 #
 # maturin, ziglang and wheel are pinned and live in a virtualenv in the cache directory (the one
-# .ci/run uses), made on first use. The cargo build goes to TARGET/x86_64-unknown-linux-gnu/release,
+# .ci/run uses), made on first use. The cargo build goes to TARGET/x86_64-unknown-linux-gnu/dist,
 # beside (not reusing) the developer build in TARGET/release.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,7 +44,7 @@ mkdir -p "$out/built"
 started=$(date +%s)
 # maturin finds Zig as `python -m ziglang` with the venv's python first on PATH. Not --strip:
 # the debug info is split off below instead of thrown away.
-(cd python && PATH="$venv/bin:$PATH" maturin build --release --quiet --zig \
+(cd python && PATH="$venv/bin:$PATH" maturin build --profile dist --quiet --zig \
   --compatibility manylinux2014 --out "$out/built")
 built=$(date +%s)
 wheel=$(ls "$out"/built/firedup-*.whl)
