@@ -155,7 +155,10 @@ fn watch_a_process_killed_by_sigkill(log_given: bool) -> (common::bounded::Out, 
     // watch instead. A kill before that is read from the zombie just the same.
     let mut watch = watch;
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !holds_a_pidfd(watch.id()) && watch.try_wait().unwrap().is_none() {
+    // The pidfd is the watcher's: the process started here waits for it (`src/front.rs`).
+    let front = watch.id();
+    let watcher = || common::watcher_of(front).unwrap_or(front);
+    while !holds_a_pidfd(watcher()) && watch.try_wait().unwrap().is_none() {
         assert!(
             Instant::now() < deadline,
             "the watch never watched: {}",
