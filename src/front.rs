@@ -4,8 +4,11 @@
 //! caller started (the *front*) forks the one that does the work (the *watcher*) and then only
 //! waits, single-threaded and small, for the watcher's exit code on a pipe. The watcher sends it
 //! as soon as the verdict is given ([`verdict_given`]: printed, `verdict.json` written, the
-//! teardown it reports verified), or else as it exits (from `exit(3)`, whatever calls it); the
-//! front then exits with that code at once. What the caller waits for is no longer what follows
+//! teardown it reports verified; a local single run's verdict), and the front exits with that
+//! code at once. On every other path (a multi-node group, `--detach`, a usage error, `pending`)
+//! the watcher sends nothing: the front exits as the watcher does, once it has ended, as one
+//! process did (a group's node agents, whose command lines name the job, wind down meanwhile;
+//! `multinode_torch` checks that none is left). What the caller waits for is no longer what follows
 //! the verdict: the history row (a SQLite transaction, 0.6 to 2.9 ms), dropping the log's
 //! inotify watch, waking the watcher's helper threads to exit and freeing its address space (3 to
 //! 17 ms on a busy machine), against the single wake of a `tail -F | grep`.
@@ -86,23 +89,12 @@ pub(crate) fn split(args: &[std::ffi::OsString]) {
             if let Ok(mut slot) = TO_FRONT.lock() {
                 *slot = Some(writer);
             }
-            // SAFETY: registering a handler of the right type; `exit_hook` only makes system
-            // calls and touches a mutex no signal handler takes.
-            unsafe { on_exit(exit_hook, std::ptr::null_mut()) };
         }
         watcher => {
             drop(writer);
             wait_as_front(watcher, reader)
         }
     }
-}
-
-unsafe extern "C" {
-    /// glibc's `on_exit(3)`: like `atexit`, with the status `exit` was given.
-    fn on_exit(
-        function: extern "C" fn(status: libc::c_int, arg: *mut libc::c_void),
-        arg: *mut libc::c_void,
-    ) -> libc::c_int;
 }
 
 /// In the watcher, once the verdict is given (printed, recorded in the run directory, its
@@ -112,12 +104,6 @@ unsafe extern "C" {
 pub(crate) fn verdict_given(code: i32) {
     let _ = std::io::stdout().flush();
     tell(code, &[1]);
-}
-
-/// In the watcher, as it exits with `status` without having told the front: stdout and stderr
-/// let go (a reader of either sees their end when the front exits), then the code sent.
-extern "C" fn exit_hook(status: libc::c_int, _arg: *mut libc::c_void) {
-    tell(status, &[1, 2]);
 }
 
 /// Sends `code` to the front once: `released` (standard descriptors) pointed at /dev/null first,
