@@ -103,21 +103,19 @@ pub(crate) fn split(args: &[std::ffi::OsString]) {
 /// a process with no front, or once told.
 pub(crate) fn verdict_given(code: i32) {
     let _ = std::io::stdout().flush();
-    tell(code, &[1]);
+    tell(code);
 }
 
-/// Sends `code` to the front once: `released` (standard descriptors) pointed at /dev/null first,
+/// Sends `code` to the front once: stdout pointed at /dev/null first (its reader sees its end),
 /// the parent-death signal cleared (the front is about to go; the watcher must outlive it to
 /// record the run), and the command line overwritten (this process no longer names the command).
-fn tell(code: i32, released: &[i32]) {
+fn tell(code: i32) {
     let Some(mut writer) = TO_FRONT.try_lock().ok().and_then(|mut w| w.take()) else {
         return;
     };
     if let Ok(null) = std::fs::File::options().write(true).open("/dev/null") {
-        for fd in released {
-            // SAFETY: dup2 onto a standard descriptor; `null` stays open until after.
-            unsafe { libc::dup2(null.as_raw_fd(), *fd) };
-        }
+        // SAFETY: dup2 onto stdout; `null` stays open until after.
+        unsafe { libc::dup2(null.as_raw_fd(), 1) };
     }
     let _ = rustix::process::set_parent_process_death_signal(None);
     crate::process_title::set(TOLD_TITLE);
