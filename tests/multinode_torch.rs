@@ -4,7 +4,8 @@
 //! rank, node 0's rank 0 and node 1's rank 1 in one gloo group. All succeed; node 1's rank
 //! raises an OOM while node 0's waits in a collective; node 1's processes are SIGKILLed; node 1
 //! hangs before the collective (with two ranks a node, and with one: the rank named from the
-//! ranks' places compared across the nodes); firedup is interrupted (every node torn down,
+//! ranks' places compared across the nodes; also of a node still silent, not yet stalled, when
+//! the group decides); firedup is interrupted (every node torn down,
 //! checked in /proc).
 //!
 //! PyTorch comes from `FIREDUP_TEST_TORCH_PYTHON` (CI installs it, see `.ci/run`); without it
@@ -281,20 +282,20 @@ fn ctrl_c_tears_down_every_node() {
     }
 }
 
-#[test]
-fn node_1_hanging_before_the_collective_is_stalled_naming_node_1() {
+/// A two-ranks-a-node job whose rank 2 (on node 1) does `code` outside the collective its peers
+/// wait in, watched with `--stall 20s`: `stalled`, naming node 1 and rank 2, and nothing of the
+/// job left.
+fn stalled_naming_node_1_rank_2(code: &str) {
     let Some(python) = torch_python() else { return };
     let env = Env::new();
     let nodes = Nodes::start(&env, 2);
-    // Two ranks a node: node 1's rank 2 sleeps outside the collective its peers wait in (its
-    // node's stacks tell it from rank 3, inside); node 0's ranks both wait inside.
-    let job = job_with(&env, 2, "time.sleep(300)");
+    let job = job_with(&env, 2, code);
     let mut a = run_args_ranks(&nodes, &python, &job, 2);
     a.splice(2..2, ["--stall".to_string(), "20s".to_string()]);
     let r = nodes.fd(&env, &a);
     eprintln!(
-        "verdict: node {} rank {} reason {}",
-        r.json["node"], r.json["rank"], r.json["reason"]
+        "verdict: node {} rank {} reason {} settled {}",
+        r.json["node"], r.json["rank"], r.json["reason"], r.json["settled"]
     );
     assert_eq!((r.code, r.verdict()), (6, "stalled"), "{}", r.explain());
     assert_eq!(
@@ -307,6 +308,24 @@ fn node_1_hanging_before_the_collective_is_stalled_naming_node_1() {
         processes_naming(&job.display().to_string()).is_empty(),
         "{}",
         r.explain()
+    );
+}
+
+#[test]
+fn node_1_hanging_before_the_collective_is_stalled_naming_node_1() {
+    // Two ranks a node: node 1's rank 2 sleeps outside the collective its peers wait in (its
+    // node's stacks tell it from rank 3, inside); node 0's ranks both wait inside.
+    stalled_naming_node_1_rank_2("time.sleep(300)");
+}
+
+/// Node 1 shows a sign of life 12 s after node 0's last (its rank 2 prints, then sleeps): node
+/// 0 stalls first, and when the group decides (10 s on), node 1 is still silent, its ranks'
+/// places read but its own stall window not over. Its places count all the same: node 1's rank
+/// 2 is named (were node 1 to stall first on a loaded machine, its own verdict names it too).
+#[test]
+fn node_1_silent_but_not_yet_stalled_when_the_group_decides_is_named_from_its_ranks_places() {
+    stalled_naming_node_1_rank_2(
+        "time.sleep(12); print('rank 2 still loading', flush=True); time.sleep(300)",
     );
 }
 

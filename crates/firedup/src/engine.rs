@@ -37,11 +37,11 @@ pub trait Progress {
     fn note(&mut self, text: &str, at: Duration);
     /// The watch has its verdict: called once, last (a status line can be cleared).
     fn finish(&mut self);
-    /// No verdict yet, and the judge has taken in everything the source saw by `through` (its
-    /// log read to its end, its processes checked; see [`Source::checked_through`]);
-    /// `pending_cause`: the earliest failure evidence it holds that is no echo. A multi-node
-    /// group decides on it; others need not listen.
-    fn checked(&mut self, _through: Duration, _pending_cause: Option<Duration>) {}
+    /// No verdict yet, and `judge` has taken in everything the source saw by `through` (its log
+    /// read to its end, its processes checked; see [`Source::checked_through`]). A multi-node
+    /// group decides on what it holds then ([`Judge::pending_cause`], [`Judge::places_now`]);
+    /// others need not listen.
+    fn checked(&mut self, _through: Duration, _judge: &Judge) {}
 }
 
 /// Progress that shows nothing (library use, tests).
@@ -198,7 +198,7 @@ pub fn judge_loop_bounded(
             return Ok(j);
         }
         if let Some(through) = source.checked_through() {
-            progress.checked(through, judge.pending_cause());
+            progress.checked(through, &judge);
         }
         let now = source.now();
         progress.status(&judge.status(now), now);

@@ -8,9 +8,11 @@
 //! 2. a node whose processes ended badly without printing a cause comes next: its peers' echoes
 //!    (collective timeouts, closed connections, launcher summaries) follow from it;
 //! 3. then echoes; then nodes that only waited (`stalled`, `timed_out`): when every node only
-//!    waited, the ranks' places compared across the nodes ([`across_nodes`]) name the one rank
-//!    outside a collective and its node, or say that more than one was (and no rank is named);
-//!    else the node whose stacks named a rank outside the collective first; then a node firedup lost contact with (its own
+//!    waited (or was stopped by the group while silent, its ranks' places read since its last
+//!    progress: its stop's verdict never decides, its places count), the ranks' places
+//!    compared across the nodes ([`across_nodes`]) name the one rank outside a collective and
+//!    its node, or say that more than one was (and no rank is named); else the node whose stacks
+//!    named a rank outside the collective first; then a node firedup lost contact with (its own
 //!    failure to watch, never the group's cause while another node says more); last, a node the
 //!    group stopped itself after another's verdict (that stop's own echo).
 //!
@@ -91,12 +93,23 @@ pub fn fails_the_group(n: &NodeEnd, server: bool) -> bool {
 /// `group_id` names the run; the verdict keeps the deciding node's line, rank, reason (with the
 /// node named first) and log. `server` as for [`fails_the_group`].
 pub fn group_verdict(group_id: &str, nodes: &[NodeEnd], server: bool) -> Outcome {
-    let across = outside_across(nodes, |n| standing(n, server) == Standing::Waiting);
-    let deciding = match &across {
-        Across::Named { node, .. } => &nodes[*node],
-        _ => nodes
-            .iter()
-            .min_by_key(|n| {
+    // A node the group stopped while it was silent, its ranks' places read since its last
+    // progress, was waiting as much as one that said so: its places count, though its verdict
+    // (the stop's echo) does not.
+    let across = outside_across(nodes, |n| match standing(n, server) {
+        Standing::Waiting => true,
+        Standing::StoppedByGroup => !n.outcome.placed.is_empty(),
+        _ => false,
+    });
+    let named = match &across {
+        Across::Named { node, .. } => Some(*node),
+        _ => None,
+    };
+    let deciding = match named.filter(|&i| standing(&nodes[i], server) == Standing::Waiting) {
+        Some(i) => i,
+        None => (0..nodes.len())
+            .min_by_key(|&i| {
+                let n = &nodes[i];
                 let s = standing(n, server);
                 // Among nodes that waited, one whose stacks named a rank outside the collective
                 // (unless the group's places show more than one outside).
@@ -106,9 +119,9 @@ pub fn group_verdict(group_id: &str, nodes: &[NodeEnd], server: bool) -> Outcome
             })
             .expect("a group has at least one node"),
     };
-    let fine = standing(deciding, server) == Standing::Fine;
+    let fine = standing(&nodes[deciding], server) == Standing::Fine;
     // A fine group speaks through node 0 (its server, its address).
-    let speaker = if fine { &nodes[0] } else { deciding };
+    let speaker = if fine { &nodes[0] } else { &nodes[deciding] };
     let mut o = speaker.outcome.clone();
     o.run_id = group_id.to_string();
     o.elapsed_s = round_ms(
@@ -137,8 +150,14 @@ pub fn group_verdict(group_id: &str, nodes: &[NodeEnd], server: bool) -> Outcome
             speaker.node_rank, speaker.node, speaker.outcome.reason
         );
         match across {
-            Across::Named { rank, evidence, .. } => {
-                if o.rank != Some(rank) {
+            Across::Named {
+                node,
+                rank,
+                evidence,
+            } => {
+                // The rank's node, also when the verdict is another's (a node stopped silent).
+                o.node = Some(nodes[node].node.clone());
+                if o.rank != Some(rank) || node != deciding {
                     o.reason.push_str(&format!(
                         "; rank {rank} is not inside a collective while its peers on other \
                          nodes wait in one ({evidence})"

@@ -128,17 +128,21 @@ impl crate::engine::Progress for Notes {
         let _ = self.tx.send(Message::Note(self.node, text.to_string()));
     }
     fn finish(&mut self) {}
-    fn checked(&mut self, through: Duration, pending_cause: Option<Duration>) {
+    fn checked(&mut self, through: Duration, judge: &crate::judge::Judge) {
         let step = self
             .told
             .checked_through
             .is_none_or(|t| through >= t + CHECKED_STEP);
-        if step || pending_cause != self.told.pending_cause {
+        let pending_cause = judge.pending_cause();
+        let placed = judge.places_now();
+        if step || pending_cause != self.told.pending_cause || placed != self.told.placed {
             self.told = NodeProgress {
                 checked_through: Some(through),
                 pending_cause,
+                placed,
+                last_progress: Some(judge.last_progress_at()),
             };
-            let _ = self.tx.send(Message::Checked(self.node, self.told));
+            let _ = self.tx.send(Message::Checked(self.node, self.told.clone()));
         }
     }
 }
@@ -278,7 +282,7 @@ fn settle_now(watching: &[Watching], server: bool, failed_at: Duration, now: Dur
             node_rank: w.node_rank,
             node: w.name.clone(),
             launched_at: w.launched_at,
-            progress: w.progress,
+            progress: w.progress.clone(),
         })
         .collect();
     settle(&ended, &running, server, failed_at, now)
@@ -358,6 +362,12 @@ fn finish(
                 still_running(w, stopped_by_group)
             }
         };
+        let mut outcome = outcome;
+        if stopped_by_group {
+            // Where its ranks were when the group decided, looked at while it was silent: not
+            // what its watch saw after the stop (the stop's own lines are progress).
+            outcome.placed = w.progress.placed.clone();
+        }
         ends.push(node_end(w, outcome, stopped_by_group));
     }
     let mut outcome = group_verdict(group_id, &ends, server);

@@ -41,14 +41,22 @@ pub const SETTLE_BOUND: Duration = Duration::from_secs(10);
 /// practice: the failing node's own verdict comes 1.5 s after its cause line (its settle window).
 pub const CHECK_MARGIN: Duration = Duration::from_secs(1);
 
-/// How far a node still running has looked, on its own clock (from its launch).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// How far a node still running has looked, on its own clock (from its launch), and where its
+/// ranks are.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NodeProgress {
     /// It has read its log to its end and checked its processes up to this time, and its judge
     /// has taken all of it in; `None` while it has not said (or cannot: a lost link).
     pub checked_through: Option<Duration>,
     /// The earliest failure evidence it holds that is no echo: its verdict may yet be dated then.
     pub pending_cause: Option<Duration>,
+    /// Where its ranks were at its last look at their stacks since its last progress (empty
+    /// when none was taken since): the group compares them across its nodes also for a node it
+    /// stops while it is silent ([`super::group_verdict`]).
+    pub placed: Vec<crate::rank_place::RankPlace>,
+    /// Its last sign of life (a new line, CPU use, ...), said when the group decides at its
+    /// bound with it still running.
+    pub last_progress: Option<Duration>,
 }
 
 /// A node still running, as the group sees it while it settles.
@@ -134,7 +142,14 @@ pub fn settle(
         _ if now >= failed_at + SETTLE_BOUND => {
             let why = match cause {
                 Some(_) => blocking.join("; "),
-                None => "the first verdict is no cause of its own (a cause still to come on another node would come first)".to_string(),
+                None => format!(
+                    "the first verdict is no cause of its own (a cause still to come on another node would come first); still running: {}",
+                    running
+                        .iter()
+                        .map(still_running)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
             };
             decide(
                 "bound",
@@ -146,6 +161,23 @@ pub fn settle(
         }
         _ => Settle::WaitUntil(failed_at + SETTLE_BOUND),
     }
+}
+
+/// A node still running when the group decides at its bound, in words: its last sign of life
+/// and whether its ranks' places were read since (on the group's clock).
+fn still_running(r: &Running) -> String {
+    let last = match r.progress.last_progress {
+        Some(t) => format!(
+            "its last sign of life at {:.1}s",
+            (r.launched_at + t).as_secs_f64()
+        ),
+        None => "no word of its progress".to_string(),
+    };
+    let places = match r.progress.placed.len() {
+        0 => "its ranks' places not read since",
+        _ => "its ranks' places read since",
+    };
+    format!("node {} ({}), {last}, {places}", r.node_rank, r.node)
 }
 
 /// Why node `r` may still beat a cause at `c` (group clock), if it may.
@@ -215,6 +247,8 @@ mod tests {
             progress: NodeProgress {
                 checked_through: through.map(Duration::from_secs_f64),
                 pending_cause: pending.map(Duration::from_secs_f64),
+                placed: Vec::new(),
+                last_progress: None,
             },
         }
     }

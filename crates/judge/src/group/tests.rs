@@ -488,13 +488,40 @@ fn the_ranks_places_compared_across_nodes_name_the_one_outside_or_nobody() {
             None,
         ),
         (
-            "node 0 stopped by the group before it said it waited: no rank from places",
+            "node 0 stopped by the group while silent, its rank inside: node 1's rank is named",
             vec![
                 node(Killed, None, &[P::I(0)]),
                 node(Stalled, None, &[P::O(1)]),
             ],
             Stalled,
             Some("host1"),
+            Some(1),
+        ),
+        (
+            "node 1 stopped by the group while silent, its rank outside: named, node 0's verdict",
+            vec![
+                node(Stalled, None, &[P::I(0), P::I(1)]),
+                node(Killed, None, &[P::O(2), P::I(3)]),
+            ],
+            Stalled,
+            Some("host1"),
+            Some(2),
+        ),
+        (
+            "node 0 stopped by the group with no look since its last progress: no rank from places",
+            vec![node(Killed, None, &[]), node(Stalled, None, &[P::O(1)])],
+            Stalled,
+            Some("host1"),
+            None,
+        ),
+        (
+            "node 1 stopped by the group, two ranks outside across the group: nobody",
+            vec![
+                node(Stalled, None, &[P::O(0), P::I(1)]),
+                node(Killed, None, &[P::O(2), P::I(3)]),
+            ],
+            Stalled,
+            Some("host0"),
             None,
         ),
         (

@@ -175,14 +175,27 @@ impl Judge {
             .or_else(|| self.ranks.first_clean(None).map(|e| e.rank))
     }
 
+    /// Where each rank was at the last look at their stacks, when that look was taken since the
+    /// last progress (a look taken before it shows where the ranks were then, not now); empty
+    /// otherwise. A multi-node group compares these across its nodes, also of a node it stops
+    /// while it is still silent ([`crate::group`]).
+    pub fn places_now(&self) -> Vec<crate::rank_place::RankPlace> {
+        match &self.ranks.placed {
+            Some((seen, ranks)) if *seen >= self.last_progress_at => ranks.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// When the last progress evidence came (a sign of life: see `progress`), on the judge's
+    /// clock.
+    pub fn last_progress_at(&self) -> Duration {
+        self.last_progress_at
+    }
+
     /// The verdict is `j`: the last stage, and the last event.
     fn conclude(&mut self, mut j: Judgement, events: &mut Vec<Event>) {
         self.note_job(&mut j);
-        // A look taken before the last progress shows where the ranks were then, not now.
-        j.placed = match &self.ranks.placed {
-            Some((seen, ranks)) if *seen >= self.last_progress_at => ranks.clone(),
-            _ => Vec::new(),
-        };
+        j.placed = self.places_now();
         j.node = j
             .rank
             .and_then(|r| self.ranks.node_of(r))
