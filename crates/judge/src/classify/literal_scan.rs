@@ -7,6 +7,8 @@
 //! literal could not reach further. Every occurrence is reported by one walk or the other (some by
 //! both): the same set of literals as one walk over the line, which the tests check.
 
+use std::sync::Arc;
+
 use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::dfa::DFA;
 use aho_corasick::{Anchored, MatchKind};
@@ -17,7 +19,9 @@ const TWO_WALKS: usize = 16;
 /// The literals' automaton and what the walks need of it.
 #[derive(Debug, Clone)]
 pub(super) struct LiteralScan {
-    dfa: DFA,
+    /// Shared by the classifier's clones (a plan's, each judge's): the automaton is most of the
+    /// classifier's heap (0.8 MB), and `dfa::DFA` itself clones deep.
+    dfa: Arc<DFA>,
     start: StateID,
     longest: usize,
 }
@@ -36,7 +40,7 @@ impl LiteralScan {
         let start = dfa.start_state(Anchored::No).ok()?;
         let longest = dfa.max_pattern_len();
         Some(LiteralScan {
-            dfa,
+            dfa: Arc::new(dfa),
             start,
             longest,
         })
