@@ -119,36 +119,41 @@ impl LogReader {
     /// a line was read.
     pub(super) fn read(&mut self, out: &mut Vec<(Duration, Observation)>) -> bool {
         self.mark();
-        let mut observed = Vec::new();
+        let from = out.len();
         self.backlog = self
             .follower
-            .poll_each(&mut |ev| observed.push(follow_observation(ev)));
-        self.emit(observed, out)
+            .poll_each(&mut |ev| out.push((Duration::ZERO, follow_observation(ev))));
+        self.emit(from, out)
     }
 
     /// Reads the log to its end and flushes a partial last line (the writer is gone);
     /// `lines_only` leaves out the file's state changes.
     pub(super) fn finish(&mut self, lines_only: bool, out: &mut Vec<(Duration, Observation)>) {
         self.mark();
-        let mut observed = Vec::new();
+        let from = out.len();
         self.follower.finish_each(&mut |ev| {
             if !lines_only || matches!(ev, FollowEventRef::Line(_)) {
-                observed.push(follow_observation(ev));
+                out.push((Duration::ZERO, follow_observation(ev)));
             }
         });
         self.backlog = false;
-        self.emit(observed, out);
+        self.emit(from, out);
     }
 
-    fn emit(&mut self, observed: Vec<Observation>, out: &mut Vec<(Duration, Observation)>) -> bool {
+    /// Stamps the observations read into `out` from `from` on (each with when the bytes read
+    /// were known to be in the file: known only once they are read; pushed straight into `out`,
+    /// with no batch of their own to allocate at every read); whether a line is among them.
+    fn emit(&mut self, from: usize, out: &mut [(Duration, Observation)]) -> bool {
+        let observed = &mut out[from..];
         if observed.is_empty() {
             return false;
         }
         let at = self.stamp();
-        let lines = observed
-            .iter()
-            .any(|o| matches!(o, Observation::Line { .. }));
-        out.extend(observed.into_iter().map(|o| (at, o)));
+        let mut lines = false;
+        for (stamp, o) in observed {
+            *stamp = at;
+            lines |= matches!(o, Observation::Line { .. });
+        }
         lines
     }
 
