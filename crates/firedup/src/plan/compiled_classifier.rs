@@ -11,13 +11,12 @@ use std::sync::Mutex;
 
 use crate::classify::{Classifier, ClassifierSpec, PatternError};
 
-/// The last classifier compiled, with the spec it was compiled from (its `Debug` text: every
-/// pattern, in order).
+/// The last classifier compiled, with the [`key`] of the spec it was compiled from.
 static LAST: Mutex<Option<(String, Classifier)>> = Mutex::new(None);
 
 /// The classifier for `spec`: the last one compiled when it was compiled from the same spec.
 pub(super) fn compiled(spec: &ClassifierSpec) -> Result<Classifier, PatternError> {
-    let key = format!("{spec:?}");
+    let key = key(spec);
     if let Ok(last) = LAST.lock() {
         if let Some((k, c)) = last.as_ref().filter(|(k, _)| *k == key) {
             debug_assert_eq!(k, &key);
@@ -29,6 +28,24 @@ pub(super) fn compiled(spec: &ClassifierSpec) -> Result<Classifier, PatternError
         *last = Some((key, classifier.clone()));
     }
     Ok(classifier)
+}
+
+/// What `spec` compiles to, in words: every rule's name, strength and patterns in order, and the
+/// other patterns. Not the rules' examples, which only the tests read: with them (the spec's
+/// whole `Debug` text) the key was 112 KB, held for the life of the process (issue 28, peak
+/// RSS).
+fn key(spec: &ClassifierSpec) -> String {
+    use std::fmt::Write;
+    let mut key = String::new();
+    for s in &spec.signatures {
+        let _ = write!(key, "{:?} {:?} {:?};", s.name, s.strength, s.patterns);
+    }
+    let _ = write!(
+        key,
+        "{:?} {:?} {:?} {:?}",
+        spec.fail_lines, spec.ready_lines, spec.noise, spec.phases
+    );
+    key
 }
 
 #[cfg(test)]
@@ -65,6 +82,81 @@ mod tests {
                 (*is_ready, *is_fatal),
                 "{ready} {fail:?} on {line:?}: {got:?}"
             );
+        }
+    }
+
+    #[test]
+    fn the_key_tells_apart_what_compiles_differently_and_only_that() {
+        use crate::classify::{SignatureSpec, Strength};
+        let rule = |name: &str, strength, pattern: &str, example: &str| SignatureSpec {
+            name: name.into(),
+            strength,
+            patterns: vec![pattern.into()],
+            examples: vec![example.into()],
+        };
+        let with = |r: SignatureSpec| ClassifierSpec {
+            signatures: vec![r],
+            ..spec("^ready$", &[])
+        };
+        let base = with(rule(
+            "cuda_oom",
+            Strength::Fatal,
+            "out of memory",
+            "an example",
+        ));
+        // (what changed, the spec, whether its key is the base's)
+        let cases = [
+            (
+                "nothing",
+                with(rule(
+                    "cuda_oom",
+                    Strength::Fatal,
+                    "out of memory",
+                    "an example",
+                )),
+                true,
+            ),
+            (
+                "an example only",
+                with(rule("cuda_oom", Strength::Fatal, "out of memory", "other")),
+                true,
+            ),
+            (
+                "a pattern",
+                with(rule(
+                    "cuda_oom",
+                    Strength::Fatal,
+                    "out of mem",
+                    "an example",
+                )),
+                false,
+            ),
+            (
+                "the strength",
+                with(rule(
+                    "cuda_oom",
+                    Strength::Evidence,
+                    "out of memory",
+                    "an example",
+                )),
+                false,
+            ),
+            (
+                "the name",
+                with(rule("nccl", Strength::Fatal, "out of memory", "an example")),
+                false,
+            ),
+            (
+                "a fail line",
+                ClassifierSpec {
+                    fail_lines: vec!["boom".into()],
+                    ..base.clone()
+                },
+                false,
+            ),
+        ];
+        for (what, s, same) in cases {
+            assert_eq!(key(&s) == key(&base), same, "{what}");
         }
     }
 }
