@@ -178,6 +178,13 @@ pub struct History {
     pub path: PathBuf,
 }
 
+impl History {
+    /// Lets SQLite free the memory it can (its page cache): for a connection kept open a while.
+    pub fn shrink_memory(&self) {
+        let _ = self.conn.execute_batch("PRAGMA shrink_memory");
+    }
+}
+
 /// Puts the database in WAL mode unless it is already (the mode is kept in the file). Switching
 /// needs the database to itself, and SQLite answers "database is locked" at once, without its
 /// busy handler, while another connection opens the new file too (several firedup runs that
