@@ -334,7 +334,7 @@ fn finish(
     let mut teardown = Vec::new();
     for w in &mut watching {
         let stopped_by_group = w.stopped.is_some();
-        let outcome = match w.ended.as_mut() {
+        let mut outcome = match w.ended.as_mut() {
             Some((session, outcome)) => {
                 let policy = match (failed, keep, stopped_by_group) {
                     (true, false, false) => EndPolicy::Stop,
@@ -362,7 +362,6 @@ fn finish(
                 still_running(w, stopped_by_group)
             }
         };
-        let mut outcome = outcome;
         if stopped_by_group {
             // Where its ranks were when the group decided, looked at while it was silent: not
             // what its watch saw after the stop (the stop's own lines are progress).

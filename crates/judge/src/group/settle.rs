@@ -421,4 +421,36 @@ mod tests {
         assert_eq!(on_evidence.node, at_the_bound.node);
         assert_eq!(on_evidence.verdict, at_the_bound.verdict);
     }
+
+    #[test]
+    fn a_bound_reached_on_a_wait_says_each_running_nodes_last_sign_of_life_and_places() {
+        let stalled = ended(0, Stalled, None, 40.0, 0.0);
+        let mut looked = running(1, 2.0, Some(49.0), None);
+        looked.progress.last_progress = Some(Duration::from_secs(30));
+        looked.progress.placed = vec![crate::rank_place::RankPlace {
+            rank: 2,
+            place: crate::rank_place::Place::Unknown,
+        }];
+        let unheard = running(2, 3.0, None, None);
+        let failed_at = Duration::from_secs_f64(41.5);
+        let Settle::Decide(s) = settle(
+            &[stalled],
+            &[looked, unheard],
+            false,
+            failed_at,
+            failed_at + SETTLE_BOUND,
+        ) else {
+            panic!("the bound decides");
+        };
+        assert_eq!(s.by, "bound");
+        assert!(
+            s.description.ends_with(
+                "still running: node 1 (host1), its last sign of life at 32.0s, its ranks' places \
+                 read since; node 2 (host2), no word of its progress, its ranks' places not read \
+                 since"
+            ),
+            "{}",
+            s.description
+        );
+    }
 }
