@@ -8,11 +8,12 @@
 //! `\s`, `\d`, `(?i)` and negated classes agree. So the patterns are compiled a second time as an
 //! ASCII byte set (a much smaller lazy DFA, about 500× faster than the Unicode one with the
 //! catalog), which answers for ASCII lines: first `is_match` (most lines match nothing), then
-//! `matches` on a hit. Other lines go to `wide.rs` (the patterns loosened over the line with each
-//! non-ASCII character folded to one byte, each hit confirmed alone). The answer is the same either way
+//! `matches` on a hit. Before it, one scan for the literals the patterns require
+//! (`prefilter.rs`): most lines reach no regex at all. A line with non-ASCII text gets each
+//! pattern's own Unicode answer (`wide.rs`), for the patterns that the same literal scan leaves
+//! (or, with no literals to scan for, those that the patterns loosened over the line with each
+//! non-ASCII character folded to one byte leave). The answer is the same either way
 //! (`classify_reference` is the Unicode-only path the tests compare against).
-//! Before it, one scan for the literals the patterns require (`prefilter.rs`): most lines reach
-//! no regex at all.
 
 use std::sync::OnceLock;
 
@@ -22,6 +23,7 @@ use serde::Deserialize;
 use crate::verdict::Signature;
 
 mod ascii_set;
+mod lazy_match;
 mod literal_scan;
 mod prefilter;
 mod progress;
@@ -33,7 +35,7 @@ use ascii_set::ascii_set;
 use prefilter::Prefilter;
 use progress::Shape;
 pub use ready_line::{ReadyLine, matches_every_line};
-use wide::Wide;
+use wide::{Singles, Wide};
 
 /// How much a matching line says on its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -181,8 +183,11 @@ pub struct Classifier {
     /// The same answer on ASCII lines, most of them ruled out by a literal scan; `None` when no
     /// pattern has a usable literal (then `ascii_set` answers).
     prefiltered: Option<Prefilter>,
-    /// For the other lines, built on the first one.
+    /// For the other lines where no `prefiltered` picks the patterns to confirm, built on the
+    /// first one.
     wide: OnceLock<Wide>,
+    /// Each pattern alone, Unicode semantics: what answers for a line with non-ASCII text.
+    singles: Singles,
     /// The patterns as one Unicode `RegexSet`: what `classify` answered with before the fast
     /// paths, built only for [`Classifier::classify_reference`].
     reference: OnceLock<RegexSet>,
@@ -297,6 +302,7 @@ impl Classifier {
             let _ = wide.set(w);
         }
         Ok(Classifier {
+            singles: Singles::new(patterns.len()),
             patterns,
             ascii,
             ascii_set,
@@ -351,7 +357,18 @@ impl Classifier {
                     LineClass::default()
                 }
             }
-            _ => self.resolve(self.wide().matches(&self.patterns, text).into_iter()),
+            Some(pf) => {
+                let folded = wide::fold(text);
+                let candidates = pf.candidates(text).into_iter();
+                let matched =
+                    candidates.filter(|&i| self.singles.is_match(&self.patterns, i, text, &folded));
+                self.resolve(matched)
+            }
+            None => self.resolve(
+                self.wide()
+                    .matches(&self.patterns, &self.singles, text)
+                    .into_iter(),
+            ),
         };
         class.progress = self.progress_of(text, shape);
         class

@@ -18,16 +18,14 @@
 //! ends a run. Literals are kept lower-cased and searched case-insensitively, which can only find
 //! more lines, never fewer.
 
-use std::sync::{Arc, Mutex, OnceLock, TryLockError};
+use std::sync::{Arc, OnceLock};
 
 use regex::bytes::{RegexSet, RegexSetBuilder};
-use regex_automata::hybrid::dfa::{Cache, DFA};
-use regex_automata::nfa::thompson::{self, WhichCaptures};
-use regex_automata::util::prefilter::Prefilter as Literal;
+use regex_automata::meta;
 use regex_automata::util::syntax;
-use regex_automata::{Input, meta};
 use regex_syntax::hir::{Class, Hir, HirKind};
 
+use super::lazy_match::LazyMatch;
 use super::literal_scan::LiteralScan;
 use super::whole_line::WholeLine;
 
@@ -172,6 +170,29 @@ impl Prefilter {
         (!matched.is_empty()).then_some(matched)
     }
 
+    /// The patterns (ascending) that may match `text` with Unicode semantics, a line with
+    /// non-ASCII text: those with one of their literals in it, and those that always run. Each
+    /// is then confirmed alone (`Singles`). Sound because the literals are ASCII and a pattern of
+    /// an ASCII set is ASCII itself (`ascii_set.rs`): a match holds a required literal byte for
+    /// byte (UTF-8 never puts an ASCII byte inside another character), up to case. Unicode's
+    /// simple case folding adds only two non-ASCII characters to an ASCII letter's cases: `K`
+    /// (Kelvin sign) to `k` and `ſ` (long s) to `s`; the scan reads them as those letters.
+    pub(super) fn candidates(&self, text: &str) -> Vec<usize> {
+        let folded;
+        let hay = if text.contains(['\u{212A}', '\u{17F}']) {
+            folded = text.replace('\u{212A}', "k").replace('\u{17F}', "s");
+            folded.as_bytes()
+        } else {
+            text.as_bytes()
+        };
+        let mut ids = self.always_ids.clone();
+        self.literals
+            .each(hay, &mut |literal| ids.extend(&self.owners[literal]));
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
     /// Compiles up to `n` more of the gated patterns not compiled yet (no line then pays for
     /// them); returns whether all of them are compiled now.
     pub(super) fn compile_next(&self, n: usize) -> bool {
@@ -196,39 +217,22 @@ impl Prefilter {
 }
 
 /// One gated pattern, ASCII semantics (as `regex::bytes::RegexBuilder::unicode(false)` means
-/// it), asked only whether it matches a line: a forward lazy DFA alone (with the memchr/memmem
-/// search of its literal prefixes), its cache shared by the clones behind a lock that no search
-/// waits for. A whole `regex` also holds a reverse NFA, capture states and a pool of caches:
-/// ~300 of them were 1.0 MB more at the peak (issue 28, peak RSS). A pattern the lazy DFA
-/// cannot take (a Unicode word boundary written with `(?u)`) keeps the meta regex.
+/// it), asked only whether it matches a line ([`LazyMatch`]). A pattern the lazy DFA cannot take
+/// (a Unicode word boundary written with `(?u)`) keeps the meta regex.
 #[derive(Debug)]
 enum Confirm {
-    /// Boxed: each pattern's slot is allocated at the start, compiled or not.
-    Lazy(Box<(DFA, Mutex<Cache>)>),
+    Lazy(LazyMatch),
     Meta(meta::Regex),
 }
 
 impl Confirm {
     fn new(pattern: &str) -> Confirm {
         let syntax = syntax::Config::new().unicode(false).utf8(false);
-        let lazy = syntax::parse_with(pattern, &syntax).ok().and_then(|hir| {
-            let nfa = thompson::Compiler::new()
-                .configure(thompson::Config::new().which_captures(WhichCaptures::None))
-                .build_from_hir(&hir)
-                .ok()?;
-            // The pattern's literal prefixes, searched with memchr/memmem where it has them (a
-            // plain literal is found at memmem's speed, as the whole regex finds it).
-            let pre = Literal::from_hir_prefix(regex_automata::MatchKind::LeftmostFirst, &hir);
-            DFA::builder()
-                .configure(DFA::config().prefilter(pre))
-                .build_from_nfa(nfa)
-                .ok()
-        });
+        let lazy = syntax::parse_with(pattern, &syntax)
+            .ok()
+            .and_then(|hir| LazyMatch::new(&hir));
         match lazy {
-            Some(dfa) => {
-                let cache = Mutex::new(dfa.create_cache());
-                Confirm::Lazy(Box::new((dfa, cache)))
-            }
+            Some(lazy) => Confirm::Lazy(lazy),
             None => Confirm::Meta(
                 meta::Regex::builder()
                     .syntax(syntax)
@@ -242,22 +246,7 @@ impl Confirm {
 
     fn is_match(&self, line: &[u8]) -> bool {
         match self {
-            Confirm::Lazy(lazy) => {
-                let (dfa, cache) = &**lazy;
-                // Never gives up (no minimum cache clear count) and quits at no byte of an ASCII
-                // line (no Unicode word boundary, or it would not have built).
-                let search = |cache: &mut Cache| {
-                    dfa.try_search_fwd(cache, &Input::new(line).earliest(true))
-                        .expect("a lazy DFA without quit bytes searches an ASCII line")
-                        .is_some()
-                };
-                match cache.try_lock() {
-                    Ok(mut held) => search(&mut held),
-                    Err(TryLockError::Poisoned(e)) => search(&mut e.into_inner()),
-                    // Another watch of this process is searching with it: a cache of its own.
-                    Err(TryLockError::WouldBlock) => search(&mut dfa.create_cache()),
-                }
-            }
+            Confirm::Lazy(lazy) => lazy.is_match(line),
             Confirm::Meta(re) => re.is_match(line),
         }
     }

@@ -348,6 +348,7 @@ fn a_line_with_non_ascii_text_gets_each_patterns_own_answer() {
     .map(|p| p.to_string())
     .collect();
     let wide = Wide::new(&patterns).unwrap();
+    let singles = Singles::new(patterns.len());
     let lines = [
         "█ CUDA out of memory █",
         "éCUDA out of memory",
@@ -375,8 +376,75 @@ fn a_line_with_non_ascii_text_gets_each_patterns_own_answer() {
             .filter(|(_, p)| Regex::new(p).unwrap().is_match(line))
             .map(|(i, _)| i)
             .collect();
-        assert_eq!(wide.matches(&patterns, line), want, "{line:?}");
+        assert_eq!(wide.matches(&patterns, &singles, line), want, "{line:?}");
     }
+}
+
+/// What `Prefilter::candidates` rests on: under Unicode `(?i)`, the only ASCII letters with a
+/// non-ASCII case are `k` (the Kelvin sign) and `s` (the long s).
+#[test]
+fn only_k_and_s_have_a_non_ascii_case() {
+    let mut with_wide_case = Vec::new();
+    for c in ('a'..='z').chain('A'..='Z') {
+        let hir = regex_syntax::ParserBuilder::new()
+            .build()
+            .parse(&format!("(?i){c}"))
+            .unwrap();
+        let regex_syntax::hir::HirKind::Class(regex_syntax::hir::Class::Unicode(class)) =
+            hir.kind()
+        else {
+            panic!("(?i){c} is a class");
+        };
+        let wide: Vec<char> = class
+            .ranges()
+            .iter()
+            .flat_map(|r| r.start()..=r.end())
+            .filter(|ch| !ch.is_ascii())
+            .collect();
+        if !wide.is_empty() {
+            with_wide_case.push((c, wide));
+        }
+    }
+    assert_eq!(
+        with_wide_case,
+        vec![
+            ('k', vec!['\u{212A}']),
+            ('s', vec!['\u{17F}']),
+            ('K', vec!['\u{212A}']),
+            ('S', vec!['\u{17F}']),
+        ]
+    );
+}
+
+/// Lines with non-ASCII text get the Unicode set's answer through the literal scan: known lines
+/// with a non-ASCII character added at their end and at their start, and with each `k` and `s`
+/// written as the Kelvin sign and the long s (which Unicode `(?i)` matches as those letters). The
+/// loosened set is never built where the scan picks the patterns.
+#[test]
+fn non_ascii_lines_get_the_unicode_answer_through_the_literal_scan() {
+    let c = everything();
+    c.prepare_for_any_text();
+    let mut classified = 0;
+    // Every line with a class, and every fiftieth other one (the Unicode set is slow on them).
+    let lines = known_lines();
+    let picked = lines
+        .iter()
+        .enumerate()
+        .filter(|(i, l)| i % 50 == 0 || c.classify(l) != LineClass::default());
+    for (_, l) in picked {
+        let variants = [
+            format!("{l} \u{e9}"),
+            format!("\u{2028}{l}"),
+            l.replace('k', "\u{212A}").replace('s', "\u{17F}") + "\u{a0}",
+        ];
+        for v in &variants {
+            let want = c.classify_reference(v);
+            classified += (want != LineClass::default()) as usize;
+            assert_eq!(c.classify(v), want, "{v:?}");
+        }
+    }
+    assert!(classified > 300, "only {classified} lines had a class");
+    assert!(c.wide.get().is_none(), "the loosened set was built");
 }
 
 fn mutate(line: &str, ops: &[(u8, usize, char)]) -> String {

@@ -1,48 +1,129 @@
-//! The matcher for lines with non-ASCII text (the ASCII fast path answers for the others; see
-//! the parent module): every pattern loosened to a byte pattern over the line with each
-//! non-ASCII character folded to one byte, each hit confirmed by its own pattern.
+//! The matchers for lines with non-ASCII text (the ASCII fast path answers for the others; see
+//! the parent module). Each pattern is confirmed alone on such a line ([`Singles`], Unicode
+//! semantics, compiled on first need); what picks the patterns to confirm is the literal scan of
+//! the prefilter where the classifier has one (`Prefilter::candidates`), else [`Wide`]: every
+//! pattern loosened to a byte pattern over the line with each non-ASCII character folded to one
+//! byte.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use regex_automata::nfa::thompson::WhichCaptures;
 use regex_automata::{Input, MatchKind, PatternSet, meta};
 use regex_syntax::hir::{self, Class, ClassBytes, ClassBytesRange, Hir, HirKind, Look};
 
+use super::lazy_match::LazyMatch;
+
 /// The byte every non-ASCII character of a line is folded to (never a byte of ASCII text).
 const FOLDED: u8 = 0x80;
 
-/// The matcher of lines with non-ASCII text. A Unicode set of the catalog would search such a line
-/// with its slowest engine (its lazy DFA cannot decide a Unicode word boundary next to a
-/// non-ASCII byte) and costs ~10 MiB of NFA and cache. So `loose` is every pattern loosened
-/// over the folded line ([`fold`]: one byte, [`FOLDED`], for each non-ASCII character): word
-/// boundaries dropped, a class that holds any non-ASCII character holds `FOLDED`. A pattern then
-/// matches the folded line wherever it matched the line (a superset), and a pattern `loose`
-/// reports is confirmed by the pattern alone (compiled on first need), unless loosening it lost
-/// nothing (then `loose` already answered exactly).
+/// The matcher of lines with non-ASCII text where no literal scan picks the patterns (a pattern
+/// set with a non-ASCII pattern, or none with a literal). A Unicode set of the catalog would
+/// search such a line with its slowest engine (its lazy DFA cannot decide a Unicode word boundary
+/// next to a non-ASCII byte) and costs ~10 MiB of NFA and cache. So `loose` is every pattern
+/// loosened over the folded line ([`fold`]: one byte, [`FOLDED`], for each non-ASCII character):
+/// word boundaries dropped, a class that holds any non-ASCII character holds `FOLDED`. A pattern
+/// then matches the folded line wherever it matched the line (a superset), and a pattern `loose`
+/// reports is confirmed by the pattern alone, unless loosening it lost nothing (then `loose`
+/// already answered exactly). ~0.8 MiB, and as much again of cache once lines run through it.
 #[derive(Debug, Clone)]
 pub(super) struct Wide {
     loose: Option<meta::Regex>,
     /// Per pattern: its loosened form matches exactly where it does.
     pub(super) exact: Vec<bool>,
-    singles: Vec<OnceLock<meta::Regex>>,
+}
+
+/// Each pattern alone, compiled on its first line with non-ASCII text: its loosened form over
+/// the folded line (a small lazy DFA, [`LazyMatch`]), which rules out most lines the literal scan
+/// let through and answers alone where loosening lost nothing, then the pattern itself with
+/// Unicode semantics. (Straight to the Unicode regex, a sglang progress bar's line compiled four
+/// more of them than the loosened set had: their code and Unicode tables made the peak RSS no
+/// lower without the set.)
+/// Shared by the classifier's clones: one compile serves the plan's and each judge's.
+#[derive(Debug, Clone)]
+pub(super) struct Singles {
+    loose: Arc<[OnceLock<Loosened>]>,
+    unicode: Arc<[OnceLock<meta::Regex>]>,
+}
+
+/// A pattern loosened (see [`loosen`]), compiled, and whether it is exact.
+#[derive(Debug)]
+struct Loosened {
+    /// `None` where it did not build: then it rules out nothing.
+    matcher: Option<LazyMatch>,
+    exact: bool,
 }
 
 impl super::Classifier {
-    /// The matcher of lines with non-ASCII text, built on first need unless
-    /// [`Self::prepare_for_any_text`] built it.
+    /// The loosened set, built on first need unless [`Self::prepare_for_any_text`] built it.
     pub(super) fn wide(&self) -> &Wide {
         self.wide.get_or_init(|| {
-            Wide::new(&self.patterns).unwrap_or_else(|| Wide::singles_only(&self.patterns))
+            Wide::new(&self.patterns).unwrap_or_else(|| Wide::none(self.patterns.len()))
         })
     }
 
-    /// Builds now what a line with non-ASCII text needs (the loosened byte set: ~1 MiB, a few
-    /// tens of ms of a core), which is otherwise built at the first such line. A watcher calls it
-    /// before the server runs far: that line comes when the server chooses (llama.cpp's
+    /// Builds now what a line with non-ASCII text needs beyond the patterns' own regexes, which is
+    /// otherwise built at the first such line: the loosened set (~1 MiB, a few tens of ms of a
+    /// core), where no literal scan picks the patterns; nothing where one does. A watcher calls
+    /// it before the server runs far: that line comes when the server chooses (llama.cpp's
     /// vocabulary dump, a progress bar's blocks), often as it fills its memory, and a watcher in
     /// the server's memory cgroup that allocates then is the OOM killer's next pick.
     pub fn prepare_for_any_text(&self) {
-        self.wide();
+        if self.prefiltered.is_none() {
+            self.wide();
+        }
+    }
+}
+
+impl Singles {
+    /// One slot per pattern, none compiled.
+    pub(super) fn new(n: usize) -> Singles {
+        Singles {
+            loose: (0..n).map(|_| OnceLock::new()).collect(),
+            unicode: (0..n).map(|_| OnceLock::new()).collect(),
+        }
+    }
+
+    /// Whether pattern `i` (of `patterns`) matches `text` (Unicode semantics), whose [`fold`]
+    /// is `folded`.
+    pub(super) fn is_match(
+        &self,
+        patterns: &[String],
+        i: usize,
+        text: &str,
+        folded: &[u8],
+    ) -> bool {
+        let loose = self.loose[i].get_or_init(|| Loosened::new(&patterns[i]));
+        if let Some(m) = &loose.matcher {
+            if !m.is_match(folded) {
+                return false;
+            }
+            if loose.exact {
+                return true;
+            }
+        }
+        self.unicode_match(patterns, i, text)
+    }
+
+    /// Whether pattern `i` matches `text`, by the pattern itself.
+    fn unicode_match(&self, patterns: &[String], i: usize, text: &str) -> bool {
+        self.unicode[i]
+            .get_or_init(|| single(&patterns[i]))
+            .is_match(text)
+    }
+}
+
+impl Loosened {
+    fn new(pattern: &str) -> Loosened {
+        let mut exact = true;
+        let matcher = regex_syntax::ParserBuilder::new()
+            .build()
+            .parse(pattern)
+            .ok()
+            .and_then(|hir| LazyMatch::new(&loosen(&hir, &mut exact)));
+        Loosened {
+            exact: exact && matcher.is_some(),
+            matcher,
+        }
     }
 }
 
@@ -69,20 +150,19 @@ impl Wide {
         Some(Wide {
             loose: Some(loose),
             exact,
-            singles: patterns.iter().map(|_| OnceLock::new()).collect(),
         })
     }
 
-    /// Every pattern alone (the set could not be built).
-    pub(super) fn singles_only(patterns: &[String]) -> Wide {
+    /// No set (it could not be built): every pattern is confirmed alone.
+    pub(super) fn none(n: usize) -> Wide {
         Wide {
             loose: None,
-            exact: vec![false; patterns.len()],
-            singles: patterns.iter().map(|_| OnceLock::new()).collect(),
+            exact: vec![false; n],
         }
     }
 
-    pub(super) fn matches(&self, patterns: &[String], text: &str) -> Vec<usize> {
+    /// The patterns that match `text`, ascending.
+    pub(super) fn matches(&self, patterns: &[String], singles: &Singles, text: &str) -> Vec<usize> {
         let candidates: Vec<usize> = match &self.loose {
             Some(set) => {
                 let mut found = PatternSet::new(set.pattern_len());
@@ -93,12 +173,7 @@ impl Wide {
         };
         candidates
             .into_iter()
-            .filter(|&i| {
-                self.exact[i]
-                    || self.singles[i]
-                        .get_or_init(|| single(&patterns[i]))
-                        .is_match(text)
-            })
+            .filter(|&i| self.exact[i] || singles.unicode_match(patterns, i, text))
             .collect()
     }
 }
