@@ -19,6 +19,10 @@ use crate::verdict::ExitInfo;
 pub(super) enum Report {
     /// A rank ended; `exit` is how, when the line says.
     Ended { rank: u32, exit: Option<ExitInfo> },
+    /// A vLLM engine core ended (`rank`: its data-parallel index, the rank it counts as). It is a
+    /// process of its own, the parent of its workers: its exit is never a worker's of the same
+    /// number (an engine core exits 1 once its OOM-killed worker is gone).
+    EngineCoreEnded { rank: u32, exit: Option<ExitInfo> },
     /// A task ended by the OOM killer under the scheduler's memory limit (srun's `task 1: Out Of
     /// Memory`; srun names only the first task it learned of).
     OutOfMemory { rank: u32 },
@@ -140,11 +144,11 @@ fn vllm(text: &str) -> Option<Report> {
         let (name, code) = rest.split_once(':')?;
         let rank = trailing_number(name.trim().trim_matches(|c| c == '\'' || c == '"'))?;
         let exit = leading_number(code.trim_start()).map(python_exit);
-        return Some(Report::Ended { rank, exit });
+        return Some(Report::EngineCoreEnded { rank, exit });
     }
     // vLLM 0.32's front end, once its (only) engine core is gone: no name, no exit code.
     if text.contains("MPClient: engine core exited unexpectedly") {
-        return Some(Report::Ended {
+        return Some(Report::EngineCoreEnded {
             rank: 0,
             exit: None,
         });
@@ -155,16 +159,12 @@ fn vllm(text: &str) -> Option<Report> {
         .iter()
         .find_map(|k| number_after(&after, k))
         .map(python_exit);
-    let rank = if let Some(at) = text
-        .find("Worker proc ")
-        .or_else(|| text.find("Engine core proc "))
-    {
-        let skip = if text[at..].starts_with("Worker proc ") {
-            12
-        } else {
-            17
-        };
-        trailing_number(text[at + skip..].split_whitespace().next()?)?
+    if let Some(at) = text.find("Engine core proc ") {
+        let rank = trailing_number(text[at + 17..].split_whitespace().next()?)?;
+        return Some(Report::EngineCoreEnded { rank, exit });
+    }
+    let rank = if let Some(at) = text.find("Worker proc ") {
+        trailing_number(text[at + 12..].split_whitespace().next()?)?
     } else {
         let at = text.find("rank=")?;
         let rest = text[at + 5..].trim_start_matches('[');
@@ -292,6 +292,10 @@ mod tests {
         Some(Report::Ended { rank, exit })
     }
 
+    fn core_ended(rank: u32, exit: Option<ExitInfo>) -> Option<Report> {
+        Some(Report::EngineCoreEnded { rank, exit })
+    }
+
     #[test]
     fn launcher_lines_report_endings() {
         let sig = |s| Some(ExitInfo::signal(s, false));
@@ -395,29 +399,29 @@ mod tests {
             (
                 "(APIServer pid=40) ERROR 12-04 03:01:09 [core_client.py:564] Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.",
                 false,
-                ended(0, None),
+                core_ended(0, None),
             ),
             (
                 "ERROR 05-06 16:54:45 [core_client.py:436] Engine core proc EngineCore_1 died unexpectedly, shutting down client.",
                 false,
-                ended(1, None),
+                core_ended(1, None),
             ),
             // vllm/v1/engine/core_client.py 0.32 (recorded: the engine core SIGKILLed).
             (
                 "(APIServer pid=25974) WARNING 12-04 13:28:01 [core_client.py:817] [shutdown] MPClient: engine core exited unexpectedly; starting cleanup",
                 false,
-                ended(0, None),
+                core_ended(0, None),
             ),
             // vllm/v1/engine/utils.py, wait_for_engine_startup: the core's exit code.
             (
                 "(APIServer pid=40) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP0': -9}",
                 false,
-                ended(0, sig(9)),
+                core_ended(0, sig(9)),
             ),
             (
                 "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP1': 1, 'EngineCore_DP0': -15}",
                 false,
-                ended(1, code(1)),
+                core_ended(1, code(1)),
             ),
             (
                 "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",

@@ -716,6 +716,53 @@ fn a_vllm_worker_whose_status_was_lost_is_oom_killed_where_the_run_saw_an_oom_ki
 }
 
 #[test]
+fn an_engine_core_exiting_after_its_worker_does_not_stand_for_the_workers_lost_status() {
+    // A live vLLM run in a 2 GiB memory cgroup on a loaded machine: the worker OOM-killed, its
+    // status lost ("exit code: None"), then the engine core (DP index 0, the worker's parent)
+    // exits 1 and the front end names it with that code, within the settle window. Rank 0's
+    // ending stays the worker's: killed by the OOM killer where it was seen, unknown where not.
+    let log = "(Worker pid=32276) INFO 12-07 11:27:34 [cpu_worker.py:260] Explicitly set (4.0/23.54) GiB for KV cache on node 0.\n\
+               (EngineCore pid=32187) ERROR 12-07 11:27:34 [multiproc_executor.py:315] Worker proc VllmWorker-0 died unexpectedly (exit code: None), shutting down executor.\n\
+               (EngineCore pid=32187) INFO 12-07 11:27:34 [multiproc_executor.py:479] [shutdown] Executor: waiting for worker exit count=0\n\
+               (EngineCore pid=32187) ERROR 12-07 11:27:34 [core.py:1510] EngineCore failed to start.\n\
+               (APIServer pid=32081) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP0': 1}";
+    let sigkill = Some(ExitInfo::signal(9, false));
+    let cases = [
+        (
+            Some(1),
+            want(
+                Verdict::Killed,
+                Some(Signature::OomKilled),
+                Some(0),
+                Some(2),
+                sigkill,
+            ),
+        ),
+        (
+            None,
+            want(
+                Verdict::Failed,
+                Some(Signature::RankExited),
+                Some(0),
+                Some(2),
+                Some(ExitInfo::code(1)),
+            ),
+        ),
+    ];
+    for (oom_at, w) in cases {
+        let extra: Vec<Extra> = oom_at.map(Extra::Oom).into_iter().collect();
+        let got = judge_in(Mode::UntilReady, log, &extra, Some(ExitInfo::code(1)));
+        check(&format!("oom evidence before line {oom_at:?}"), &got, &w);
+        assert!(
+            got.reason
+                .contains("rank 0 ended with an unknown status as the launcher reported (line 2)"),
+            "{}",
+            got.reason
+        );
+    }
+}
+
+#[test]
 fn a_rank_stopped_just_after_a_peer_died_is_not_the_first_failure() {
     // tests/oom.rs's launcher: rank 1 is OOM-killed, the launcher reaps it and SIGTERMs rank 0 at
     // once. On a loaded machine rank 0's watcher may report first, and rank 1's status may be

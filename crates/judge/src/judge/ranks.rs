@@ -46,6 +46,8 @@ pub(super) struct RankEnding {
     pub(super) at: Duration,
     /// Where it was learned.
     pub(super) source: EndingSource,
+    /// A vLLM engine core's report learned it (see [`Report::EngineCoreEnded`]).
+    pub(super) engine_core: bool,
 }
 
 impl RankEnding {
@@ -183,6 +185,9 @@ impl Ranks {
                     self.block = Some((Block::ExitFollows, Some(rank), EXIT_CODE_LINES + 1));
                 }
             }
+            Report::EngineCoreEnded { rank, exit } => {
+                self.learn_engine_core(rank, exit, line(), at);
+            }
             Report::OutOfMemory { rank } => {
                 let exit = Some(ExitInfo::signal(9, false));
                 self.learn(rank, exit, Some(line()), at, EndingSource::Launcher);
@@ -274,7 +279,9 @@ impl Ranks {
         source: EndingSource,
     ) {
         if let Some(e) = self.endings.iter_mut().find(|e| e.rank == rank) {
-            if e.exit.is_none() {
+            // A vLLM engine core's report of its own index never fills in what a worker's left
+            // unknown (learn_engine_core), and a worker's never fills in an engine core's.
+            if e.exit.is_none() && (!e.engine_core || source == EndingSource::Live) {
                 e.exit = exit;
             }
             if e.line.is_none() {
@@ -288,7 +295,38 @@ impl Ranks {
             line,
             at,
             source,
+            engine_core: false,
         });
+    }
+
+    /// A vLLM engine core ended (`rank`: its data-parallel index): the rank's ending where none
+    /// is known; an engine core's report without a status completed by a later one with it (the
+    /// front end's `Failed core proc(s)` after `engine core exited unexpectedly`). Where a
+    /// worker of that number ended first, the engine core's end is that worker's consequence
+    /// (it exits 1 once its worker is gone), and the worker's status, known or lost, stands.
+    fn learn_engine_core(
+        &mut self,
+        rank: u32,
+        exit: Option<ExitInfo>,
+        line: LineRef,
+        at: Duration,
+    ) {
+        match self.endings.iter_mut().find(|e| e.rank == rank) {
+            Some(e) if e.engine_core => {
+                if e.exit.is_none() {
+                    e.exit = exit;
+                }
+            }
+            Some(_) => {}
+            None => self.endings.push(RankEnding {
+                rank,
+                exit,
+                line: Some(line),
+                at,
+                source: EndingSource::Launcher,
+                engine_core: true,
+            }),
+        }
     }
 
     /// Enters a part of torchrun's summary (also when its head line was not seen).

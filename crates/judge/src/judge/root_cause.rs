@@ -93,6 +93,7 @@ impl Judge {
                 line: None,
                 at,
                 source: EndingSource::Launcher,
+                engine_core: false,
             })
         });
         let reported = failed.as_ref().filter(|f| self.echo_of(f.rank).is_none());
