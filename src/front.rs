@@ -46,8 +46,11 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 use firedup::session::interrupts::{SIGNALS, ignored_at_start};
 
-/// The watcher's end of the pipe its exit code goes to (`None` in a front-less process).
-static TO_FRONT: Mutex<Option<std::io::PipeWriter>> = Mutex::new(None);
+/// What the watcher tells the front with: the pipe its exit code goes to, and `/dev/null` open
+/// for stdout to be pointed at (`None` in a front-less process). Opened at the split, as the
+/// command line's place is read then: nothing on the way from the verdict to the caller waits
+/// for the file system (issue 28).
+static TO_FRONT: Mutex<Option<(std::io::PipeWriter, Option<std::fs::File>)>> = Mutex::new(None);
 
 /// The watcher's pid, for the front's signal handlers.
 static WATCHER: AtomicI32 = AtomicI32::new(0);
@@ -86,8 +89,10 @@ pub(crate) fn split(args: &[std::ffi::OsString]) {
                     rustix::process::Signal::KILL,
                 );
             }
+            let null = std::fs::File::options().write(true).open("/dev/null").ok();
+            crate::process_title::prepare();
             if let Ok(mut slot) = TO_FRONT.lock() {
-                *slot = Some(writer);
+                *slot = Some((writer, null));
             }
         }
         watcher => {
@@ -110,10 +115,10 @@ pub(crate) fn verdict_given(code: i32) {
 /// the parent-death signal cleared (the front is about to go; the watcher must outlive it to
 /// record the run), and the command line overwritten (this process no longer names the command).
 fn tell(code: i32) {
-    let Some(mut writer) = TO_FRONT.try_lock().ok().and_then(|mut w| w.take()) else {
+    let Some((mut writer, null)) = TO_FRONT.try_lock().ok().and_then(|mut w| w.take()) else {
         return;
     };
-    if let Ok(null) = std::fs::File::options().write(true).open("/dev/null") {
+    if let Some(null) = null {
         // SAFETY: dup2 onto stdout; `null` stays open until after.
         unsafe { libc::dup2(null.as_raw_fd(), 1) };
     }

@@ -10,11 +10,21 @@
 //! memory.
 
 use std::fs;
+use std::sync::OnceLock;
+
+/// Where the arguments are, read once (see [`prepare`]).
+static AREA: OnceLock<Option<(usize, usize)>> = OnceLock::new();
+
+/// Reads where the arguments are now, so that [`set`] reads nothing (it runs on the way from a
+/// verdict to the caller: `/proc/self/stat` is ~20 us, issue 28).
+pub(crate) fn prepare() {
+    AREA.get_or_init(argument_area);
+}
 
 /// Overwrites this process's command line with `title` (see the module doc). Does nothing where
 /// the area cannot be found.
 pub(crate) fn set(title: &str) {
-    let Some((start, end)) = argument_area() else {
+    let Some((start, end)) = *AREA.get_or_init(argument_area) else {
         return;
     };
     let len = end - start;

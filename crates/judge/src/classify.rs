@@ -15,7 +15,7 @@
 //! non-ASCII character folded to one byte leave). The answer is the same either way
 //! (`classify_reference` is the Unicode-only path the tests compare against).
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use regex::{Regex, RegexSet};
 use serde::Deserialize;
@@ -173,16 +173,20 @@ pub struct ClassifierSpec {
 }
 
 /// A compiled classifier.
+///
+/// A clone shares what was compiled (a plan's classifier and each judge's copy): cloning and
+/// dropping one costs a few reference counts, not the catalog's allocations again (the judge's
+/// copy is dropped on the way from the verdict to the caller, issue 28).
 #[derive(Debug, Clone)]
 pub struct Classifier {
-    patterns: Vec<String>,
+    patterns: Arc<[String]>,
     /// Whether the patterns mean the same as one ASCII set on ASCII lines (else all go to `wide`).
     ascii: bool,
     /// That set, held only where no `prefiltered` answers (~0.9 MB a watch need not hold).
     ascii_set: OnceLock<regex::bytes::RegexSet>,
     /// The same answer on ASCII lines, most of them ruled out by a literal scan; `None` when no
     /// pattern has a usable literal (then `ascii_set` answers).
-    prefiltered: Option<Prefilter>,
+    prefiltered: Option<Arc<Prefilter>>,
     /// For the other lines where no `prefiltered` picks the patterns to confirm, built on the
     /// first one.
     wide: OnceLock<Wide>,
@@ -284,8 +288,11 @@ impl Classifier {
             slots.push(Slot::Phase(i));
         }
         // That the set compiles makes the ASCII paths valid; built again only where it answers.
+        let patterns: Arc<[String]> = patterns.into();
         let ascii = ascii_set(&patterns).is_some();
-        let prefiltered = ascii.then(|| Prefilter::new(&patterns)).flatten();
+        let prefiltered = ascii
+            .then(|| Prefilter::new(&patterns).map(Arc::new))
+            .flatten();
         let ascii_set = match (ascii, &prefiltered) {
             (true, None) => OnceLock::from(ascii_set(&patterns).expect("it compiled just above")),
             _ => OnceLock::new(),
@@ -392,7 +399,7 @@ impl Classifier {
     #[doc(hidden)]
     pub fn classify_reference(&self, text: &str) -> LineClass {
         let set = self.reference.get_or_init(|| {
-            regex::RegexSetBuilder::new(&self.patterns)
+            regex::RegexSetBuilder::new(self.patterns.iter())
                 .dfa_size_limit(64 << 20)
                 .build()
                 .expect("the patterns compiled one by one")

@@ -69,7 +69,7 @@ pub(super) struct Prefilter {
 impl Prefilter {
     /// The prefilter of `patterns` (ASCII semantics, as the fast path compiles them); `None` when
     /// no pattern has a usable literal or a part does not build (the plain set is used then).
-    pub(super) fn new(patterns: &[String]) -> Option<Prefilter> {
+    pub(super) fn new(patterns: &Arc<[String]>) -> Option<Prefilter> {
         let mut by_literal: Vec<(Vec<u8>, usize)> = Vec::new();
         let (mut always, mut always_ids) = (vec![], vec![]);
         for (i, p) in patterns.iter().enumerate() {
@@ -104,7 +104,7 @@ impl Prefilter {
         Some(Prefilter {
             literals: scan,
             owners,
-            patterns: patterns.into(),
+            patterns: Arc::clone(patterns),
             compiled: (0..patterns.len()).map(|_| OnceLock::new()).collect(),
             always: if always.is_empty() {
                 None
@@ -458,8 +458,9 @@ mod tests {
 
     #[test]
     fn compile_next_compiles_every_gated_pattern_once_for_every_clone() {
-        let patterns =
-            ["CUDA out of memory", r"^\s*$", r"NCCL (?:error|timeout)"].map(String::from);
+        let patterns: Arc<[String]> = ["CUDA out of memory", r"^\s*$", r"NCCL (?:error|timeout)"]
+            .map(String::from)
+            .into();
         let pf = Prefilter::new(&patterns).unwrap();
         let judges_copy = pf.clone();
         let compiled =
