@@ -702,11 +702,20 @@ fn a_vllm_worker_whose_status_was_lost_is_oom_killed_where_the_run_saw_an_oom_ki
             ),
         ),
     ];
+    // The front end's report of the engine core's exit, or the engine core (also rank 0 by its
+    // title) seen ending live with it.
     let core_exit = "(APIServer pid=32081) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP0': 1}";
-    for log in [log.to_string(), format!("{log}\n{core_exit}")] {
+    let seen_live = [Extra::RankEnded(4, 0, ExitInfo::code(1))];
+    let variants: [(String, &[Extra]); 3] = [
+        (log.to_string(), &[]),
+        (format!("{log}\n{core_exit}"), &[]),
+        (log.to_string(), &seen_live),
+    ];
+    for (log, live) in &variants {
         for (oom_at, w) in &cases {
-            let extra: Vec<Extra> = oom_at.map(Extra::Oom).into_iter().collect();
-            let got = judge_in(Mode::UntilReady, &log, &extra, Some(ExitInfo::code(1)));
+            let mut extra: Vec<Extra> = oom_at.map(Extra::Oom).into_iter().collect();
+            extra.extend(live.iter().cloned());
+            let got = judge_in(Mode::UntilReady, log, &extra, Some(ExitInfo::code(1)));
             check(&format!("oom evidence before line {oom_at:?}"), &got, w);
             assert_eq!(
                 got.reason.contains(

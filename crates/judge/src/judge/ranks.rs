@@ -280,8 +280,19 @@ impl Ranks {
     ) {
         if let Some(e) = self.endings.iter_mut().find(|e| e.rank == rank) {
             // A vLLM engine core's report of its own index never fills in what a worker's left
-            // unknown (learn_engine_core), and a worker's never fills in an engine core's.
-            if e.exit.is_none() && (!e.engine_core || source == EndingSource::Live) {
+            // unknown (learn_engine_core), and a worker's never fills in an engine core's. A
+            // launcher's report that a rank's status was lost is about one process; a rank can
+            // have two (vLLM's engine core and its worker are both rank 0, and the engine core
+            // exits 1 once its OOM-killed worker is gone, seen live within the settle window
+            // under load): an exit code seen live after it may be the other's, and only a signal
+            // seen live (which ends the very process it hits) completes it.
+            let other_process = e.source == EndingSource::Launcher
+                && source == EndingSource::Live
+                && exit.is_some_and(|x| x.effective_signal().is_none());
+            if e.exit.is_none()
+                && (!e.engine_core || source == EndingSource::Live)
+                && !other_process
+            {
                 e.exit = exit;
             }
             if e.line.is_none() {
