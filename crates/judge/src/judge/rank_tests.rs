@@ -732,6 +732,32 @@ fn a_vllm_worker_whose_status_was_lost_is_oom_killed_where_the_run_saw_an_oom_ki
 }
 
 #[test]
+fn an_engine_core_seen_killed_live_before_the_front_end_reports_it_is_that_reports_line() {
+    // The live vLLM test that SIGKILLs the engine core once ready: its pidfd may tell before the
+    // front end prints its report; the report is still the decisive line.
+    let log = "(APIServer pid=889) INFO 12-07 12:11:50 [api_server.py:1] Application startup complete.\n\
+               (APIServer pid=889) WARNING 12-07 12:11:55 [core_client.py:817] [shutdown] MPClient: engine core exited unexpectedly; starting cleanup\n\
+               (APIServer pid=889) ERROR 12-07 12:11:55 [async_llm.py:906] vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.\n\
+               /root/.pyenv/versions/3.11.7/lib/python3.11/multiprocessing/resource_tracker.py:254: UserWarning: resource_tracker: There appear to be 1 leaked shared_memory objects to clean up at shutdown";
+    let sigkill = ExitInfo::signal(9, false);
+    for live_before in [2, 3] {
+        let extra = [Extra::RankEnded(live_before, 0, sigkill)];
+        let got = judge_in(Mode::UntilReady, log, &extra, Some(ExitInfo::code(0)));
+        check(
+            &format!("seen live before line {live_before}"),
+            &got,
+            &want(
+                Verdict::Killed,
+                Some(Signature::Sigkill),
+                Some(0),
+                Some(2),
+                Some(sigkill),
+            ),
+        );
+    }
+}
+
+#[test]
 fn a_rank_stopped_just_after_a_peer_died_is_not_the_first_failure() {
     // tests/oom.rs's launcher: rank 1 is OOM-killed, the launcher reaps it and SIGTERMs rank 0 at
     // once. On a loaded machine rank 0's watcher may report first, and rank 1's status may be

@@ -314,7 +314,8 @@ impl Ranks {
     /// is known; an engine core's report without a status completed by a later one with it (the
     /// front end's `Failed core proc(s)` after `engine core exited unexpectedly`). Where a
     /// worker of that number ended first, the engine core's end is that worker's consequence
-    /// (it exits 1 once its worker is gone), and the worker's status, known or lost, stands.
+    /// (it exits 1 once its worker is gone), and the worker's status, known or lost, stands; an
+    /// ending seen live first gets the report as its line.
     fn learn_engine_core(
         &mut self,
         rank: u32,
@@ -328,7 +329,14 @@ impl Ranks {
                     e.exit = exit;
                 }
             }
-            Some(_) => {}
+            // Seen live first (the engine core itself, or a worker of that number), or a worker's
+            // report: the report is the ending's line where it has none, its status not the
+            // worker's.
+            Some(e) => {
+                if e.line.is_none() {
+                    e.line = Some(line);
+                }
+            }
             None => self.endings.push(RankEnding {
                 rank,
                 exit,
