@@ -65,6 +65,10 @@ fn main() {
     if want("latency") {
         bench_latency();
     }
+    // Not part of the default set (`latency` has the same row): the issue-28 target alone.
+    if only.split(',').any(|s| s.trim() == "ready") {
+        bench_ready_listening();
+    }
     if want("exit") {
         bench_exit();
     }
@@ -691,6 +695,37 @@ fn bench_latency() {
         "ms",
         "(reported)",
         true,
+    );
+}
+
+/// The issue-28 target alone, interleaved trial by trial: a server that listens, then prints its
+/// ready line, against `tail -F | grep -m1` (`FIREDUP_BENCH=ready`; `latency` has the same row
+/// among the others, at a few minutes a run).
+fn bench_ready_listening() {
+    let runs = env_num("FIREDUP_BENCH_RUNS", 11.0) as usize;
+    let ready_line = format!("[2025-03-01 10:01:00] {READY}!");
+    let (mut ours, mut tg) = (vec![], vec![]);
+    for _ in 0..runs {
+        ours.push(trial_run_probed(&ready_line, 0, true));
+        tg.push(trial_tail_grep(&ready_line, READY));
+    }
+    header(&format!(
+        "1b. ready line → verdict, server listening (ms, median of {runs}; [min .. max])"
+    ));
+    println!(
+        "spreads: run, server listening {} tail|grep {}",
+        spread(&ours),
+        spread(&tg)
+    );
+    let (m, mtg) = (median(&mut ours), median(&mut tg));
+    row(
+        "ready line → `run` exits, server listening (--port: its own listener ends the window)",
+        m,
+        "tail -F | grep -m1",
+        mtg,
+        "ms",
+        "≤ 2 × tail|grep",
+        m <= 2.0 * mtg,
     );
 }
 
