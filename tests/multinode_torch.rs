@@ -342,9 +342,11 @@ fn node_1_hanging_before_the_collective_is_stalled_naming_node_1() {
 /// places read but its own stall window not over. Its places count all the same: node 1's rank
 /// 2 is named (were node 1 to stall first on a loaded machine, its own verdict names it too).
 /// With a 30 s stall window node 1's stacks are read 15 s into its silence (five samples of 3
-/// s), 13 s before the group decides; with 20 s the margin was 8 s, and a loaded CI machine
-/// twice gave node 1 a sign of life about 10 s after its print that pushed the read past the
-/// group's decision (`stalled`, node 0, rank null: true, but the rank not named).
+/// s), 13 s before the group decides; with 20 s the margin was 8 s. A loaded CI machine twice
+/// gave node 1's tree a busy CPU sample about 10 s after its print (its launcher, torchrun's
+/// agent, polling: the ranks were idle), which restarted the ranks' silence and pushed the read
+/// past the group's decision (`stalled`, node 0, rank null: true, but the rank not named). Only
+/// the ranks' own CPU restarts their silence now (`RankWatch::ranks_ticks`).
 #[test]
 fn node_1_silent_but_not_yet_stalled_when_the_group_decides_is_named_from_its_ranks_places() {
     stalled_naming_node_1_rank_2(

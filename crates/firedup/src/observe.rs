@@ -375,7 +375,7 @@ impl LocalObserver {
                 // The run's processes, for the kernel's OOM-kill lines about them.
                 self.oom.sample(&tree);
                 let (cpu, read) = process::usage_of(&tree);
-                self.ranks.usage_sample(cpu);
+                self.ranks.usage_sample(self.ranks.ranks_ticks());
                 out.push((
                     self.now(),
                     Observation::Usage {

@@ -141,7 +141,8 @@ impl RankWatch {
         }
     }
 
-    /// The tree's CPU ticks at a usage sample: the ranks are not silent while they compute.
+    /// The ranks' CPU ticks at a usage sample ([`RankWatch::ranks_ticks`]): the ranks are not
+    /// silent while they compute.
     pub(super) fn usage_sample(&mut self, cpu_ticks: u64) {
         // Busy as the judge counts progress: over the time since the last sample as it passed,
         // not the nominal interval. A loaded machine samples late, and the ticks of a longer
@@ -159,7 +160,21 @@ impl RankWatch {
         }
     }
 
-    /// A line arrived (or the tree computes): the ranks are not silent.
+    /// The CPU ticks of the ranks a look reads, not of the whole tree: a launcher that computes
+    /// beside ranks that wait (torchrun's agent, polling its workers) says nothing of where the
+    /// ranks are, and restarting their silence for it put their stacks' next look 10 s later.
+    /// Under load that look came after a multi-node group had decided without it (the CI of
+    /// `8b91b12`: `stalled`, node 0, rank null, the other node's rank outside the collective
+    /// unnamed). The judge still counts the whole tree's work as progress.
+    pub(super) fn ranks_ticks(&self) -> u64 {
+        self.to_read()
+            .iter()
+            .filter_map(|&(_, pid)| process::stat(pid))
+            .map(|s| s.cpu_ticks)
+            .sum()
+    }
+
+    /// A line arrived (or the ranks compute): the ranks are not silent.
     pub(super) fn heard_line(&mut self) {
         self.last_line = Instant::now();
         self.next_check = self.last_line + self.silent_after;
@@ -525,6 +540,44 @@ mod tests {
         assert!(
             watch.next_check > silent_until,
             "5 ticks at once not counted as work"
+        );
+    }
+
+    #[test]
+    fn only_the_ranks_own_cpu_ends_their_silence() {
+        let (tx, _rx) = std::sync::mpsc::channel::<Wake>();
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut watch = RankWatch::new(Duration::from_secs(1));
+        let mut zero = sleeper(Some("0"));
+        let mut one = sleeper(Some("1"));
+        // The launcher beside them, computing.
+        let mut launcher = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .env_remove("RANK")
+            .env_remove("LOCAL_RANK")
+            .env_remove("SLURM_PROCID")
+            .spawn()
+            .unwrap();
+        watch.discover(0, &[launcher.id(), zero.id(), one.id()], &tx, &stop);
+        watch.usage_sample(watch.ranks_ticks());
+        let silent_until = watch.next_check;
+        let ticks = |pid: u32| process::stat(pid).map_or(0, |s| s.cpu_ticks);
+        let began = std::time::Instant::now();
+        while ticks(launcher.id()) < 10 && began.elapsed() < crate::bounded_wait::HANG {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let launcher_ticks = ticks(launcher.id());
+        watch.usage_sample(watch.ranks_ticks());
+        let after = watch.next_check;
+        stop.store(true, Ordering::Relaxed);
+        for c in [&mut launcher, &mut zero, &mut one] {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        assert!(launcher_ticks >= 10, "the launcher never computed");
+        assert_eq!(
+            after, silent_until,
+            "the launcher's work restarted the ranks' silence"
         );
     }
 
