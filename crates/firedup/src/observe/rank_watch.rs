@@ -551,11 +551,8 @@ mod tests {
         let mut zero = sleeper(Some("0"));
         let mut one = sleeper(Some("1"));
         // The launcher beside them, computing.
-        let mut launcher = std::process::Command::new("sh")
+        let mut launcher = unranked("sh")
             .args(["-c", "while :; do :; done"])
-            .env_remove("RANK")
-            .env_remove("LOCAL_RANK")
-            .env_remove("SLURM_PROCID")
             .spawn()
             .unwrap();
         watch.discover(0, &[launcher.id(), zero.id(), one.id()], &tx, &stop);
@@ -624,10 +621,18 @@ mod tests {
         }
     }
 
+    /// `program` with none of the variables that name a rank (the test's own may have them).
+    fn unranked(program: &str) -> std::process::Command {
+        let mut c = std::process::Command::new(program);
+        c.env_remove("RANK")
+            .env_remove("LOCAL_RANK")
+            .env_remove("SLURM_PROCID");
+        c
+    }
+
     fn sleeper(rank: Option<&str>) -> std::process::Child {
-        let mut c = std::process::Command::new("sleep");
-        c.arg("30").env_remove("RANK").env_remove("LOCAL_RANK");
-        c.env_remove("SLURM_PROCID");
+        let mut c = unranked("sleep");
+        c.arg("30");
         if let Some(r) = rank {
             c.env("RANK", r);
         }
@@ -675,11 +680,8 @@ mod tests {
         let mut zero = sleeper(Some("0"));
         // Without a rank until it execs the one that carries RANK=1 (as a launcher's child
         // between its fork and its exec).
-        let mut late = std::process::Command::new("sh")
+        let mut late = unranked("sh")
             .args(["-c", "read _; exec env RANK=1 sleep 30"])
-            .env_remove("RANK")
-            .env_remove("LOCAL_RANK")
-            .env_remove("SLURM_PROCID")
             .stdin(std::process::Stdio::piped())
             .spawn()
             .unwrap();
