@@ -36,6 +36,10 @@
 //!   front, which exits the same way: its code, or the same signal.
 //! - Both lower their `oom_score_adj` as the watcher alone did ([`firedup::oom_score`]).
 //!
+//! The front's own exit is on the caller's path too: right after the split it lets go of the
+//! file pages its start mapped ([`mappings`]), so that its exit takes down only what its wait
+//! touched.
+//!
 //! `FIREDUP_FRONT=0` keeps one process (measuring the watcher's own peak memory with `wait4`, a
 //! debugger).
 
@@ -45,6 +49,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use firedup::session::interrupts::{SIGNALS, ignored_at_start};
+
+mod mappings;
 
 /// What the watcher tells the front with: the pipe its exit code goes to, and `/dev/null` open
 /// for stdout to be pointed at (`None` in a front-less process). Opened at the split, as the
@@ -146,6 +152,9 @@ fn wait_as_front(watcher: libc::pid_t, mut reader: std::io::PipeReader) -> ! {
     }
     // This process starts nothing: lowering its own score changes no child's.
     firedup::oom_score::protect_own();
+    // While the server starts: what this copy of the start mapped is let go now, not at the exit
+    // the caller waits for.
+    mappings::shed();
     let mut code = [0u8; 1];
     loop {
         match reader.read(&mut code) {

@@ -20,6 +20,7 @@ mod faults;
 mod file_opens;
 mod fitted_tables;
 mod frictions;
+mod front_process;
 mod group_settle_bench;
 mod help_texts;
 mod history;
