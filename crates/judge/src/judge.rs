@@ -105,6 +105,8 @@ pub struct Judge {
     evidence: Vec<Evidence>,
     /// The last meaningful lines (context of a verdict before a fatal line).
     before: VecDeque<LineRef>,
+    /// The shape hash of `before`'s last line (a redrawn progress bar replaces it).
+    before_last_shape: Option<u64>,
     last_line: Option<LineRef>,
     /// What the last observed line meant (see [`Judge::last_line_class`]).
     last_class: Option<LineClass>,
@@ -163,6 +165,7 @@ impl Judge {
             last_usage: None,
             evidence: Vec::new(),
             before: VecDeque::new(),
+            before_last_shape: None,
             last_line: None,
             last_class: None,
             lines: 0,

@@ -93,14 +93,11 @@ impl Judge {
             return;
         }
         // A progress bar redrawn many times is one line of context: keep its latest state.
-        if self
-            .before
-            .back()
-            .is_some_and(|l| shape_hash(&l.text) == shape)
-        {
+        if self.before_last_shape == Some(shape) && !self.before.is_empty() {
             self.before.pop_back();
         }
         self.before.push_back(line.clone());
+        self.before_last_shape = Some(shape);
         if self.before.len() > size + 1 {
             self.before.pop_front();
         }
