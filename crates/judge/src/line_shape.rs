@@ -15,66 +15,89 @@ pub const MIN_HEX_ID: usize = 6;
 
 /// The shape of `text` (see the module doc).
 pub fn line_shape(text: &str) -> String {
-    let mut shape = String::with_capacity(text.len());
-    // Every piece is valid UTF-8: whole characters, or ASCII letters of a token.
-    shape_pieces(text, |piece| {
-        shape.push_str(std::str::from_utf8(piece).unwrap_or_default())
-    });
-    shape
+    let mut shape = Vec::with_capacity(text.len());
+    shape_bytes(text, &mut shape);
+    // Every byte kept is of a whole character, or an ASCII letter or punctuation.
+    String::from_utf8(shape).unwrap_or_default()
+}
+
+/// Where a shape's bytes go.
+trait ShapeSink {
+    fn byte(&mut self, b: u8);
+    fn bytes(&mut self, b: &[u8]);
+}
+
+impl ShapeSink for Vec<u8> {
+    fn byte(&mut self, b: u8) {
+        self.push(b);
+    }
+    fn bytes(&mut self, b: &[u8]) {
+        self.extend_from_slice(b);
+    }
+}
+
+/// The bytes of a shape gathered on the stack, the hasher fed when the buffer is full.
+struct Gather {
+    buf: [u8; 256],
+    len: usize,
+    hasher: std::collections::hash_map::DefaultHasher,
+}
+
+impl Gather {
+    fn flush(&mut self) {
+        use std::hash::Hasher;
+        self.hasher.write(&self.buf[..self.len]);
+        self.len = 0;
+    }
+}
+
+impl ShapeSink for Gather {
+    #[inline]
+    fn byte(&mut self, b: u8) {
+        if self.len == self.buf.len() {
+            self.flush();
+        }
+        self.buf[self.len] = b;
+        self.len += 1;
+    }
+    fn bytes(&mut self, b: &[u8]) {
+        b.iter().for_each(|&b| self.byte(b));
+    }
 }
 
 /// A hash of the shape of `text`: what the judge keeps per line (a set of seen shapes, the shape of
 /// the last context line) instead of the shape itself. The same value as hashing
-/// [`line_shape`]'s string, without building it: the pieces gather in a buffer on the stack that
+/// [`line_shape`]'s string, without building it: the bytes gather in a buffer on the stack that
 /// the hasher takes when full and at the end (SipHash's `write` gives one answer however the
-/// bytes are split, and one `write` a piece cost more than finding the pieces: issue 28, `perf`
-/// of a watch following 512 MB), then `str`'s terminator.
+/// bytes are split; one `write` a piece cost more than finding the pieces: issue 28, `perf` of a
+/// watch following 512 MB), then `str`'s terminator.
 pub(crate) fn shape_hash(text: &str) -> u64 {
     use std::hash::Hasher;
-    struct Gather {
-        buf: [u8; 256],
-        len: usize,
-        hasher: std::collections::hash_map::DefaultHasher,
-    }
-    impl Gather {
-        fn push(&mut self, piece: &[u8]) {
-            if self.len + piece.len() > self.buf.len() {
-                self.hasher.write(&self.buf[..self.len]);
-                self.len = 0;
-                if piece.len() > self.buf.len() {
-                    self.hasher.write(piece);
-                    return;
-                }
-            }
-            self.buf[self.len..self.len + piece.len()].copy_from_slice(piece);
-            self.len += piece.len();
-        }
-    }
     let mut g = Gather {
         buf: [0; 256],
         len: 0,
         hasher: std::collections::hash_map::DefaultHasher::new(),
     };
-    shape_pieces(text, |piece| g.push(piece));
-    g.hasher.write(&g.buf[..g.len]);
+    shape_bytes(text, &mut g);
+    g.flush();
     g.hasher.write_u8(0xff);
     g.hasher.finish()
 }
 
-/// Calls `emit` with the pieces of `text`'s shape, in order: runs of a word token's non-digit
-/// bytes, and each kept character (see the module doc). No allocation; one pass over ASCII.
-fn shape_pieces(text: &str, mut emit: impl FnMut(&[u8])) {
+/// Gives `sink` the bytes of `text`'s shape, in order: a word token's non-digit bytes, and each
+/// kept character (see the module doc). No allocation; one pass over a token to read it, one to
+/// keep it.
+fn shape_bytes(text: &str, sink: &mut impl ShapeSink) {
     let b = text.as_bytes();
     let mut i = 0;
     while i < b.len() {
         let c = b[i];
         if c.is_ascii_alphanumeric() {
-            let len = token_len(&b[i..]);
-            let token = &b[i..i + len];
-            if !is_id(token) {
-                for run in token.split(|b| b.is_ascii_digit()) {
-                    if !run.is_empty() {
-                        emit(run);
+            let (len, id) = token(&b[i..]);
+            if !id {
+                for &c in &b[i..i + len] {
+                    if !c.is_ascii_digit() {
+                        sink.byte(c);
                     }
                 }
             }
@@ -82,7 +105,7 @@ fn shape_pieces(text: &str, mut emit: impl FnMut(&[u8])) {
         } else if c.is_ascii() {
             // `char::is_whitespace` on ASCII: also the vertical tab, which `u8`'s test leaves out.
             if !matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r') {
-                emit(&b[i..i + 1]);
+                sink.byte(c);
             }
             i += 1;
         } else {
@@ -90,60 +113,53 @@ fn shape_pieces(text: &str, mut emit: impl FnMut(&[u8])) {
             let ch = text[i..].chars().next().unwrap_or_default();
             let n = ch.len_utf8();
             if !ch.is_whitespace() {
-                emit(&b[i..i + n]);
+                sink.bytes(&b[i..i + n]);
             }
             i += n;
         }
     }
 }
 
-/// Length of the token at the start of `b`: a run of ASCII letters and digits, continued over a
-/// `-` between groups of hex digits (so a uuid is one token).
-fn token_len(b: &[u8]) -> usize {
-    // The end of the run of letters and digits from `from`, and whether all of it is hex.
-    let word = |from: usize| {
-        let mut end = from;
-        let mut hex = true;
-        while end < b.len() && b[end].is_ascii_alphanumeric() {
-            hex &= b[end].is_ascii_hexdigit();
-            end += 1;
-        }
-        (end, hex)
-    };
-    let (mut end, hex) = word(0);
-    // Continued only while everything so far is hex groups.
-    if hex {
-        while end < b.len() && b[end] == b'-' {
-            let (next, group_hex) = word(end + 1);
-            if next == end + 1 || !group_hex {
-                break;
-            }
-            end = next;
-        }
+/// The token at the start of `b` (a run of ASCII letters and digits, continued over a `-` between
+/// groups of hex digits, so that a uuid is one token): its length, and whether it is an id (a run
+/// of hex digits with a digit, at least [`MIN_HEX_ID`] of them not counting the `-`; or a `0x`
+/// number).
+fn token(b: &[u8]) -> (usize, bool) {
+    let (mut end, mut hex, mut digit) = (0, true, false);
+    while end < b.len() && b[end].is_ascii_alphanumeric() {
+        hex &= b[end].is_ascii_hexdigit();
+        digit |= b[end].is_ascii_digit();
+        end += 1;
     }
-    end
-}
-
-/// Whether a token is an id (hex run with a digit, long enough; or a `0x` number).
-fn is_id(token: &[u8]) -> bool {
-    if let Some(hex) = token
+    let mut count = end;
+    // Continued only while everything so far is hex groups.
+    while hex && end < b.len() && b[end] == b'-' {
+        let mut next = end + 1;
+        let (mut group_hex, mut group_digit) = (true, false);
+        while next < b.len() && b[next].is_ascii_alphanumeric() {
+            group_hex &= b[next].is_ascii_hexdigit();
+            group_digit |= b[next].is_ascii_digit();
+            next += 1;
+        }
+        if next == end + 1 || !group_hex {
+            break;
+        }
+        count += next - end - 1;
+        digit |= group_digit;
+        end = next;
+    }
+    let token = &b[..end];
+    if let Some(rest) = token
         .strip_prefix(b"0x")
         .or_else(|| token.strip_prefix(b"0X"))
     {
-        return !hex.is_empty() && hex.iter().all(|c| c.is_ascii_hexdigit());
+        // `0x` then hex digits only (a `-` is not one: a `0x` token is never continued).
+        return (
+            end,
+            !rest.is_empty() && rest.iter().all(|c| c.is_ascii_hexdigit()),
+        );
     }
-    let (mut count, mut digit) = (0, false);
-    for &c in token {
-        if c == b'-' {
-            continue;
-        }
-        if !c.is_ascii_hexdigit() {
-            return false;
-        }
-        count += 1;
-        digit |= c.is_ascii_digit();
-    }
-    count >= MIN_HEX_ID && digit
+    (end, hex && digit && count >= MIN_HEX_ID)
 }
 
 #[cfg(test)]
