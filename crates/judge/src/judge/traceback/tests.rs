@@ -609,3 +609,13 @@ fn the_cause_of_a_traceback_chain_is_its_most_specific_hit_on_its_first_line() {
         assert!(line.text.starts_with(starts), "{what}: {}", line.text);
     }
 }
+
+#[test]
+fn every_chain_marker_holds_the_word_searched_first() {
+    for m in MARKERS {
+        assert!(
+            MARKER_WORD.find(m.as_bytes()).is_some(),
+            "{m:?} would never be looked for"
+        );
+    }
+}
