@@ -12,9 +12,9 @@
 //! (`Anonymous: 0 kB` in `/proc/self/smaps`: the loader's relocated data, a written page, is
 //! anonymous) is dropped: for those, `MADV_DONTNEED` only forgets what a fault gets back
 //! unchanged. The front is single-threaded (it was forked before any thread existed), so nothing
-//! else touches its memory between the read of `smaps` and the advice. Each dropped mapping is
-//! also told `MADV_RANDOM`, so that the faults of the wait map its pages one at a time rather
-//! than a window of 16 each.
+//! else touches its memory between the read of `smaps` and the advice. What the wait runs after
+//! that is faulted in again (about 0.5 MB: the kernel maps 64 KiB around each fault of a file,
+//! `MADV_RANDOM` or not, BENCHMARKS.md).
 
 /// An address range, `[start, end)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +93,6 @@ pub(super) fn shed() {
         // above, with no other thread to change it since): its pages are the file's, and a fault
         // maps them again as they were. A failure (a locked mapping) leaves the pages in place.
         unsafe {
-            libc::madvise(addr, len, libc::MADV_RANDOM);
             libc::madvise(addr, len, libc::MADV_DONTNEED);
         }
     }
