@@ -35,6 +35,26 @@ pub struct Run {
     pub took: Duration,
 }
 
+/// A run a test left running (a server it saw `ready`, a test that failed before its end) is
+/// stopped with the test's environment: a test's servers do not outlive it (seen: the fake LLM
+/// servers of the probe tests, still running after the test binary had ended).
+impl Drop for Env {
+    fn drop(&mut self) {
+        let Ok(out) = self.cmd().args(["ps", "--json"]).output() else {
+            return;
+        };
+        let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        for id in runs
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["run_id"].as_str())
+        {
+            let _ = self.cmd().args(["stop", id]).output();
+        }
+    }
+}
+
 impl Env {
     pub fn new() -> Env {
         Env {
