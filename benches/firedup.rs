@@ -574,7 +574,19 @@ fn trial_run_probed(line: &str, want_code: i32, listening: bool) -> f64 {
         .unwrap();
     let (code, _) = wait4(&child);
     let t1 = mono_ns();
-    let t0: u64 = fs::read_to_string(&ts).unwrap().trim().parse().unwrap();
+    // The writer records its timestamp after its line (so that recording it is not in the
+    // measured time): firedup may have answered before the file is written. Waited for, bounded.
+    let t0: u64 = (0..5000)
+        .find_map(|_| {
+            let t = fs::read_to_string(&ts)
+                .ok()
+                .and_then(|t| t.trim().parse().ok());
+            if t.is_none() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            t
+        })
+        .expect("the writer recorded when it wrote its line");
     assert_eq!(code, want_code, "firedup run exit code for {line:?}");
     // The stand-in server is left running on ready: end it.
     kill_writers(&bench);
