@@ -464,3 +464,32 @@ fn stop_ends_a_stopped_server_by_its_sigterm() {
     );
     assert!(!alive(pid));
 }
+
+/// The tests' own hygiene (`tests/common`, `Env`'s drop): a server a test saw `ready` and left
+/// running is stopped when the test's environment goes.
+#[test]
+fn a_server_a_test_left_running_is_stopped_with_its_environment() {
+    let env = Env::new();
+    let pid_file = env.path("server.pid");
+    let r = env
+        .run()
+        .json()
+        .opt("ready-line", "serving")
+        .shell(&format!(
+            "echo $$ > '{}'; echo serving; exec sleep 300",
+            pid_file.display()
+        ))
+        .output();
+    assert_eq!(r.verdict(), "ready", "{}", r.explain());
+    let pid: u64 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(alive(pid), "the server runs on after ready");
+    drop(env);
+    // `stop` verified it gone; its supervisor reaps it: waited for, bounded.
+    common::bounded::wait_for("the server gone", Duration::from_secs(60), || {
+        (!alive(pid)).then_some(())
+    });
+}

@@ -40,17 +40,28 @@ pub struct Run {
 /// servers of the probe tests, still running after the test binary had ended).
 impl Drop for Env {
     fn drop(&mut self) {
-        let Ok(out) = self.cmd().args(["ps", "--json"]).output() else {
-            return;
+        // Said on stderr when it fails, never a panic in a drop (a test failing already).
+        let runs: serde_json::Value = match self.cmd().args(["ps", "--json"]).output() {
+            Ok(out) => serde_json::from_slice(&out.stdout).unwrap_or_default(),
+            Err(e) => {
+                eprintln!("test environment: cannot list its runs to stop them: {e}");
+                return;
+            }
         };
-        let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
         for id in runs
             .as_array()
             .into_iter()
             .flatten()
             .filter_map(|r| r["run_id"].as_str())
         {
-            let _ = self.cmd().args(["stop", id]).output();
+            match self.cmd().args(["stop", id]).output() {
+                Ok(out) if out.status.success() => {}
+                Ok(out) => eprintln!(
+                    "test environment: `firedup stop {id}` left something: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
+                Err(e) => eprintln!("test environment: cannot stop {id}: {e}"),
+            }
         }
     }
 }

@@ -102,7 +102,7 @@ const MARKERS: [&str; 2] = [
 ];
 const HANDLING: &str = "During handling of the above exception, another exception occurred:";
 
-/// A word every one of [`MARKERS`] holds, searched first.
+/// A phrase every one of [`MARKERS`] holds, searched for first.
 static MARKER_WORD: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new("above exception"));
 
@@ -179,7 +179,7 @@ impl Tracebacks {
         // A gutter line with nothing after it (`+-+---- 1 ----`) is part of the group, not a
         // blank line.
         let blank = content.trim().is_empty() && !gutter;
-        // Both markers hold the word: one search a line (the markers' own searches build a
+        // Both markers hold the phrase: one search a line (the markers' own searches build a
         // searcher each, issue 28: 2 % of a watch's time).
         let marker = !blank
             && MARKER_WORD.find(content.as_bytes()).is_some()
