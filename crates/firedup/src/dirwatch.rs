@@ -11,7 +11,10 @@
 //!
 //! Why one instance: the kernel allows a user 128 instances by default
 //! (`fs.inotify.max_user_instances`) but ~190,000 watches; with an instance per watch, a process
-//! running hundreds of watches (the library, a matrix) had most of them on the slow poll.
+//! running hundreds of watches (the library, a matrix) had most of them on the slow poll. The one
+//! exception is the first local observer alive in a process (`firedup run`'s, `firedup watch`'s),
+//! which reads an instance of its own on its judging thread (`observe/own_inotify.rs`): one wake
+//! from a log line to the judge, not this hub's thread and then the observer's.
 //!
 //! Events are routed by name so that N subscribers in one directory (N logs side by side) do not
 //! wake each other: each append to one log wakes its own observer only.

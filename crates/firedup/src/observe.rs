@@ -3,12 +3,14 @@
 //! to the judge, and the remote agent (`firedup __agent`) streams it to a firedup elsewhere.
 //!
 //! Sources, all waking one channel: inotify events (the process's shared instance,
-//! [`crate::dirwatch`]) about the log in its directory, or about the next path component in its
-//! nearest existing ancestor until the directory appears, and in the run directory (where
-//! `exit.json` lands); the watched pid's pidfd becoming readable (a thread blocked in `poll`); the
-//! supervisor's exit report on its pipe, when this process launched the run (a thread blocked in
-//! `poll`); the prober's results (port, HTTP, real request, GPU memory) and sd_notify messages;
-//! and a slow safety-net poll (NFS and other file systems give no inotify events).
+//! [`crate::dirwatch`], or, for the first observer alive in the process, an instance of its own
+//! read by the thread that waits: [`own_inotify`]) about the log in its directory, or about the
+//! next path component in its nearest existing ancestor until the directory appears, and in the
+//! run directory (where `exit.json` lands); the watched pid's pidfd becoming readable (a thread
+//! blocked in `poll`); the supervisor's exit report on its pipe, when this process launched the
+//! run (a thread blocked in `poll`); the prober's results (port, HTTP, real request, GPU memory)
+//! and sd_notify messages; and a slow safety-net poll (NFS and other file systems give no inotify
+//! events).
 //!
 //! Order matters and is kept: on each [`LocalObserver::collect`] the log is read first, then the
 //! probe results that arrived meanwhile, so a fatal line written before the health endpoint
@@ -20,7 +22,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use crate::dirwatch::{self, DirSubscription};
@@ -39,16 +41,20 @@ mod kernel_log;
 mod log_reader;
 mod log_state_words;
 mod oom_evidence;
+mod own_inotify;
 mod owner_news;
 mod rank_watch;
 mod wake_sources;
+mod wake_tx;
 use log_reader::LogReader;
 pub(crate) use log_state_words::describe_state;
 use oom_evidence::OomWitness;
+use own_inotify::OwnInotify;
 use rank_watch::RankWatch;
 use wake_sources::{rearm, spawn_exit_report, spawn_exit_watch, spawn_notify};
+pub(crate) use wake_tx::WakeTx;
 
-enum Wake {
+pub(crate) enum Wake {
     Fs,
     /// The process with this pid (the launched one, or a daemon followed after it) is gone.
     ProcessGone(u32),
@@ -89,6 +95,9 @@ pub(crate) struct LocalObserver {
     target: Target,
     rx: Receiver<Wake>,
     log: LogReader,
+    /// The process's own inotify instance when this observer holds it: then the waits are in
+    /// `poll` on it and its bell, and the shared instance's subscriptions below stay `None`.
+    own: Option<OwnInotify>,
     /// Wakes this observer's channel (the shared inotify instance calls it).
     fs_wake: dirwatch::Wake,
     /// The directory watched for the log (its own, or the nearest existing ancestor).
@@ -96,7 +105,7 @@ pub(crate) struct LocalObserver {
     _run_watch: Option<DirSubscription>,
     pub(crate) stop: Arc<AtomicBool>,
     /// For the wake-up threads started later (a followed daemon's exit watch).
-    tx: Sender<Wake>,
+    tx: WakeTx,
     follow_run: bool,
     /// The daemon followed since the launcher exited 0, if any.
     following: Option<u32>,
@@ -136,16 +145,29 @@ impl LocalObserver {
         start: Instant,
     ) -> LocalObserver {
         let (tx, rx) = mpsc::channel::<Wake>();
+        let mut own = OwnInotify::claim();
+        let tx = WakeTx::new(tx, own.as_ref().map(OwnInotify::bell));
         let fs_tx = tx.clone();
         let fs_wake: dirwatch::Wake = Arc::new(move || {
             let _ = fs_tx.send(Wake::Fs);
         });
         let mut log_watch = None;
-        rearm(&mut log_watch, &target.log, &fs_wake);
-        let run_watch = target
-            .run
-            .as_ref()
-            .and_then(|run| dirwatch::subscribe(&run.path, None, fs_wake.clone()));
+        let mut run_watch = None;
+        match own.as_mut() {
+            Some(own) => {
+                own.rearm(&target.log);
+                if let Some(run) = &target.run {
+                    own.watch_run_dir(&run.path);
+                }
+            }
+            None => {
+                rearm(&mut log_watch, &target.log, &fs_wake);
+                run_watch = target
+                    .run
+                    .as_ref()
+                    .and_then(|run| dirwatch::subscribe(&run.path, None, fs_wake.clone()));
+            }
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let mut pending = Vec::new();
         match (&target.spawn_error, target.pid) {
@@ -184,6 +206,7 @@ impl LocalObserver {
             target: target.clone(),
             rx,
             log: LogReader::new(log_reader::follower_for(target, settings), start),
+            own,
             fs_wake,
             log_watch,
             _run_watch: run_watch,
@@ -300,7 +323,10 @@ impl LocalObserver {
         if self.log.read(out) {
             self.ranks.heard_line();
         }
-        rearm(&mut self.log_watch, &self.target.log, &self.fs_wake);
+        match self.own.as_mut() {
+            Some(own) => own.rearm(&self.target.log),
+            None => rearm(&mut self.log_watch, &self.target.log, &self.fs_wake),
+        }
     }
 
     /// What comes after the log on a look, once it has been read to its end: the probes' and
@@ -436,6 +462,17 @@ impl LocalObserver {
 
     /// Blocks until a source signals something or `until`, whichever is first.
     pub(crate) fn wait(&mut self, until: Instant) {
+        if let Some(own) = self.own.as_mut() {
+            // A wake sent before the bell was last read is on the channel already.
+            match self.rx.try_recv() {
+                Ok(w) => self.take(w),
+                Err(_) => own.wait(until),
+            }
+            while let Ok(w) = self.rx.try_recv() {
+                self.take(w);
+            }
+            return;
+        }
         let timeout = until.saturating_duration_since(Instant::now());
         match self.rx.recv_timeout(timeout) {
             Ok(w) => self.take(w),

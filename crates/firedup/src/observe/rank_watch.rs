@@ -25,10 +25,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
-use super::Wake;
+use super::{Wake, WakeTx};
 use crate::judge::Observation;
 use crate::process::{self, ending::Ending};
 use crate::rank_processes::{Level, Member, rank_of_environ, rank_of_title, rank_processes};
@@ -241,7 +240,7 @@ impl RankWatch {
         &mut self,
         root: u32,
         tree: &[u32],
-        tx: &Sender<Wake>,
+        tx: &WakeTx,
         stop: &Arc<AtomicBool>,
     ) {
         self.learn(root, tree, tx, stop);
@@ -249,7 +248,7 @@ impl RankWatch {
         self.next_scan = fast.then(|| Instant::now() + FAST_SCAN);
     }
 
-    fn learn(&mut self, root: u32, tree: &[u32], tx: &Sender<Wake>, stop: &Arc<AtomicBool>) {
+    fn learn(&mut self, root: u32, tree: &[u32], tx: &WakeTx, stop: &Arc<AtomicBool>) {
         let mut changed = false;
         let mut current = HashMap::with_capacity(tree.len());
         for &pid in tree {
@@ -328,7 +327,7 @@ impl RankWatch {
         pid: u32,
         rank: u32,
         above: Option<Vec<(u32, u64)>>,
-        tx: &Sender<Wake>,
+        tx: &WakeTx,
         stop: &Arc<AtomicBool>,
     ) {
         if self.watched.iter().any(|w| w.pid == pid) || self.watched.len() >= MAX_RANKS {
@@ -357,7 +356,7 @@ impl RankWatch {
 
     /// Starts watching each process named by its title not watched yet, with the processes above
     /// it up to `root` (whose deaths make its end a consequence).
-    fn watch_titled(&mut self, root: u32, tx: &Sender<Wake>, stop: &Arc<AtomicBool>) {
+    fn watch_titled(&mut self, root: u32, tx: &WakeTx, stop: &Arc<AtomicBool>) {
         let titled: Vec<(u32, u32)> = self
             .seen
             .iter()
@@ -389,7 +388,7 @@ impl RankWatch {
 
     /// Compares the live ranks' stacks (or reads the lone rank's) on a thread when they have
     /// been silent long enough.
-    pub(super) fn check_silence(&mut self, tx: &Sender<Wake>) {
+    pub(super) fn check_silence(&mut self, tx: &WakeTx) {
         let now = Instant::now();
         if self.started_check && !self.comparing() {
             // The next comparison waits a whole interval after this one's end, not its start:
@@ -467,12 +466,7 @@ impl EndWatch {
     }
 }
 
-fn spawn_end_watch(
-    watch: EndWatch,
-    done: Arc<AtomicBool>,
-    tx: Sender<Wake>,
-    stop: Arc<AtomicBool>,
-) {
+fn spawn_end_watch(watch: EndWatch, done: Arc<AtomicBool>, tx: WakeTx, stop: Arc<AtomicBool>) {
     std::thread::spawn(move || {
         let cancelled = || stop.load(Ordering::Relaxed) || done.load(Ordering::Relaxed);
         if watch.ending.wait(Duration::from_millis(500), &cancelled) {
@@ -507,7 +501,7 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         let flag = checking.clone();
         let ended = std::thread::spawn(move || {
-            let _done = stack_views::ComparisonDone::new(flag, tx);
+            let _done = stack_views::ComparisonDone::new(flag, tx.into());
             panic!("a comparison that fails");
         })
         .join();
@@ -546,6 +540,7 @@ mod tests {
     #[test]
     fn only_the_ranks_own_cpu_ends_their_silence() {
         let (tx, _rx) = std::sync::mpsc::channel::<Wake>();
+        let tx = WakeTx::from(tx);
         let stop = Arc::new(AtomicBool::new(false));
         let mut watch = RankWatch::new(Duration::from_secs(1));
         let mut zero = sleeper(Some("0"));
@@ -644,6 +639,7 @@ mod tests {
     #[test]
     fn ranks_are_watched_once_two_are_seen_and_the_one_killed_is_reported() {
         let (tx, rx) = std::sync::mpsc::channel::<Wake>();
+        let tx = WakeTx::from(tx);
         let stop = Arc::new(AtomicBool::new(false));
         let mut watch = RankWatch::new(Duration::from_secs(1));
         let mut plain = sleeper(None);
@@ -675,6 +671,7 @@ mod tests {
     #[test]
     fn a_rank_seen_before_its_exec_is_learned_after_it() {
         let (tx, _rx) = std::sync::mpsc::channel::<Wake>();
+        let tx = WakeTx::from(tx);
         let stop = Arc::new(AtomicBool::new(false));
         let mut watch = RankWatch::new(Duration::from_secs(1));
         let mut zero = sleeper(Some("0"));
@@ -774,6 +771,7 @@ mod tests {
         ];
         for (title, sig, parent_first, want) in cases {
             let (tx, rx) = std::sync::mpsc::channel::<Wake>();
+            let tx = WakeTx::from(tx);
             let stop = Arc::new(AtomicBool::new(false));
             let mut watch = RankWatch::new(Duration::from_secs(1));
             let (mut bash, kid) = titled_under_bash(title);

@@ -7,15 +7,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Sender;
 use std::time::Duration;
 
-use super::Wake;
+use super::{Wake, WakeTx};
 use crate::dirwatch::{self, DirSubscription};
 use crate::judge::Observation;
 use crate::process;
 
-pub(super) fn spawn_exit_watch(pid: u32, tx: Sender<Wake>, stop: Arc<AtomicBool>) {
+pub(super) fn spawn_exit_watch(pid: u32, tx: WakeTx, stop: Arc<AtomicBool>) {
     std::thread::spawn(move || {
         process::wait_for_exit(pid, Duration::from_millis(500), &|| {
             stop.load(Ordering::Relaxed)
@@ -24,11 +23,7 @@ pub(super) fn spawn_exit_watch(pid: u32, tx: Sender<Wake>, stop: Arc<AtomicBool>
     });
 }
 
-pub(super) fn spawn_exit_report(
-    pipe: crate::launch::ExitPipe,
-    tx: Sender<Wake>,
-    stop: Arc<AtomicBool>,
-) {
+pub(super) fn spawn_exit_report(pipe: crate::launch::ExitPipe, tx: WakeTx, stop: Arc<AtomicBool>) {
     std::thread::spawn(move || {
         if let Some(r) = pipe.wait(Duration::from_millis(500), &|| stop.load(Ordering::Relaxed)) {
             let _ = tx.send(Wake::ExitRecord(r));
@@ -38,7 +33,7 @@ pub(super) fn spawn_exit_report(
 
 pub(super) fn spawn_notify(
     sock: Arc<crate::probe::notify::NotifySocket>,
-    tx: Sender<Wake>,
+    tx: WakeTx,
     stop: Arc<AtomicBool>,
 ) {
     std::thread::spawn(move || {
@@ -59,6 +54,20 @@ pub(super) fn rearm(
     log: &Path,
     wake: &dirwatch::Wake,
 ) {
+    let nearest = watch_point(log);
+    if nearest.as_ref().map(|(d, _)| d) == current.as_ref().map(|(d, _)| d) {
+        return;
+    }
+    *current = None;
+    let Some((d, name)) = nearest else { return };
+    if let Some(sub) = dirwatch::subscribe(&d, name, wake.clone()) {
+        *current = Some((d, sub));
+    }
+}
+
+/// Where `log` is watched: its directory, or the nearest existing ancestor, with the name in it
+/// that leads to the log (the log's own name in its directory).
+pub(super) fn watch_point(log: &Path) -> Option<(PathBuf, Option<&std::ffi::OsStr>)> {
     let mut dir = log.parent().map(Path::to_path_buf);
     while let Some(d) = &dir {
         if d.is_dir() {
@@ -66,17 +75,11 @@ pub(super) fn rearm(
         }
         dir = d.parent().map(Path::to_path_buf);
     }
-    if dir.as_ref() == current.as_ref().map(|(d, _)| d) {
-        return;
-    }
-    *current = None;
-    let Some(d) = dir else { return };
+    let d = dir?;
     let name = log
         .strip_prefix(&d)
         .ok()
         .and_then(|rest| rest.components().next())
         .map(|c| c.as_os_str());
-    if let Some(sub) = dirwatch::subscribe(&d, name, wake.clone()) {
-        *current = Some((d, sub));
-    }
+    Some((d, name))
 }

@@ -8,9 +8,8 @@ use std::time::{Duration, Instant};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Sender;
 
-use super::super::Wake;
+use super::super::{Wake, WakeTx};
 use crate::process;
 use crate::rank_stacks::{self, RankStack, View};
 
@@ -21,11 +20,11 @@ pub(super) const PY_SPY_BOUND: Duration = Duration::from_secs(10);
 /// deadline while the flag is set. On drop, so that a panic cannot leave it set.
 pub(super) struct ComparisonDone {
     checking: Arc<AtomicBool>,
-    tx: Sender<Wake>,
+    tx: WakeTx,
 }
 
 impl ComparisonDone {
-    pub(super) fn new(checking: Arc<AtomicBool>, tx: Sender<Wake>) -> ComparisonDone {
+    pub(super) fn new(checking: Arc<AtomicBool>, tx: WakeTx) -> ComparisonDone {
         ComparisonDone { checking, tx }
     }
 }
