@@ -65,8 +65,9 @@ pub fn watch(
     events: Option<&mut dyn Write>,
 ) -> Result<Outcome> {
     let mut source = crate::host::local::LocalSource::new(plan, target);
+    let meta = launch_record(target);
     let j = judge_loop(plan, &target.log, &mut source, progress, events);
-    Ok(outcome(j, plan, target))
+    Ok(outcome(j, plan, target, meta))
 }
 
 /// How many of the classifier's patterns are compiled each time the loop is about to wait,
@@ -342,9 +343,21 @@ impl PendingEvents {
     }
 }
 
+/// The run's launch record (`meta.json`), read before the watch begins: what the verdict names
+/// from it (the run's name, its owner) is set at the launch, and reading it at the verdict would
+/// put a file's open and parse on the way to the caller (issue 28).
+pub fn launch_record(target: &Target) -> Option<crate::rundir::RunMeta> {
+    target.run.as_ref().and_then(|r| r.meta().ok())
+}
+
 /// The verdict object for a judgement of `target` under `plan` (which says the server's address,
-/// when known).
-pub fn outcome(mut j: Judgement, plan: &Plan, target: &Target) -> Outcome {
+/// when known); `meta`: the run's launch record ([`launch_record`]).
+pub fn outcome(
+    mut j: Judgement,
+    plan: &Plan,
+    target: &Target,
+    meta: Option<crate::rundir::RunMeta>,
+) -> Outcome {
     // What the log said is shown and stored: secret-shaped values in it are redacted (a server
     // that logs its database URL or its arguments).
     // By shape, by the values firedup knows, and by the forms that name a secret
@@ -360,7 +373,6 @@ pub fn outcome(mut j: Judgement, plan: &Plan, target: &Target) -> Outcome {
         redact(&mut p.target);
         redact(&mut p.last);
     }
-    let meta = target.run.as_ref().and_then(|r| r.meta().ok());
     Outcome {
         attached: false,
         schema: crate::verdict::OUTCOME_SCHEMA,

@@ -195,6 +195,7 @@ impl Session {
         // The previous watch's source goes before this one watches the same log.
         self.spent_source = None;
         let mut source = self.host.source(&self.plan, &self.target, self.attached);
+        let meta = engine::launch_record(&self.target);
         let judged = engine::judge_loop_bounded(
             &self.plan,
             &self.target.log,
@@ -211,7 +212,7 @@ impl Session {
         self.reap();
         match judged {
             Ok(j) => {
-                let mut outcome = engine::outcome(j, &self.plan, &self.target);
+                let mut outcome = engine::outcome(j, &self.plan, &self.target, meta);
                 outcome.attached = self.attached;
                 outcome.host = self.host.name().map(String::from);
                 // On another host, the URL names that host, not its loopback (docs/contract.md).
