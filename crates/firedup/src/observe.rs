@@ -19,13 +19,11 @@
 //! record) is awaited (bounded) and only then the exit is observed: a fatal line written just
 //! before death is never missed.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use crate::dirwatch::{self, DirSubscription};
 use crate::judge::Observation;
 use crate::plan::ProbePlan;
 use crate::process::{self, ending::Ending};
@@ -35,6 +33,7 @@ use crate::verdict::ExitInfo;
 
 mod daemon;
 mod exit_wait;
+mod file_watch;
 mod firedup_stop;
 mod followed_line;
 mod kernel_log;
@@ -46,30 +45,14 @@ mod owner_news;
 mod rank_watch;
 mod wake_sources;
 mod wake_tx;
+use file_watch::FileWatch;
 use log_reader::LogReader;
 pub(crate) use log_state_words::describe_state;
 use oom_evidence::OomWitness;
 use own_inotify::OwnInotify;
 use rank_watch::RankWatch;
-use wake_sources::{rearm, spawn_exit_report, spawn_exit_watch, spawn_notify};
-pub(crate) use wake_tx::WakeTx;
-
-pub(crate) enum Wake {
-    Fs,
-    /// The process with this pid (the launched one, or a daemon followed after it) is gone.
-    ProcessGone(u32),
-    /// The supervisor reported the exit on its pipe (it has reaped the process).
-    ExitRecord(ExitRecord),
-    /// An observation from the prober or the sd_notify thread.
-    Obs(Observation),
-    /// A rank named by its title died while the processes above it live, and its status was
-    /// reaped before it could be read: [`Observation::RankEnded`] by SIGKILL where the kernel
-    /// logged that its OOM killer killed it, else nothing (a shutdown's end is no failure).
-    RankStatusLost {
-        rank: u32,
-        pid: u32,
-    },
-}
+use wake_sources::{spawn_exit_report, spawn_exit_watch, spawn_notify};
+pub(crate) use wake_tx::{Wake, WakeTx};
 
 /// The safety-net poll, for file systems without inotify.
 pub(crate) const SAFETY_POLL: Duration = Duration::from_secs(1);
@@ -95,14 +78,9 @@ pub(crate) struct LocalObserver {
     target: Target,
     rx: Receiver<Wake>,
     log: LogReader,
-    /// The process's own inotify instance when this observer holds it: then the waits are in
-    /// `poll` on it and its bell, and the shared instance's subscriptions below stay `None`.
-    own: Option<OwnInotify>,
-    /// Wakes this observer's channel (the shared inotify instance calls it).
-    fs_wake: dirwatch::Wake,
-    /// The directory watched for the log (its own, or the nearest existing ancestor).
-    log_watch: Option<(PathBuf, DirSubscription)>,
-    _run_watch: Option<DirSubscription>,
+    /// The log's and the run directory's watches: where this observer holds the process's own
+    /// inotify instance, its waits are in `poll` on it and its bell.
+    files: FileWatch,
     pub(crate) stop: Arc<AtomicBool>,
     /// For the wake-up threads started later (a followed daemon's exit watch).
     tx: WakeTx,
@@ -145,29 +123,9 @@ impl LocalObserver {
         start: Instant,
     ) -> LocalObserver {
         let (tx, rx) = mpsc::channel::<Wake>();
-        let mut own = OwnInotify::claim();
+        let own = OwnInotify::claim();
         let tx = WakeTx::new(tx, own.as_ref().map(OwnInotify::bell));
-        let fs_tx = tx.clone();
-        let fs_wake: dirwatch::Wake = Arc::new(move || {
-            let _ = fs_tx.send(Wake::Fs);
-        });
-        let mut log_watch = None;
-        let mut run_watch = None;
-        match own.as_mut() {
-            Some(own) => {
-                own.rearm(&target.log);
-                if let Some(run) = &target.run {
-                    own.watch_run_dir(&run.path);
-                }
-            }
-            None => {
-                rearm(&mut log_watch, &target.log, &fs_wake);
-                run_watch = target
-                    .run
-                    .as_ref()
-                    .and_then(|run| dirwatch::subscribe(&run.path, None, fs_wake.clone()));
-            }
-        }
+        let files = FileWatch::start(own, target, &tx);
         let stop = Arc::new(AtomicBool::new(false));
         let mut pending = Vec::new();
         match (&target.spawn_error, target.pid) {
@@ -206,10 +164,7 @@ impl LocalObserver {
             target: target.clone(),
             rx,
             log: LogReader::new(log_reader::follower_for(target, settings), start),
-            own,
-            fs_wake,
-            log_watch,
-            _run_watch: run_watch,
+            files,
             stop,
             tx,
             follow_run: settings.follow_run,
@@ -280,7 +235,7 @@ impl LocalObserver {
             if self.log.backlog() {
                 return;
             }
-            rearm(&mut self.log_watch, &self.target.log, &self.fs_wake);
+            self.files.rearm(&self.target.log);
         } else {
             self.look(out);
         }
@@ -323,10 +278,7 @@ impl LocalObserver {
         if self.log.read(out) {
             self.ranks.heard_line();
         }
-        match self.own.as_mut() {
-            Some(own) => own.rearm(&self.target.log),
-            None => rearm(&mut self.log_watch, &self.target.log, &self.fs_wake),
-        }
+        self.files.rearm(&self.target.log);
     }
 
     /// What comes after the log on a look, once it has been read to its end: the probes' and
@@ -462,7 +414,7 @@ impl LocalObserver {
 
     /// Blocks until a source signals something or `until`, whichever is first.
     pub(crate) fn wait(&mut self, until: Instant) {
-        if let Some(own) = self.own.as_mut() {
+        if let Some(own) = self.files.own() {
             // A wake sent before the bell was last read is on the channel already.
             match self.rx.try_recv() {
                 Ok(w) => self.take(w),

@@ -1,4 +1,4 @@
-//! The sending end of a local observer's wakes: the channel every wake source sends on, and,
+//! A local observer's wakes, and their sending end: the channel every wake source sends on, and,
 //! where the observer waits in `poll` on its own inotify instance ([`super::own_inotify`]) rather
 //! than on the channel, the bell (an eventfd) rung after each send so that the wait ends.
 
@@ -6,7 +6,25 @@ use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::sync::mpsc::Sender;
 
-use super::Wake;
+use crate::judge::Observation;
+use crate::rundir::ExitRecord;
+
+/// What wakes the observer, and with what.
+pub(crate) enum Wake {
+    /// Something changed in a watched directory (the shared inotify instance's thread, or a
+    /// rank comparison's end): look again.
+    Fs,
+    /// The process with this pid (the launched one, or a daemon followed after it) is gone.
+    ProcessGone(u32),
+    /// The supervisor reported the exit on its pipe (it has reaped the process).
+    ExitRecord(ExitRecord),
+    /// An observation from the prober or the sd_notify thread.
+    Obs(Observation),
+    /// A rank named by its title died while the processes above it live, and its status was
+    /// reaped before it could be read: [`Observation::RankEnded`] by SIGKILL where the kernel
+    /// logged that its OOM killer killed it, else nothing (a shutdown's end is no failure).
+    RankStatusLost { rank: u32, pid: u32 },
+}
 
 /// Sends a [`Wake`] to the observer (cloned into each wake source's thread).
 #[derive(Clone)]
