@@ -335,8 +335,11 @@ fn write_json_flushed<T: Serialize>(path: &Path, value: &T, flush: Flush) -> Res
             .truncate(true)
             .open(&tmp)
             .with_context(|| format!("cannot write {}", tmp.display()))?;
-        f.write_all(serde_json::to_string_pretty(value)?.as_bytes())?;
-        f.write_all(b"\n")?;
+        // One write: the record and its newline (each write is a system call, and an event for
+        // whoever watches the directory).
+        let mut text = serde_json::to_string_pretty(value)?;
+        text.push('\n');
+        f.write_all(text.as_bytes())?;
         if flush == Flush::ToDisk {
             f.sync_data().ok();
         }
