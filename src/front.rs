@@ -37,8 +37,9 @@
 //! - Both lower their `oom_score_adj` as the watcher alone did ([`firedup::oom_score`]).
 //!
 //! The front's own exit is on the caller's path too: right after the split it lets go of the
-//! file pages its start mapped ([`mappings`]), so that its exit takes down only what its wait
-//! touched.
+//! file pages its start mapped ([`mappings`]), and starts a process that shares its memory and
+//! dies with it ([`memory_keeper`]), so that its exit frees nothing: the memory goes with the
+//! keeper's end, after the caller has learned of the front's.
 //!
 //! `FIREDUP_FRONT=0` keeps one process (measuring the watcher's own peak memory with `wait4`, a
 //! debugger).
@@ -51,6 +52,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use firedup::session::interrupts::{SIGNALS, ignored_at_start};
 
 mod mappings;
+mod memory_keeper;
 
 /// What the watcher tells the front with: the pipe its exit code goes to, and `/dev/null` open
 /// for stdout to be pointed at (`None` in a front-less process). Opened at the split, as the
@@ -103,6 +105,7 @@ pub(crate) fn split(args: &[std::ffi::OsString]) {
         }
         watcher => {
             drop(writer);
+            crate::process_title::prepare();
             wait_as_front(watcher, reader)
         }
     }
@@ -154,6 +157,9 @@ fn wait_as_front(watcher: libc::pid_t, mut reader: std::io::PipeReader) -> ! {
     firedup::oom_score::protect_own();
     // While the server starts: what this copy of the start mapped is let go now, not at the exit
     // the caller waits for.
+    // What is left is freed after the exit the caller waits for, by the keeper's; started first,
+    // so that the pages its start touches are let go with the others.
+    memory_keeper::start();
     mappings::shed();
     let mut code = [0u8; 1];
     loop {
@@ -161,8 +167,11 @@ fn wait_as_front(watcher: libc::pid_t, mut reader: std::io::PipeReader) -> ! {
             // `_exit`: this process wrote nothing to flush, and the C library's exit handlers
             // (`_dl_fini`, each library's `_fini`) fault in pages never touched so far: 0.1 ms
             // on the way from the verdict to the caller (issue 28, `perf record` of the front).
-            // SAFETY: ends this process; no buffer or handler of it has anything left to do.
-            Ok(1) => unsafe { libc::_exit(i32::from(code[0])) },
+            Ok(1) => {
+                end_title();
+                // SAFETY: ends this process; no buffer or handler of it has anything left to do.
+                unsafe { libc::_exit(i32::from(code[0])) }
+            }
             Ok(_) => break,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => break,
@@ -170,6 +179,16 @@ fn wait_as_front(watcher: libc::pid_t, mut reader: std::io::PipeReader) -> ! {
     }
     drop(reader);
     exit_as_reaped(watcher)
+}
+
+/// The front's command line as it exits (see [`end_title`]).
+const ENDING_TITLE: &str = "firedup (exiting)";
+
+/// Overwrites the front's command line before it exits: the memory keeper, which shares the
+/// front's memory and so its command line, may outlive it by a few microseconds, and no process
+/// names the command once the caller has learned of the front's end ([`memory_keeper`]).
+fn end_title() {
+    crate::process_title::set(ENDING_TITLE);
 }
 
 /// Reaps the watcher that ended without sending its code and ends this process the same way.
@@ -182,9 +201,11 @@ fn exit_as_reaped(watcher: libc::pid_t) -> ! {
             break;
         }
         if r == -1 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            end_title();
             std::process::exit(1);
         }
     }
+    end_title();
     if libc::WIFSIGNALED(status) {
         let sig = libc::WTERMSIG(status);
         // SAFETY: the default disposition back, then the same signal to this process.
