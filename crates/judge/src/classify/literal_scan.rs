@@ -5,7 +5,8 @@
 //! starts from the start state at the middle; the first runs on past the middle until it is back
 //! in the start state (no literal it is inside of started before the middle), or until the longest
 //! literal could not reach further. Every occurrence is reported by one walk or the other (some by
-//! both): the same set of literals as one walk over the line, which the tests check.
+//! both): the same occurrences as one walk over the line, each with where it ends, which the
+//! tests check.
 
 use std::sync::Arc;
 
@@ -46,59 +47,74 @@ impl LiteralScan {
         })
     }
 
-    /// Calls `found` with the index of each literal that occurs in `hay` (at least once for each
-    /// occurring literal; some more than once).
-    pub(super) fn each(&self, hay: &[u8], found: &mut impl FnMut(usize)) {
+    /// Calls `found` with the index of each literal that occurs in `hay` and where that
+    /// occurrence ends (the index just past its last byte): every occurrence at least once, some
+    /// twice.
+    pub(super) fn each(&self, hay: &[u8], found: &mut impl FnMut(usize, usize)) {
         if hay.len() < TWO_WALKS {
-            self.walk(self.start, hay, found);
+            self.walk(self.start, hay, 0, found);
             return;
         }
         let (first, second) = hay.split_at(hay.len() / 2);
+        let half = first.len();
         let (mut a, mut b) = (self.start, self.start);
-        for (&x, &y) in first.iter().zip(second) {
-            a = self.step(a, x, found);
-            b = self.step(b, y, found);
+        for (k, (&x, &y)) in first.iter().zip(second).enumerate() {
+            a = self.step(a, x, k + 1, found);
+            b = self.step(b, y, half + k + 1, found);
         }
         // The first walk goes on into `second` while an occurrence that started in `first` may
         // still end: not back in the start state, and less than the longest literal past the
         // middle. The second walk goes on meanwhile.
         let reach = second.len().min(self.longest - 1);
-        let (mut i, mut j) = (0, first.len());
+        let (mut i, mut j) = (0, half);
         while i < reach && a != self.start {
-            a = self.step(a, second[i], found);
+            a = self.step(a, second[i], half + i + 1, found);
             i += 1;
             if let Some(&y) = second.get(j) {
-                b = self.step(b, y, found);
+                b = self.step(b, y, half + j + 1, found);
                 j += 1;
             }
         }
-        self.walk(b, &second[j..], found);
+        self.walk(b, &second[j..], half + j, found);
     }
 
-    /// One step of a walk: the next state, its literals reported.
+    /// One step of a walk, over the byte just before `end`: the next state, its literals
+    /// reported as ending at `end`.
     #[inline(always)]
-    fn step(&self, sid: StateID, byte: u8, found: &mut impl FnMut(usize)) -> StateID {
+    fn step(
+        &self,
+        sid: StateID,
+        byte: u8,
+        end: usize,
+        found: &mut impl FnMut(usize, usize),
+    ) -> StateID {
         let next = self.dfa.next_state(Anchored::No, sid, byte);
         if self.dfa.is_special(next) {
-            self.report(next, found);
+            self.report(next, end, found);
         }
         next
     }
 
-    /// One walk over `hay` from state `sid`.
-    fn walk(&self, mut sid: StateID, hay: &[u8], found: &mut impl FnMut(usize)) {
-        for &x in hay {
-            sid = self.step(sid, x, found);
+    /// One walk over `hay` from state `sid`; `hay` begins at `offset` of the line.
+    fn walk(
+        &self,
+        mut sid: StateID,
+        hay: &[u8],
+        offset: usize,
+        found: &mut impl FnMut(usize, usize),
+    ) {
+        for (k, &x) in hay.iter().enumerate() {
+            sid = self.step(sid, x, offset + k + 1, found);
         }
     }
 
     /// The literals that end where the walk is, if it is in a match state.
-    fn report(&self, sid: StateID, found: &mut impl FnMut(usize)) {
+    fn report(&self, sid: StateID, end: usize, found: &mut impl FnMut(usize, usize)) {
         // Standard semantics: an unanchored walk never reaches the dead state.
         debug_assert!(!self.dfa.is_dead(sid));
         if self.dfa.is_match(sid) {
             for k in 0..self.dfa.match_len(sid) {
-                found(self.dfa.match_pattern(sid, k).as_usize());
+                found(self.dfa.match_pattern(sid, k).as_usize(), end);
             }
         }
     }
@@ -109,17 +125,24 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// The literals found, by the walks and by a plain case-insensitive search for each.
-    fn both(literals: &[Vec<u8>], hay: &[u8]) -> (Vec<usize>, Vec<usize>) {
+    /// The occurrences found (literal, end), by the walks and by a plain case-insensitive search
+    /// for each literal.
+    fn both(literals: &[Vec<u8>], hay: &[u8]) -> (Vec<(usize, usize)>, Vec<(usize, usize)>) {
         let scan = LiteralScan::new(literals).unwrap();
         let mut walked = Vec::new();
-        scan.each(hay, &mut |i| walked.push(i));
+        scan.each(hay, &mut |i, end| walked.push((i, end)));
         walked.sort_unstable();
         walked.dedup();
         let lower = hay.to_ascii_lowercase();
-        let plain = (0..literals.len())
-            .filter(|&i| lower.windows(literals[i].len()).any(|w| w == literals[i]))
+        let mut plain: Vec<(usize, usize)> = (0..literals.len())
+            .flat_map(|i| {
+                let n = literals[i].len();
+                let ends = lower.windows(n).enumerate();
+                ends.filter(move |(_, w)| *w == literals[i])
+                    .map(move |(at, _)| (i, at + n))
+            })
             .collect();
+        plain.sort_unstable();
         (walked, plain)
     }
 
@@ -132,7 +155,7 @@ mod tests {
                 hay[at..at + 6].copy_from_slice(b"aBcDeF");
                 let (walked, plain) = both(&literals, &hay);
                 assert_eq!(walked, plain, "n {n} at {at}");
-                assert_eq!(walked, vec![0, 2]);
+                assert_eq!(walked, vec![(0, at + 6), (2, at + 5)]);
             }
         }
     }
