@@ -328,23 +328,27 @@ enum Flush {
 
 fn write_json_flushed<T: Serialize>(path: &Path, value: &T, flush: Flush) -> Result<()> {
     let tmp = path.with_extension("json.tmp");
-    {
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)
-            .with_context(|| format!("cannot write {}", tmp.display()))?;
-        // One write: the record and its newline (each write is a system call, and an event for
-        // whoever watches the directory).
-        let mut text = serde_json::to_string_pretty(value)?;
-        text.push('\n');
-        f.write_all(text.as_bytes())?;
-        if flush == Flush::ToDisk {
-            f.sync_data().ok();
-        }
-    }
+    write_json_file(&tmp, value, flush)?;
     fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// Writes `value` as pretty JSON and a newline into a new or truncated file at `path`.
+fn write_json_file<T: Serialize>(path: &Path, value: &T, flush: Flush) -> Result<()> {
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    // One write: the record and its newline (each write is a system call, and an event for
+    // whoever watches the directory).
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    f.write_all(text.as_bytes())?;
+    if flush == Flush::ToDisk {
+        f.sync_data().ok();
+    }
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! Unit tests of the run directory (rundir.rs): run ids, names, records.
 
 use super::*;
+use crate::verdict::Outcome;
 
 #[test]
 fn run_ids_are_named_after_what_the_command_runs() {
@@ -85,4 +86,68 @@ fn a_state_dir_writable_by_others_is_refused() {
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).unwrap();
     let e = check_private(dir.path()).unwrap_err().to_string();
     assert!(e.contains("FIREDUP_STATE_DIR"), "{e}");
+}
+
+#[test]
+fn of_verdicts_recorded_at_once_the_first_to_appear_stays() {
+    // Writers race to record a run's verdict while a reader watches the file: once a verdict
+    // is there, it is whole and it never changes (a rename into place would let a later writer
+    // replace it).
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..20 {
+        let path = dir.path().join(format!("run-{round}"));
+        fs::create_dir(&path).unwrap();
+        let run = RunDir {
+            id: format!("run-{round}"),
+            path: path.clone(),
+        };
+        let outcome = |reason: String| -> Outcome {
+            serde_json::from_value(serde_json::json!({
+                "verdict": "ready", "reason": reason, "context": [], "elapsed_s": 1.0,
+                "log": "/l", "run_id": "r", "timeline": [], "secondary": [],
+            }))
+            .unwrap()
+        };
+        let writers_done = std::sync::atomic::AtomicBool::new(false);
+        let first_seen = std::thread::scope(|s| {
+            let reader = s.spawn(|| {
+                let mut first: Option<String> = None;
+                loop {
+                    let done = writers_done.load(std::sync::atomic::Ordering::SeqCst);
+                    if let Ok(text) = fs::read_to_string(path.join("verdict.json")) {
+                        let seen: Outcome = serde_json::from_str(&text).expect("a whole record");
+                        match &first {
+                            None => first = Some(seen.reason),
+                            Some(f) => assert_eq!(&seen.reason, f, "round {round}"),
+                        }
+                    }
+                    if done {
+                        return first;
+                    }
+                }
+            });
+            let writers: Vec<_> = (0..4)
+                .map(|w| {
+                    let (run, outcome) = (&run, &outcome);
+                    s.spawn(move || run.record_verdict(&outcome(format!("writer {w}"))).unwrap())
+                })
+                .collect();
+            for w in writers {
+                w.join().unwrap();
+            }
+            writers_done.store(true, std::sync::atomic::Ordering::SeqCst);
+            reader.join().unwrap()
+        });
+        let last = run.verdict().expect("recorded").reason;
+        assert_eq!(first_seen.as_ref(), Some(&last), "round {round}");
+        let left: Vec<_> = fs::read_dir(&path)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            left,
+            vec![std::ffi::OsString::from("verdict.json")],
+            "round {round}"
+        );
+    }
 }
