@@ -4,11 +4,11 @@
 //! way the log is watched in its directory, or until the directory appears through the next
 //! component of its path in the nearest existing ancestor, and the run directory for any name.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use super::own_inotify::OwnInotify;
-use super::wake_sources::rearm;
+use super::wake_sources::{LogDirWatch, rearm};
 use super::{Wake, WakeTx};
 use crate::dirwatch::{self, DirSubscription};
 use crate::target::Target;
@@ -19,7 +19,7 @@ pub(super) enum FileWatch {
         /// Sends [`Wake::Fs`] on the observer's channel (the shared instance's thread calls it).
         wake: dirwatch::Wake,
         /// The directory watched for the log (its own, or the nearest existing ancestor).
-        log: Option<(PathBuf, DirSubscription)>,
+        log: Option<LogDirWatch>,
         _run: Option<DirSubscription>,
     },
 }
