@@ -25,6 +25,7 @@ use crate::verdict::Signature;
 mod ascii_set;
 mod lazy_match;
 mod literal_scan;
+mod plain_literal;
 mod prefilter;
 mod progress;
 mod ready_line;

@@ -27,6 +27,7 @@ use regex_syntax::hir::{Class, Hir, HirKind};
 
 use super::lazy_match::LazyMatch;
 use super::literal_scan::LiteralScan;
+use super::plain_literal::PlainLiteral;
 use super::whole_line::WholeLine;
 
 /// Shortest literal worth a scan: shorter ones are in too many lines to rule any out.
@@ -240,10 +241,12 @@ impl Prefilter {
 }
 
 /// One gated pattern, ASCII semantics (as `regex::bytes::RegexBuilder::unicode(false)` means
-/// it), asked only whether it matches a line ([`LazyMatch`]). A pattern the lazy DFA cannot take
-/// (a Unicode word boundary written with `(?u)`) keeps the meta regex.
+/// it), asked only whether it matches a line: a plain literal by a substring search
+/// ([`PlainLiteral`]), any other by a lazy DFA ([`LazyMatch`]). A pattern the lazy DFA cannot
+/// take (a Unicode word boundary written with `(?u)`) keeps the meta regex.
 #[derive(Debug)]
 enum Confirm {
+    Plain(Box<PlainLiteral>),
     Lazy(LazyMatch),
     Meta(meta::Regex),
 }
@@ -251,10 +254,11 @@ enum Confirm {
 impl Confirm {
     fn new(pattern: &str) -> Confirm {
         let syntax = syntax::Config::new().unicode(false).utf8(false);
-        let lazy = syntax::parse_with(pattern, &syntax)
-            .ok()
-            .and_then(|hir| LazyMatch::new(&hir));
-        match lazy {
+        let hir = syntax::parse_with(pattern, &syntax).ok();
+        if let Some(plain) = hir.as_ref().and_then(PlainLiteral::of) {
+            return Confirm::Plain(Box::new(plain));
+        }
+        match hir.as_ref().and_then(LazyMatch::new) {
             Some(lazy) => Confirm::Lazy(lazy),
             None => Confirm::Meta(
                 meta::Regex::builder()
@@ -269,6 +273,7 @@ impl Confirm {
 
     fn is_match(&self, line: &[u8]) -> bool {
         match self {
+            Confirm::Plain(plain) => plain.is_match(line),
             Confirm::Lazy(lazy) => lazy.is_match(line),
             Confirm::Meta(re) => re.is_match(line),
         }
