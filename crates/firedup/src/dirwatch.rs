@@ -169,12 +169,13 @@ impl Drop for DirSubscription {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
     use std::time::{Duration, Instant};
 
-    fn counter() -> (Arc<AtomicUsize>, Wake) {
+    /// A wake that counts its calls, and the count (also for the observer's tests).
+    pub(crate) fn counter() -> (Arc<AtomicUsize>, Wake) {
         let n = Arc::new(AtomicUsize::new(0));
         let m = n.clone();
         let wake: Wake = Arc::new(move || {
@@ -183,8 +184,9 @@ mod tests {
         (n, wake)
     }
 
-    fn eventually(what: &str, f: impl Fn() -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(5);
+    /// Waits until `f` holds; fails with `what` after a bound that only a lost wake reaches.
+    pub(crate) fn eventually(what: &str, f: impl Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(30);
         while !f() {
             assert!(Instant::now() < deadline, "{what}");
             std::thread::sleep(Duration::from_millis(5));

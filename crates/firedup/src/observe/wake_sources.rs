@@ -112,17 +112,7 @@ pub(super) fn watch_point(log: &Path) -> Option<(PathBuf, Option<&std::ffi::OsSt
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicUsize;
-    use std::time::Instant;
-
-    /// Waits (bounded) until `f` holds.
-    fn eventually(what: &str, f: impl Fn() -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !f() {
-            assert!(Instant::now() < deadline, "{what}");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
+    use crate::dirwatch::tests::{counter, eventually};
 
     #[test]
     fn a_log_directory_made_again_between_two_rearms_is_watched_again() {
@@ -130,11 +120,7 @@ mod tests {
         let dir = root.path().join("logs");
         std::fs::create_dir(&dir).unwrap();
         let log = dir.join("server.log");
-        let woken = Arc::new(AtomicUsize::new(0));
-        let w = woken.clone();
-        let wake: dirwatch::Wake = Arc::new(move || {
-            w.fetch_add(1, Ordering::SeqCst);
-        });
+        let (woken, wake) = counter();
         let mut current = None;
         rearm(&mut current, &log, &wake);
         assert!(current.is_some(), "the log's directory is watched");

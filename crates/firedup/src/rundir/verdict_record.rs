@@ -24,8 +24,9 @@ impl RunDir {
     /// Records the run's verdict, once: the first verdict reached is the run's (a later watch
     /// of the same run reports how it ended, and does not rewrite it). Written between the
     /// verdict and `run`'s exit, so not flushed to the disk first (issue 28: 2 to 15 ms of the
-    /// ready latency under load): the link into place makes it whole for every reader, and one lost to a
-    /// power loss reads as no verdict recorded, which [`RunDir::verdict`] already answers.
+    /// ready latency under load): the link into place makes it whole for every reader, and one
+    /// lost to a power loss reads as no verdict recorded, which [`RunDir::verdict`] already
+    /// answers.
     pub fn record_verdict(&self, outcome: &Outcome) -> Result<()> {
         let path = self.path.join(VERDICT_FILE);
         if path.exists() {
