@@ -26,7 +26,7 @@
 //! exit means), `decide` (turning a decision into the verdict), and for a batch scheduler's job
 //! `job_state` (what its words mean), `job_watch` (queued, running, requeued) and `job_end`.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::classify::LineClass;
@@ -99,7 +99,8 @@ pub struct Judge {
     phase_since: Duration,
     progress: Option<f64>,
     last_progress_at: Duration,
-    seen_shapes: HashSet<u64>,
+    /// Hashes already (`line_shape::shape_hash`), so foldhash's cheap mix suffices here.
+    seen_shapes: foldhash::HashSet<u64>,
     last_usage: Option<(u64, u64, Duration)>,
     /// Each distinct failure hit, with the first line that showed it.
     evidence: Vec<Evidence>,
@@ -161,7 +162,7 @@ impl Judge {
             phase_since: Duration::ZERO,
             progress: None,
             last_progress_at: Duration::ZERO,
-            seen_shapes: HashSet::new(),
+            seen_shapes: foldhash::HashSet::default(),
             last_usage: None,
             evidence: Vec::new(),
             before: VecDeque::new(),

@@ -15,97 +15,243 @@ pub const MIN_HEX_ID: usize = 6;
 
 /// The shape of `text` (see the module doc).
 pub fn line_shape(text: &str) -> String {
-    let mut shape = Vec::with_capacity(text.len());
-    shape_bytes(text, &mut shape);
+    let mut g = Gather::new(Vec::with_capacity(text.len()));
+    shape_bytes(text, &mut g);
     // Every byte kept is of a whole character, or an ASCII letter or punctuation.
-    String::from_utf8(shape).unwrap_or_default()
-}
-
-/// Where a shape's bytes go.
-trait ShapeSink {
-    fn byte(&mut self, b: u8);
-    fn bytes(&mut self, b: &[u8]);
-}
-
-impl ShapeSink for Vec<u8> {
-    fn byte(&mut self, b: u8) {
-        self.push(b);
-    }
-    fn bytes(&mut self, b: &[u8]) {
-        self.extend_from_slice(b);
-    }
-}
-
-/// The bytes of a shape gathered on the stack, the hasher fed when the buffer is full.
-struct Gather {
-    buf: [u8; 256],
-    len: usize,
-    hasher: std::collections::hash_map::DefaultHasher,
-}
-
-impl Gather {
-    fn flush(&mut self) {
-        use std::hash::Hasher;
-        self.hasher.write(&self.buf[..self.len]);
-        self.len = 0;
-    }
-}
-
-impl ShapeSink for Gather {
-    #[inline]
-    fn byte(&mut self, b: u8) {
-        if self.len == self.buf.len() {
-            self.flush();
-        }
-        self.buf[self.len] = b;
-        self.len += 1;
-    }
-    fn bytes(&mut self, b: &[u8]) {
-        b.iter().for_each(|&b| self.byte(b));
-    }
+    String::from_utf8(g.finish()).unwrap_or_default()
 }
 
 /// A hash of the shape of `text`: what the judge keeps per line (a set of seen shapes, the shape of
-/// the last context line) instead of the shape itself. The same value as hashing
-/// [`line_shape`]'s string, without building it: the bytes gather in a buffer on the stack that
-/// the hasher takes when full and at the end (SipHash's `write` gives one answer however the
-/// bytes are split; one `write` a piece cost more than finding the pieces: issue 28, `perf` of a
-/// watch following 512 MB), then `str`'s terminator.
+/// the last context line) instead of the shape itself. The hash of [`line_shape`]'s string given
+/// to foldhash (fixed seed) in pieces of [`PIECE`] bytes, then a terminator byte, without building
+/// the string: the bytes gather in a buffer on the stack that the hasher takes when full and at
+/// the end. The pieces depend on the shape alone, so one shape has one hash. (SipHash, the
+/// standard library's, took a tenth of a watch reading a big log: issue 28. These hashes never
+/// leave the process, and a log's writer gains nothing by making two shapes collide but a line
+/// that is not counted as news.)
 pub(crate) fn shape_hash(text: &str) -> u64 {
-    use std::hash::Hasher;
-    let mut g = Gather {
-        buf: [0; 256],
-        len: 0,
-        hasher: std::collections::hash_map::DefaultHasher::new(),
-    };
+    use std::hash::{BuildHasher, Hasher};
+    let mut g = Gather::new(SHAPE_HASHER.build_hasher());
     shape_bytes(text, &mut g);
-    g.flush();
-    g.hasher.write_u8(0xff);
-    g.hasher.finish()
+    let mut hasher = g.finish();
+    hasher.write_u8(0xff);
+    hasher.finish()
 }
 
-/// Gives `sink` the bytes of `text`'s shape, in order: a word token's non-digit bytes, and each
-/// kept character (see the module doc). No allocation; one pass over a token to read it, one to
-/// keep it.
-fn shape_bytes(text: &str, sink: &mut impl ShapeSink) {
+/// The seed of [`shape_hash`]: fixed, so that a shape hashes the same in every judge and run.
+const SHAPE_SEED: u64 = 0x5ea5_0f11_9e5d_0b0e;
+
+static SHAPE_HASHER: foldhash::fast::FixedState = foldhash::fast::FixedState::with_seed(SHAPE_SEED);
+
+/// What a byte is, for the scan: one table load where the `is_ascii_*` tests were a branch each
+/// (issue 28: the shape of every line was a quarter of a watch's time reading a big log).
+const WORD: u8 = 1;
+const HEX: u8 = 2;
+const DIGIT: u8 = 4;
+/// ASCII whitespace as `char::is_whitespace` has it (also the vertical tab, which `u8`'s
+/// `is_ascii_whitespace` leaves out).
+const GAP: u8 = 8;
+/// Not ASCII: the start or the rest of a longer character.
+const WIDE: u8 = 16;
+
+static CLASS: [u8; 256] = classes();
+
+const fn classes() -> [u8; 256] {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = if b.is_ascii_digit() {
+            WORD | HEX | DIGIT
+        } else if b.is_ascii_hexdigit() {
+            WORD | HEX
+        } else if b.is_ascii_alphanumeric() {
+            WORD
+        } else if matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r') {
+            GAP
+        } else if !b.is_ascii() {
+            WIDE
+        } else {
+            0
+        };
+        c += 1;
+    }
+    t
+}
+
+#[inline(always)]
+fn class(b: u8) -> u8 {
+    CLASS[b as usize]
+}
+
+/// Where a shape's pieces go: a hasher, or the shape's string.
+trait Pieces {
+    fn take(&mut self, piece: &[u8]);
+}
+
+impl Pieces for Vec<u8> {
+    fn take(&mut self, piece: &[u8]) {
+        self.extend_from_slice(piece);
+    }
+}
+
+impl Pieces for foldhash::fast::FoldHasher<'_> {
+    fn take(&mut self, piece: &[u8]) {
+        std::hash::Hasher::write(self, piece);
+    }
+}
+
+/// The size of [`Gather`]'s buffer: its output takes the shape in pieces of this size, the last
+/// one shorter.
+const PIECE: usize = 256;
+
+/// The bytes of a shape gathered on the stack, given to `out` a whole piece at a time.
+struct Gather<P: Pieces> {
+    buf: [u8; PIECE],
+    /// Bytes in `buf`: below [`PIECE`] between calls.
+    len: usize,
+    out: P,
+}
+
+impl<P: Pieces> Gather<P> {
+    fn new(out: P) -> Self {
+        Gather {
+            buf: [0; PIECE],
+            len: 0,
+            out,
+        }
+    }
+
+    /// The output, given the last piece.
+    fn finish(mut self) -> P {
+        if self.len > 0 {
+            self.out.take(&self.buf[..self.len]);
+        }
+        self.out
+    }
+
+    fn settle(&mut self) {
+        if self.len == PIECE {
+            self.out.take(&self.buf);
+            self.len = 0;
+        }
+    }
+
+    fn byte(&mut self, b: u8) {
+        self.buf[self.len] = b;
+        self.len += 1;
+        self.settle();
+    }
+
+    fn bytes(&mut self, b: &[u8]) {
+        b.iter().for_each(|&b| self.byte(b));
+    }
+
+    /// Reads the token at the start of `b` and keeps it unless it is an id: its bytes but its
+    /// digits. Returns its length.
+    ///
+    /// A token is a run of ASCII letters and digits, continued over a `-` between groups of hex
+    /// digits, so that a uuid is one token. An id is a run of hex digits with a digit, at least
+    /// [`MIN_HEX_ID`] of them not counting the `-`; or a `0x` number.
+    ///
+    /// One pass: the bytes are copied while the token is read (a digit's place taken by the
+    /// next byte, no branch a byte), and the copy is dropped if the token is an id. A token that
+    /// does not fit in what is left of the buffer is kept again byte by byte, so that every piece
+    /// but the last is whole.
+    fn token(&mut self, b: &[u8]) -> usize {
+        let mut copy = Kept {
+            len: self.len,
+            fits: true,
+        };
+        let (mut end, all, any) = copy.run(&mut self.buf, b);
+        let hex = all & HEX != 0;
+        let mut digit = any & DIGIT != 0;
+        let mut count = end;
+        // Continued only while everything so far is hex groups.
+        while hex && b.get(end) == Some(&b'-') {
+            let mut group = copy;
+            group.keep(&mut self.buf, b'-');
+            let (n, group_all, group_any) = group.run(&mut self.buf, &b[end + 1..]);
+            if n == 0 || group_all & HEX == 0 {
+                break;
+            }
+            copy = group;
+            count += n;
+            digit |= group_any & DIGIT != 0;
+            end += 1 + n;
+        }
+        let id = if end >= 2 && b[0] == b'0' && matches!(b[1], b'x' | b'X') {
+            // `0x` then hex digits only (never continued: `x` is no hex digit).
+            end > 2 && b[2..end].iter().all(|&c| class(c) & HEX != 0)
+        } else {
+            hex && digit && count >= MIN_HEX_ID
+        };
+        if !id && copy.fits {
+            self.len = copy.len;
+            self.settle();
+        } else if !id {
+            for &c in &b[..end] {
+                if class(c) & DIGIT == 0 {
+                    self.byte(c);
+                }
+            }
+        }
+        end
+    }
+}
+
+/// A token's bytes copied into the buffer as it is read: where the next kept byte goes, and
+/// whether every kept byte so far found room.
+#[derive(Clone, Copy)]
+struct Kept {
+    len: usize,
+    fits: bool,
+}
+
+impl Kept {
+    #[inline(always)]
+    fn keep(&mut self, buf: &mut [u8; PIECE], c: u8) {
+        match buf.get_mut(self.len) {
+            Some(slot) => {
+                *slot = c;
+                self.len += usize::from(class(c) & DIGIT == 0);
+            }
+            None => self.fits = false,
+        }
+    }
+
+    /// Copies the run of ASCII letters and digits at the start of `b`: its length, and the
+    /// classes all of its bytes have and any of them has.
+    #[inline(always)]
+    fn run(&mut self, buf: &mut [u8; PIECE], b: &[u8]) -> (usize, u8, u8) {
+        let (mut end, mut all, mut any) = (0, WORD | HEX | DIGIT, 0);
+        while let Some(&c) = b.get(end) {
+            let k = class(c);
+            if k & WORD == 0 {
+                break;
+            }
+            all &= k;
+            any |= k;
+            self.keep(buf, c);
+            end += 1;
+        }
+        (end, all, any)
+    }
+}
+
+/// Gives `g` the bytes of `text`'s shape, in order: a word token's non-digit bytes, and each
+/// kept character (see the module doc). No allocation.
+fn shape_bytes<P: Pieces>(text: &str, g: &mut Gather<P>) {
     let b = text.as_bytes();
     let mut i = 0;
     while i < b.len() {
         let c = b[i];
-        if c.is_ascii_alphanumeric() {
-            let (len, id) = token(&b[i..]);
-            if !id {
-                for &c in &b[i..i + len] {
-                    if !c.is_ascii_digit() {
-                        sink.byte(c);
-                    }
-                }
-            }
-            i += len;
-        } else if c.is_ascii() {
-            // `char::is_whitespace` on ASCII: also the vertical tab, which `u8`'s test leaves out.
-            if !matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r') {
-                sink.byte(c);
+        let k = class(c);
+        if k & WORD != 0 {
+            i += g.token(&b[i..]);
+        } else if k & WIDE == 0 {
+            if k & GAP == 0 {
+                g.byte(c);
             }
             i += 1;
         } else {
@@ -113,53 +259,11 @@ fn shape_bytes(text: &str, sink: &mut impl ShapeSink) {
             let ch = text[i..].chars().next().unwrap_or_default();
             let n = ch.len_utf8();
             if !ch.is_whitespace() {
-                sink.bytes(&b[i..i + n]);
+                g.bytes(&b[i..i + n]);
             }
             i += n;
         }
     }
-}
-
-/// The token at the start of `b` (a run of ASCII letters and digits, continued over a `-` between
-/// groups of hex digits, so that a uuid is one token): its length, and whether it is an id (a run
-/// of hex digits with a digit, at least [`MIN_HEX_ID`] of them not counting the `-`; or a `0x`
-/// number).
-fn token(b: &[u8]) -> (usize, bool) {
-    let (mut end, mut hex, mut digit) = (0, true, false);
-    while end < b.len() && b[end].is_ascii_alphanumeric() {
-        hex &= b[end].is_ascii_hexdigit();
-        digit |= b[end].is_ascii_digit();
-        end += 1;
-    }
-    let mut count = end;
-    // Continued only while everything so far is hex groups.
-    while hex && end < b.len() && b[end] == b'-' {
-        let mut next = end + 1;
-        let (mut group_hex, mut group_digit) = (true, false);
-        while next < b.len() && b[next].is_ascii_alphanumeric() {
-            group_hex &= b[next].is_ascii_hexdigit();
-            group_digit |= b[next].is_ascii_digit();
-            next += 1;
-        }
-        if next == end + 1 || !group_hex {
-            break;
-        }
-        count += next - end - 1;
-        digit |= group_digit;
-        end = next;
-    }
-    let token = &b[..end];
-    if let Some(rest) = token
-        .strip_prefix(b"0x")
-        .or_else(|| token.strip_prefix(b"0X"))
-    {
-        // `0x` then hex digits only (a `-` is not one: a `0x` token is never continued).
-        return (
-            end,
-            !rest.is_empty() && rest.iter().all(|c| c.is_ascii_hexdigit()),
-        );
-    }
-    (end, hex && digit && count >= MIN_HEX_ID)
 }
 
 #[cfg(test)]
@@ -211,9 +315,19 @@ mod tests {
         }
     }
 
+    /// A shape's string hashed as [`shape_hash`] says it is.
+    fn hash_of(shape: &str) -> u64 {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = SHAPE_HASHER.build_hasher();
+        for piece in shape.as_bytes().chunks(PIECE) {
+            h.write(piece);
+        }
+        h.write_u8(0xff);
+        h.finish()
+    }
+
     #[test]
     fn the_hash_is_the_hash_of_the_shape() {
-        use std::hash::{Hash, Hasher};
         for text in [
             "req 3fa9c1e2 waiting",
             "2025-01-01 12:00:01 tick 41 fp16 a100",
@@ -222,9 +336,7 @@ mod tests {
             "",
             "   ",
         ] {
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            line_shape(text).hash(&mut h);
-            assert_eq!(shape_hash(text), h.finish(), "{text:?}");
+            assert_eq!(shape_hash(text), hash_of(&line_shape(text)), "{text:?}");
         }
     }
 
@@ -288,12 +400,9 @@ mod tests {
         ) {
             // Past the gathering buffer's 256 bytes too.
             let text = text.repeat(1 + long * 4);
-            use std::hash::{Hash, Hasher};
             let want = reference_shape(&text);
             proptest::prop_assert_eq!(line_shape(&text), want.clone());
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            want.hash(&mut h);
-            proptest::prop_assert_eq!(shape_hash(&text), h.finish());
+            proptest::prop_assert_eq!(shape_hash(&text), hash_of(&want));
         }
     }
 
