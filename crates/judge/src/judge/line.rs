@@ -50,7 +50,6 @@ impl Judge {
         }
         if !class.noise {
             self.keep_context(&line, shape);
-            self.last_line = Some(line.clone());
         }
         self.collect_evidence(at, &line, origin, class);
         // The decisive line of `ready` is the line that met the last ready condition: a
@@ -63,6 +62,11 @@ impl Judge {
                     self.ready_line = Some(line.clone());
                 }
             }
+        }
+        // Moved, not copied (a big log's every line was copied twice here: issue 28); nothing
+        // above reads it, `check_ready` below may.
+        if !class.noise {
+            self.last_line = Some(line);
         }
         self.check_ready(at, events);
     }
@@ -93,14 +97,25 @@ impl Judge {
             return;
         }
         // A progress bar redrawn many times is one line of context: keep its latest state.
-        if self.before_last_shape == Some(shape) && !self.before.is_empty() {
-            self.before.pop_back();
-        }
-        self.before.push_back(line.clone());
+        // Otherwise the oldest line goes once `size + 1` are kept. The line that goes lends its
+        // buffer to the copy of the new one (no allocation a line once the context is full).
+        let gone = if self.before_last_shape == Some(shape) && !self.before.is_empty() {
+            self.before.pop_back()
+        } else if self.before.len() > size {
+            self.before.pop_front()
+        } else {
+            None
+        };
+        let kept = match gone {
+            Some(mut old) => {
+                old.number = line.number;
+                old.text.clone_from(&line.text);
+                old
+            }
+            None => line.clone(),
+        };
+        self.before.push_back(kept);
         self.before_last_shape = Some(shape);
-        if self.before.len() > size + 1 {
-            self.before.pop_front();
-        }
     }
 
     /// Records each new failure hit of the line; the first fatal line starts the settle window.

@@ -712,6 +712,47 @@ fn the_decisive_line_and_context_are_reported() {
     assert!(j.secondary.contains(&Signature::PythonException));
 }
 
+/// The context before a failure is the last lines (a redrawn progress bar once, at its latest
+/// state), in order, however many lines came before: the kept lines are recycled once the
+/// context is full (issue 28), and each keeps its own text.
+#[test]
+fn the_context_is_the_last_lines_however_many_came_before() {
+    let texts = [
+        "loading shard alpha",
+        "loading shard bravo",
+        "loading shard charlie",
+        "loading shard delta",
+        "loading shard echo",
+        "loading shard foxtrot",
+        "loading shard golf",
+        // A bar redrawn: one line of context, its last state.
+        "Loading checkpoint shards:  50% 2/4",
+        "Loading checkpoint shards:  75% 3/4",
+        "loading shard hotel",
+        "loading shard india",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB",
+    ];
+    let mut steps = vec![Started(0)];
+    for (n, t) in texts.iter().enumerate() {
+        steps.push(Line(n as u64 + 1, t));
+    }
+    steps.push(Exit(10, Some(ExitInfo::code(1))));
+    let j = run(cfg(Mode::UntilReady), &steps);
+    assert_eq!(j.verdict, Verdict::Failed);
+    assert_eq!(
+        j.context,
+        vec![
+            "loading shard echo",
+            "loading shard foxtrot",
+            "loading shard golf",
+            "Loading checkpoint shards:  75% 3/4",
+            "loading shard hotel",
+            "loading shard india",
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB",
+        ]
+    );
+}
+
 #[test]
 fn hold_reports_a_crash_after_ready() {
     let mut c = cfg(Mode::UntilReady);
