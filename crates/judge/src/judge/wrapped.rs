@@ -32,6 +32,17 @@ const MIN_WRAP_CHARS: usize = 60;
 const TERMINAL_WIDTHS: [usize; 16] = [
     80, 100, 110, 120, 132, 140, 150, 160, 180, 200, 220, 240, 250, 256, 300, 320,
 ];
+/// The widest of them.
+const WIDEST: usize = {
+    let (mut widest, mut i) = (0, 0);
+    while i < TERMINAL_WIDTHS.len() {
+        if TERMINAL_WIDTHS[i] > widest {
+            widest = TERMINAL_WIDTHS[i];
+        }
+        i += 1;
+    }
+    widest
+};
 
 /// The first half of a possible wrap.
 #[derive(Debug, Default)]
@@ -128,7 +139,13 @@ fn can_be_cut(original: &str, text: &str) -> bool {
     let Some(last) = text.chars().next_back() else {
         return false;
     };
-    !matches!(last, '.' | '!' | '?') && original.chars().count() >= MIN_WRAP_CHARS
+    !matches!(last, '.' | '!' | '?') && at_least_chars(original, MIN_WRAP_CHARS)
+}
+
+/// Whether `s` has at least `n` characters, without counting a long line's all (a character
+/// is at most four bytes; counting them all was 2 % of a watch reading a big log: issue 28).
+fn at_least_chars(s: &str, n: usize) -> bool {
+    s.len() >= 4 * n || s.chars().count() >= n
 }
 
 /// Whether `next` continues the held line (`original`, normalised `text`, printed by `rank`).
@@ -143,9 +160,12 @@ fn continues(original: &str, text: &str, next: &NormalLine<'_>, rank: Option<u32
         return false;
     }
     let at_width = {
-        let chars = original.chars().count();
         let bytes = original.len();
-        TERMINAL_WIDTHS.contains(&chars) || (bytes >= 1024 && bytes.is_power_of_two())
+        // A line of more than four bytes a column is wider than any terminal width: its
+        // characters need no count.
+        let chars = || original.chars().count();
+        (bytes <= 4 * WIDEST && TERMINAL_WIDTHS.contains(&chars()))
+            || (bytes >= 1024 && bytes.is_power_of_two())
     };
     let mid_word = text
         .chars()
