@@ -228,6 +228,36 @@ mod tests {
         );
     }
 
+    /// A line cut at a terminal's width is counted in characters, not bytes; a line of fewer
+    /// than `MIN_WRAP_CHARS` characters is never held, however many bytes it has.
+    #[test]
+    fn widths_and_lengths_are_counted_in_characters() {
+        let second = "KV cache memory (9.43 GiB).";
+        // Ends in a space and the next half begins with a capital: only the width says wrap.
+        let body = "Modèle: KV cache is needed, which is larger than the available ";
+        for width in [120, 160] {
+            let pad = width - "vllm-1| ".len() - body.chars().count();
+            let first = format!("vllm-1{}| {body}", " ".repeat(pad));
+            assert_eq!(first.chars().count(), width);
+            assert_eq!(first.len(), width + 1, "one character of two bytes");
+            let got = pair(&first, second).map(|g| g.0);
+            assert_eq!(got, Some(vec![Some(Signature::CudaOom)]), "{width}");
+            // One column less is no terminal's width.
+            let narrower = first.replacen(' ', "", 1);
+            assert_eq!(pair(&narrower, second), None, "{width} - 1");
+        }
+        // Cut inside a word: joined when the first half has 60 characters, not when it has 52
+        // (in 67 bytes).
+        let cut = |n: usize| format!("{} is larger than the available KV cach", "é".repeat(n));
+        assert_eq!(cut(15).chars().count(), 52);
+        assert_eq!(cut(15).len(), 67);
+        assert_eq!(pair(&cut(15), "e memory (9.43 GiB)"), None);
+        assert_eq!(
+            pair(&cut(23), "e memory (9.43 GiB)").map(|g| g.0),
+            Some(vec![Some(Signature::CudaOom)])
+        );
+    }
+
     #[test]
     fn lines_that_are_not_a_wrap_are_not_joined() {
         let long = "ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cach";
